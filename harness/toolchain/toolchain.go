@@ -1,0 +1,258 @@
+// Package toolchain finds the compilers, profilers and the Python that holds
+// torch, and says for each what version it is or why it is missing.
+package toolchain
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Tool is one toolchain component as found (or not) on this machine.
+type Tool struct {
+	Name    string `json:"name"`
+	Found   bool   `json:"found"`
+	Path    string `json:"path,omitempty"`
+	Version string `json:"version,omitempty"`
+	// Missing says why the tool is not usable, in words a person can act on.
+	Missing string `json:"missing,omitempty"`
+}
+
+// PythonEnv describes the Python interpreter that will run the worker.
+type PythonEnv struct {
+	Tool
+	Torch       string `json:"torch,omitempty"`
+	Triton      string `json:"triton,omitempty"`
+	Cupy        string `json:"cupy,omitempty"`
+	CUDAUsable  bool   `json:"cuda_usable"`
+	ROCmUsable  bool   `json:"rocm_usable"`
+	TorchCUDA   string `json:"torch_cuda,omitempty"` // CUDA version torch was built with
+	DeviceCount int    `json:"device_count"`
+	DeviceName  string `json:"device_name,omitempty"`
+	SMCount     int    `json:"sm_count,omitempty"` // multiprocessors of device 0, as CUDA/HIP reports them
+}
+
+// EnvPython names the variable that overrides the Python search.
+const EnvPython = "KEVOLVE_PYTHON"
+
+// PythonCandidates lists where a torch-holding Python is looked for, in order:
+// the override, the GPU box's virtualenv, the CPU virtualenv `make venv`
+// creates, then python3 on PATH.
+func PythonCandidates() []string {
+	var c []string
+	if p := os.Getenv(EnvPython); p != "" {
+		c = append(c, p)
+	}
+	c = append(c, "/opt/torch/.venv/bin/python3")
+	if home, err := os.UserHomeDir(); err == nil {
+		c = append(c, filepath.Join(home, ".cache", "kevolve", "venv", "bin", "python"))
+	}
+	if p, err := exec.LookPath("python3"); err == nil {
+		c = append(c, p)
+	}
+	return c
+}
+
+// FindPython returns the first candidate interpreter that exists. It does
+// not import torch (that costs seconds); ProbePython does.
+func FindPython() (string, error) {
+	if p := os.Getenv(EnvPython); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%s=%s: %w", EnvPython, p, err)
+		}
+		return p, nil
+	}
+	for _, p := range PythonCandidates() {
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	return "", errors.New("no Python found: set KEVOLVE_PYTHON to an interpreter with torch, or run `make venv`")
+}
+
+const probeScript = `
+import json, sys
+out = {"python": sys.version.split()[0]}
+try:
+    import torch
+    out["torch"] = torch.__version__
+    out["torch_cuda"] = torch.version.cuda or ""
+    out["hip"] = getattr(torch.version, "hip", None) or ""
+    try:
+        out["count"] = torch.cuda.device_count()
+        if out["count"]:
+            props = torch.cuda.get_device_properties(0)
+            out["name"] = props.name
+            out["sm_count"] = props.multi_processor_count
+    except Exception as e:
+        out["cuda_error"] = str(e)
+except Exception as e:
+    out["torch_error"] = repr(e)
+for mod in ("triton", "cupy"):
+    try:
+        m = __import__(mod)
+        out[mod] = m.__version__
+    except Exception as e:
+        out[mod + "_error"] = type(e).__name__
+print(json.dumps(out))
+`
+
+// ProbePython imports torch, triton and cupy in the interpreter and reports
+// their versions and whether a GPU is usable. It takes a few seconds.
+func ProbePython(ctx context.Context, python string) PythonEnv {
+	env := PythonEnv{Tool: Tool{Name: "python", Path: python}}
+	if python == "" {
+		p, err := FindPython()
+		if err != nil {
+			env.Missing = err.Error()
+			return env
+		}
+		env.Path = p
+	}
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, env.Path, "-c", probeScript)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		env.Missing = fmt.Sprintf("%s failed: %v: %s", env.Path, err, lastLine(stderr.String()))
+		return env
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(lastJSONLine(out), &raw); err != nil {
+		env.Missing = fmt.Sprintf("could not read the probe's answer: %v", err)
+		return env
+	}
+	str := func(k string) string { s, _ := raw[k].(string); return s }
+	env.Found = true
+	env.Version = str("python")
+	env.Torch = str("torch")
+	env.Triton = str("triton")
+	env.Cupy = str("cupy")
+	env.TorchCUDA = str("torch_cuda")
+	env.DeviceName = str("name")
+	if c, ok := raw["count"].(float64); ok {
+		env.DeviceCount = int(c)
+	}
+	if c, ok := raw["sm_count"].(float64); ok {
+		env.SMCount = int(c)
+	}
+	if env.Torch == "" {
+		env.Found = false
+		env.Missing = "torch is not importable in " + env.Path + ": " + str("torch_error")
+		return env
+	}
+	hip := str("hip") != ""
+	env.CUDAUsable = env.DeviceCount > 0 && !hip
+	env.ROCmUsable = env.DeviceCount > 0 && hip
+	return env
+}
+
+func lastJSONLine(b []byte) []byte {
+	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	for i := len(lines) - 1; i >= 0; i-- {
+		if bytes.HasPrefix(bytes.TrimSpace(lines[i]), []byte("{")) {
+			return lines[i]
+		}
+	}
+	return b
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// spec describes how to find one command-line tool and read its version.
+type spec struct {
+	name    string
+	dirs    []string // searched after PATH
+	args    []string
+	version *regexp.Regexp
+	hint    string // how to get it, for the Missing text
+}
+
+var cudaDirs = []string{"/usr/local/cuda/bin", "/opt/cuda/bin"}
+
+var specs = []spec{
+	{"nvcc", cudaDirs, []string{"--version"}, regexp.MustCompile(`release ([0-9.]+), V([0-9.]+)`), "install the CUDA toolkit, or put nvcc on PATH"},
+	{"ncu", append([]string{"/opt/nvidia/nsight-compute/bin"}, cudaDirs...), []string{"--version"}, regexp.MustCompile(`Version ([0-9.]+)`), "install Nsight Compute (part of the CUDA toolkit)"},
+	{"compute-sanitizer", append(cudaDirs, "/usr/local/cuda/compute-sanitizer"), []string{"--version"}, regexp.MustCompile(`Version ([0-9.]+)`), "install the CUDA toolkit"},
+	{"hipcc", []string{"/opt/rocm/bin"}, []string{"--version"}, regexp.MustCompile(`HIP version: ([0-9.\-a-z]+)`), "install ROCm (or Debian's hipcc package)"},
+	{"gcc", nil, []string{"--version"}, regexp.MustCompile(`\) ([0-9]+\.[0-9]+\.[0-9]+)`), "install gcc (apt-get install gcc)"},
+}
+
+// Tools finds every command-line tool the harness can use.
+func Tools(ctx context.Context) []Tool {
+	out := make([]Tool, 0, len(specs))
+	for _, s := range specs {
+		out = append(out, find(ctx, s))
+	}
+	return out
+}
+
+// Find looks up one tool by name ("nvcc", "ncu", "gcc" ...).
+func Find(ctx context.Context, name string) Tool {
+	for _, s := range specs {
+		if s.name == name {
+			return find(ctx, s)
+		}
+	}
+	return Tool{Name: name, Missing: "unknown tool"}
+}
+
+func find(ctx context.Context, s spec) Tool {
+	t := Tool{Name: s.name}
+	path, err := exec.LookPath(s.name)
+	if err != nil {
+		for _, d := range s.dirs {
+			p := filepath.Join(d, s.name)
+			if st, e := os.Stat(p); e == nil && !st.IsDir() {
+				path, err = p, nil
+				break
+			}
+		}
+	}
+	if err != nil {
+		t.Missing = fmt.Sprintf("not on PATH or in %s: %s", strings.Join(s.dirs, ", "), s.hint)
+		if len(s.dirs) == 0 {
+			t.Missing = "not on PATH: " + s.hint
+		}
+		return t
+	}
+	t.Path = path
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, s.args...).CombinedOutput()
+	if err != nil {
+		t.Missing = fmt.Sprintf("%s %s failed: %v: %s", path, strings.Join(s.args, " "), err, lastLine(string(out)))
+		return t
+	}
+	t.Found = true
+	if m := s.version.FindStringSubmatch(string(out)); m != nil {
+		t.Version = m[len(m)-1]
+	} else {
+		t.Version = firstLine(string(out))
+	}
+	return t
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

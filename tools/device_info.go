@@ -1,0 +1,33 @@
+package tools
+
+import (
+	"context"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/kevolve/kevolve-mcp/harness/device"
+)
+
+// DeviceInfoInput is device_info's arguments.
+type DeviceInfoInput struct {
+	Refresh bool `json:"refresh,omitempty" jsonschema:"Discover again instead of answering from the cache (the torch probe takes a few seconds)"`
+}
+
+// DeviceInfo returns the device_info tool: the accelerators, CPU and
+// toolchains found, each GPU matched to its spec-table row.
+func DeviceInfo(devices *device.Cache) server.ServerTool {
+	tool := mcp.NewTool("device_info",
+		mcp.WithDescription("What hardware and toolchains this server can run kernels on: GPUs (name, UUID, compute capability, SMs/CUs, memory, clocks, power limit, driver) each matched to a row of the hardware spec table (peak FLOP/s per dtype, memory bandwidth, L2, shared memory), the CPU (cores, ISA extensions), nvcc/ncu/compute-sanitizer/hipcc/gcc and the Python with torch/triton/cupy. Missing pieces say why. Call it first: targets lists what run_kernel can use."),
+		mcp.WithInputSchema[DeviceInfoInput](),
+		mcp.WithOutputSchema[device.Report](),
+		mcp.WithTitleAnnotation("Device and toolchain discovery"),
+		mcp.WithReadOnlyHintAnnotation(true),
+		mcp.WithDestructiveHintAnnotation(false),
+		mcp.WithIdempotentHintAnnotation(true),
+		mcp.WithOpenWorldHintAnnotation(false),
+	)
+	return server.ServerTool{Tool: tool, Handler: mcp.NewTypedToolHandler(func(ctx context.Context, _ mcp.CallToolRequest, in DeviceInfoInput) (*mcp.CallToolResult, error) {
+		return structured(devices.Get(ctx, in.Refresh)), nil
+	})}
+}
