@@ -6,8 +6,11 @@ TAGS        := sqlite_fts5
 export GOFLAGS := -tags=$(TAGS)
 BIN         := bin/kevolve-mcp
 VENV        ?= $(HOME)/.cache/kevolve/venv
-# The Python stack the GPU box has (DESIGN.md section 7), CPU build for tests.
-PY_PINS     := torch==2.11.0 triton==3.6.0 numpy pyyaml
+# The Python stack the GPU box has (DESIGN.md section 7), CPU build for tests,
+# plus nvcc 13.0 from NVIDIA's wheels so CUDA compiles are tested without a GPU
+# (nvvm and crt pinned with it: a newer nvvm emits PTX that ptxas 13.0 rejects).
+PY_PINS     := torch==2.11.0 triton==3.6.0 numpy pyyaml \
+               nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.0.88 nvidia-cuda-cccl==13.0.85
 
 NODE_DIR    ?= $(HOME)/.cache/kevolve/node
 NODE_PKG    := cmd/kevolve-mcp/testdata/node
@@ -19,8 +22,10 @@ build:
 
 # A CPU-only virtualenv with the GPU box's torch and triton versions. Made once
 # and reused: PyPI's torch wheel is several GB.
-venv: $(VENV)/.kevolve-ok
-$(VENV)/.kevolve-ok:
+# The stamp names the pins, so changing them reinstalls.
+VENV_STAMP  := $(VENV)/.pins-$(shell echo '$(PY_PINS)' | md5sum | cut -c1-10)
+venv: $(VENV_STAMP)
+$(VENV_STAMP):
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q $(PY_PINS)
 	touch $@
@@ -46,6 +51,32 @@ test: venv mcp-clients build
 run: build
 	@if [ -x /opt/torch/.venv/bin/python3 ] || python3 -c 'import torch' 2>/dev/null; then :; else $(MAKE) venv; fi
 	./$(BIN) doctor
+
+# GPU tests run on a machine with no Go toolchain: build every package's test
+# binary here (.gpu/), carry the folder there, and run `make test-gpu-run`.
+# The device tool carries at most 64 MiB: binaries are stripped and gzipped.
+GPU_PKGS ?= ./...
+gpu-bins:
+	rm -rf .gpu && mkdir -p .gpu
+	$(GO) build -ldflags='-s -w' -o .gpu/kevolve-mcp ./cmd/kevolve-mcp
+	@for p in $$($(GO) list $(GPU_PKGS)); do \
+	  n=$$(echo $$p | sed 's|github.com/kevolve/kevolve-mcp||; s|^/||; s|/|_|g'); \
+	  $(GO) test -c -ldflags='-s -w' -o .gpu/$${n:-root}.test $$p >/dev/null || exit 1; \
+	done; gzip -9 .gpu/*; du -sh .gpu
+
+test-gpu: gpu-bins
+	@echo "now run on the GPU machine: make test-gpu-run (carry .gpu)"
+
+# On the GPU machine: every test binary, from its package folder, with the GPU
+# tests switched on. Output in $${OUT:-.gpu}/test-gpu.log.
+test-gpu-run:
+	@for f in .gpu/*.gz; do [ -e "$$f" ] && gunzip -f "$$f"; done; chmod +x .gpu/*
+	@set -o pipefail; fail=0; for t in .gpu/*.test; do \
+	  d=$$(basename $$t .test | tr _ /); \
+	  echo "=== $$d"; \
+	  (cd $$d && KEVOLVE_GPU=1 KEVOLVE_TEST_STRICT=1 KEVOLVE_PYTHON=$${KEVOLVE_PYTHON:-/opt/torch/.venv/bin/python3} \
+	    $(CURDIR)/$$t -test.v -test.timeout 20m 2>&1 | tail -40) || fail=1; \
+	done; exit $$fail
 
 clean:
 	rm -rf bin .gpu

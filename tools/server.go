@@ -7,6 +7,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/kevolve/kevolve-mcp/harness/device"
+	"github.com/kevolve/kevolve-mcp/retrieval"
 )
 
 //go:embed instructions.md
@@ -19,8 +20,9 @@ var Version = "0.1.0-dev"
 // Deps are everything the tools call into. Each tool constructor takes only
 // what it needs; New hands them out.
 type Deps struct {
-	Logger  *slog.Logger
-	Devices *device.Cache
+	Logger    *slog.Logger
+	Devices   *device.Cache
+	Knowledge *retrieval.Index
 }
 
 // New builds the MCP server with every tool registered.
@@ -34,6 +36,9 @@ func New(d Deps) *server.MCPServer {
 		server.WithInputSchemaValidation(),
 	)
 	s.AddTools(All(d)...)
+	docs, docTemplate := KnowledgeResources(d.Knowledge)
+	s.AddResources(docs...)
+	s.AddResourceTemplates(docTemplate)
 	return s
 }
 
@@ -42,5 +47,7 @@ func New(d Deps) *server.MCPServer {
 func All(d Deps) []server.ServerTool {
 	return []server.ServerTool{
 		DeviceInfo(d.Devices),
+		CompileKernel(nil),
+		SearchKnowledge(d.Knowledge),
 	}
 }

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/kevolve/kevolve-mcp/harness/device"
+	"github.com/kevolve/kevolve-mcp/retrieval"
 	"github.com/kevolve/kevolve-mcp/tools"
 	"github.com/kevolve/kevolve-mcp/tools/transport"
 )
@@ -31,6 +33,8 @@ Usage:
   kevolve-mcp --http HOST:PORT          serve streamable HTTP at /mcp (loopback by default;
                                         other addresses need --token or KEVOLVE_TOKEN)
   kevolve-mcp doctor [--json]           what hardware and toolchains were found
+  kevolve-mcp kb search QUERY [--device D] [-k N] [--json]
+                                        search the knowledge base (also: kb list)
 
 Global flags:
 `
@@ -49,7 +53,16 @@ type globalFlags struct {
 	origins  string
 	python   string
 	logLevel string
+	db       string
+	kbDirs   stringList
+	embedder string
 }
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("kevolve-mcp", flag.ContinueOnError)
@@ -61,6 +74,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&g.origins, "allow-origin", "", "comma-separated extra browser `origins` allowed over HTTP")
 	fs.StringVar(&g.python, "python", os.Getenv("KEVOLVE_PYTHON"), "Python `interpreter` with torch (default: $KEVOLVE_PYTHON, /opt/torch/.venv, ~/.cache/kevolve/venv, python3)")
 	fs.StringVar(&g.logLevel, "log-level", "info", "log `level`: debug, info, warn, error (logs go to stderr)")
+	fs.StringVar(&g.db, "db", defaultDBPath(), "the SQLite `file` that holds every table (knowledge index, caches, calibration)")
+	fs.Var(&g.kbDirs, "kb", "extra knowledge `dir` of Markdown documents (repeatable)")
+	fs.StringVar(&g.embedder, "embedder", os.Getenv("KEVOLVE_EMBEDDER"), "knowledge embedder: hash (offline default), ollama:MODEL[@URL], openai:MODEL[@BASEURL]")
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -78,6 +94,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	switch rest[0] {
 	case "doctor":
 		return doctor(g, rest[1:], stdout, stderr)
+	case "kb":
+		return kb(g, rest[1:], stdout)
 	case "help":
 		fs.Usage()
 		return nil
@@ -93,15 +111,43 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
 }
 
-func deps(g globalFlags, logger *slog.Logger) tools.Deps {
-	return tools.Deps{
+// deps opens what the tools call into. A part that cannot open (a bad --kb
+// directory, an unwritable database) is logged and its tools answer with
+// that error, rather than taking the whole server down.
+func deps(ctx context.Context, g globalFlags, logger *slog.Logger) (tools.Deps, func()) {
+	d := tools.Deps{
 		Logger:  logger,
 		Devices: device.NewCache(device.Options{Python: g.python}),
 	}
+	db, err := openDB(g.db)
+	if err != nil {
+		logger.Error("database unavailable: knowledge search and caches are off", "err", err)
+		return d, func() {}
+	}
+	if ix, err := openKnowledge(ctx, db, g); err != nil {
+		logger.Error("knowledge index unavailable", "err", err)
+	} else {
+		d.Knowledge = ix
+	}
+	return d, func() { db.Close() }
+}
+
+func openKnowledge(ctx context.Context, db *sql.DB, g globalFlags) (*retrieval.Index, error) {
+	emb, err := retrieval.ParseEmbedder(g.embedder, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	var sources []retrieval.Source
+	for _, dir := range g.kbDirs {
+		sources = append(sources, retrieval.DirSource(dir))
+	}
+	return retrieval.Open(ctx, db, emb, sources...)
 }
 
 func serve(g globalFlags, logger *slog.Logger) error {
-	srv := tools.New(deps(g, logger))
+	d, closeDeps := deps(context.Background(), g, logger)
+	defer closeDeps()
+	srv := tools.New(d)
 	if g.httpAddr != "" {
 		return serveHTTP(srv, g, logger)
 	}

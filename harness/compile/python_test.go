@@ -1,0 +1,30 @@
+package compile
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestPythonLoaders runs the kevolve package's own unit tests (signature
+// parser, load_c, load_cuda compile paths; launches where a GPU is present)
+// in the harness's Python, so `go test` covers them.
+func TestPythonLoaders(t *testing.T) {
+	py := needPython(t)
+	root, err := filepath.Abs(filepath.Join("..", "worker", "py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, "-m", "unittest", "-v", "kevolve.tests.test_sig", "kevolve.tests.test_load_c", "kevolve.tests.test_load_cuda")
+	cmd.Dir = root
+	cmd.Env = append(cmd.Environ(), "PYTHONPATH="+root, "KEVOLVE_CACHE_DIR="+t.TempDir(), "PYTHONDONTWRITEBYTECODE=1")
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil {
+		t.Fatalf("python unit tests failed: %v", err)
+	}
+}

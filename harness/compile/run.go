@@ -1,0 +1,88 @@
+package compile
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+var archRE = regexp.MustCompile(`^sm_[0-9]{2,3}[af]?$`)
+
+var (
+	detectOnce sync.Once
+	detected   string
+)
+
+// DefaultArch is the arch to compile for when a request names none:
+// KEVOLVE_ARCH if set, else the first GPU's (from nvidia-smi), else sm_90.
+func DefaultArch() string {
+	if a := os.Getenv("KEVOLVE_ARCH"); archRE.MatchString(a) {
+		return a
+	}
+	detectOnce.Do(func() {
+		detected = "sm_90"
+		smi, err := exec.LookPath("nvidia-smi")
+		if err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, smi, "--query-gpu=compute_cap", "--format=csv,noheader").Output()
+		if err != nil {
+			return
+		}
+		first := strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0])
+		if a := "sm_" + strings.ReplaceAll(first, ".", ""); archRE.MatchString(a) {
+			detected = a
+		}
+	})
+	return detected
+}
+
+// runOut is what one tool run gave.
+type runOut struct {
+	Stdout, Stderr string
+	ExitCode       int
+	TimedOut       bool
+	Err            error // could not start or was killed for another reason
+}
+
+// run executes a tool in dir, in its own process group so that a timeout
+// kills the compiler's children too (nvcc runs cicc and ptxas).
+func run(ctx context.Context, dir string, env []string, stdin string, name string, args ...string) runOut {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		if cmd.Process != nil {
+			return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+		return nil
+	}
+	cmd.WaitDelay = 2 * time.Second
+	err := cmd.Run()
+	out := runOut{Stdout: so.String(), Stderr: se.String(), ExitCode: cmd.ProcessState.ExitCode()}
+	if ctx.Err() != nil {
+		out.TimedOut = true
+	}
+	if err != nil {
+		if _, ok := err.(*exec.ExitError); !ok || out.TimedOut {
+			out.Err = err
+		}
+	}
+	return out
+}

@@ -1,0 +1,117 @@
+package compile
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+var ptxTargetRE = regexp.MustCompile(`(?m)^\s*\.target\s+(sm_\w+)`)
+
+//go:embed triton_compile.py
+var tritonScript []byte
+
+// tritonBuilder runs triton.compile for a fixed CUDA target in the harness's
+// Python (no GPU needed: Triton's wheel ships ptxas), then ptxas -v on the
+// PTX for resource usage and cuobjdump on the cubin for the SASS summary.
+type tritonBuilder struct{ python, disasm string }
+
+func (b *tritonBuilder) prepare(req Request) (string, error) {
+	var err error
+	if b.python, err = FindPython(); err != nil {
+		return "", fmt.Errorf("compile triton: %w", err)
+	}
+	if b.disasm, err = findDisassembler(); err != nil {
+		return "", fmt.Errorf("compile triton: %w", err)
+	}
+	return fileIdent(b.python) + "|" + fileIdent(b.disasm), nil
+}
+
+type tritonOut struct {
+	OK             bool              `json:"ok"`
+	Status         string            `json:"status"`
+	Diagnostics    []Diagnostic      `json:"diagnostics"`
+	Log            string            `json:"log"`
+	Note           string            `json:"note"`
+	Kernel         string            `json:"kernel"`
+	Name           string            `json:"name"`
+	NumWarps       int               `json:"num_warps"`
+	Shared         int               `json:"shared"`
+	Ptxas          string            `json:"ptxas"`
+	CompileSeconds float64           `json:"compile_seconds"`
+	Signature      map[string]string `json:"signature"`
+}
+
+func (b *tritonBuilder) build(ctx context.Context, req Request, dir string) (*Result, error) {
+	if err := os.WriteFile(filepath.Join(dir, "kernel.py"), []byte(req.Source), 0o644); err != nil {
+		return nil, fmt.Errorf("compile triton: write source: %w", err)
+	}
+	script := filepath.Join(dir, "triton_compile.py")
+	if err := os.WriteFile(script, tritonScript, 0o644); err != nil {
+		return nil, fmt.Errorf("compile triton: write script: %w", err)
+	}
+	cc, _ := strconv.Atoi(strings.TrimRight(strings.TrimPrefix(req.Arch, "sm_"), "af"))
+	in, _ := json.Marshal(map[string]any{
+		"source_path": filepath.Join(dir, "kernel.py"), "kernel": req.Kernel, "signature": req.Signature,
+		"constants": req.Constants, "divisible16": req.Divisible16, "cc": cc, "num_warps": req.NumWarps, "num_stages": req.NumStages, "out_dir": dir,
+	})
+	res := &Result{Language: LangTriton, Arch: req.Arch, Compiler: b.python + " (triton.compile)"}
+	start := time.Now()
+	out := run(ctx, dir, nil, string(in), b.python, script)
+	res.CompileSeconds = time.Since(start).Seconds()
+	if out.TimedOut {
+		res.Status = StatusTimeout
+		res.Log = trimLog(out.Stderr, 8000)
+		return res, nil
+	}
+	if out.Err != nil {
+		return nil, fmt.Errorf("compile triton: run python: %w", out.Err)
+	}
+	var to tritonOut
+	if err := json.Unmarshal([]byte(lastLine(out.Stdout)), &to); err != nil {
+		res.Diagnostics = []Diagnostic{{Severity: "error", Message: "the Triton compile script failed: " + lastLine(out.Stderr)}}
+		res.Log = trimLog(out.Stdout+out.Stderr, 8000)
+		return res, nil
+	}
+	res.Diagnostics, res.Note, res.Log = to.Diagnostics, to.Note, trimLog(to.Log, 8000)
+	if to.Status == StatusUnavailable {
+		res.Status = StatusUnavailable
+		res.Note = strings.TrimSpace(res.Note + " Triton could not compile here without a GPU toolchain; run on the GPU box or install triton with its bundled ptxas.")
+	}
+	if !to.OK {
+		return res, nil
+	}
+	res.OK = true
+	k := Kernel{Name: to.Name, NumWarps: to.NumWarps, SharedDynBytes: to.Shared}
+	// Resource usage: ptxas -v on the PTX Triton produced (Triton's own ptxas).
+	if to.Ptxas != "" {
+		target := req.Arch
+		if ptx, err := os.ReadFile(filepath.Join(dir, "kernel.ptx")); err == nil {
+			if m := ptxTargetRE.FindSubmatch(ptx); m != nil {
+				target = string(m[1]) // Triton targets sm_90a on Hopper
+			}
+		}
+		p := run(ctx, dir, nil, "", to.Ptxas, "-v", "--gpu-name="+target, "kernel.ptx", "-o", "ptxas.cubin")
+		if p.Err == nil && p.ExitCode == 0 {
+			if ks := ParsePtxasInfo(p.Stdout + p.Stderr); len(ks) > 0 {
+				nk := ks[0]
+				nk.NumWarps, nk.SharedDynBytes = k.NumWarps, k.SharedDynBytes
+				k = nk
+			}
+		} else {
+			res.Note = strings.TrimSpace(res.Note + " ptxas -v failed: " + lastLine(p.Stderr))
+		}
+	}
+	res.Kernels = []Kernel{k}
+	if err := attachSASS(ctx, res, b.disasm, dir, "kernel.cubin"); err != nil {
+		res.Note = strings.TrimSpace(res.Note + " " + err.Error())
+	}
+	return res, nil
+}

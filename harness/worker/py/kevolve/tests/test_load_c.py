@@ -1,0 +1,117 @@
+"""load_c against torch on the CPU: compile, call, cache and argument checks."""
+
+import os
+import tempfile
+import time
+import unittest
+
+import torch
+
+import kevolve
+from kevolve import CompileError, load_c
+
+SCALE = r'''
+#include <stdint.h>
+void scale(const float* x, float* y, float a, int64_t n) {
+    #pragma omp parallel for
+    for (int64_t i = 0; i < n; ++i) y[i] = a * x[i];
+}
+double dot(const double* restrict a, const double* restrict b, long n) {
+    double s = 0;
+    for (long i = 0; i < n; ++i) s += a[i] * b[i];
+    return s;
+}
+int32_t count_true(const _Bool* m, int n) {
+    int c = 0;
+    for (int i = 0; i < n; ++i) c += m[i];
+    return c;
+}
+'''
+
+
+class LoadC(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        os.environ["KEVOLVE_CACHE_DIR"] = cls.tmp.name
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_matches_torch_and_caches(self):
+        src = SCALE + "// a source no other test compiles, so this load is a cache miss\n"
+        t0 = time.perf_counter()
+        m = load_c(src)
+        first = time.perf_counter() - t0
+        self.assertFalse(m.cached)
+        x = torch.randn(10_000)
+        y = torch.empty_like(x)
+        m.scale(x, y, 2.5, x.numel())
+        torch.testing.assert_close(y, 2.5 * x)
+        a, b = torch.randn(777, dtype=torch.float64), torch.randn(777, dtype=torch.float64)
+        self.assertAlmostEqual(m.dot(a, b, 777), float(a @ b), places=9)
+        mask = torch.rand(100) > 0.5
+        self.assertEqual(m.count_true(mask, 100), int(mask.sum()))
+        t0 = time.perf_counter()
+        m2 = load_c(src)
+        again = time.perf_counter() - t0
+        self.assertTrue(m2.cached, "the second load of the same source must come from the cache")
+        self.assertLess(again, first)
+        print(f"\nload_c: first compile {first:.3f}s, cached load {again * 1e3:.1f}ms")
+
+    def test_argument_errors(self):
+        m = load_c(SCALE)
+        x = torch.randn(64)
+        y = torch.empty(64)
+        cases = [
+            ("wrong dtype", (x.double(), y, 1.0, 64), "dtype is torch.float64"),
+            ("non-contiguous", (torch.randn(64, 2)[:, 0], y, 1.0, 64), "not contiguous"),
+            ("float for int", (x, y, 1.0, 64.0), "expects an integer"),
+            ("tensor for scalar", (x, y, torch.tensor(1.0), 64), "expects a scalar"),
+            ("arity", (x, y, 1.0), "takes 4 arguments"),
+            ("not a tensor", ([1.0], y, 1.0, 64), "expects a torch.Tensor"),
+        ]
+        for name, args, msg in cases:
+            with self.subTest(name):
+                with self.assertRaisesRegex(TypeError, msg):
+                    m.scale(*args)
+        if torch.cuda.is_available():
+            with self.assertRaisesRegex(TypeError, "needs a CPU tensor"):
+                m.scale(x.cuda(), y, 1.0, 64)
+
+    def test_compile_error_carries_log(self):
+        with self.assertRaises(CompileError) as cm:
+            load_c("void broken(int n) { return n +; }\n")
+        self.assertIn("kernel.c:1:", cm.exception.log)
+        self.assertIn("error", cm.exception.log)
+
+    def test_missing_function(self):
+        m = load_c(SCALE)
+        with self.assertRaisesRegex(AttributeError, "found: .*scale"):
+            m.nope
+
+    def test_flags_change_the_cache_key(self):
+        src = "int answer(void) { return ANSWER; }\n"
+        self.assertEqual(load_c(src, flags=["-DANSWER=41"]).answer(), 41)
+        self.assertEqual(load_c(src, flags=["-DANSWER=42"]).answer(), 42)
+
+
+class PatchLoadInline(unittest.TestCase):
+    def test_name_is_content_hash_and_patch_is_idempotent(self):
+        import torch.utils.cpp_extension as ext
+        from kevolve._inline import cached_name
+        a = cached_name("ext", ("int f() { return 1; }",), {"functions": ["f"]})
+        b = cached_name("ext", ("int f() { return 2; }",), {"functions": ["f"]})
+        c = cached_name("ext", ("int f() { return 1; }",), {"functions": ["f"], "verbose": True})
+        self.assertNotEqual(a, b)
+        self.assertEqual(a, c, "verbose must not change the cache key")
+        kevolve.patch_load_inline()
+        first = ext.load_inline
+        kevolve.patch_load_inline()
+        self.assertIs(ext.load_inline, first)
+        self.assertIsNotNone(os.environ.get("TORCH_EXTENSIONS_DIR"))
+
+
+if __name__ == "__main__":
+    unittest.main()
