@@ -9,13 +9,14 @@ VENV        ?= $(HOME)/.cache/kevolve/venv
 # The Python stack the GPU box has (DESIGN.md section 7), CPU build for tests,
 # plus nvcc 13.0 from NVIDIA's wheels so CUDA compiles are tested without a GPU
 # (nvvm and crt pinned with it: a newer nvvm emits PTX that ptxas 13.0 rejects).
-PY_PINS     := torch==2.11.0 triton==3.6.0 numpy pyyaml \
+# numpy < 2.4: 2.4 breaks Triton 3.6's interpreter on loops with run-time bounds.
+PY_PINS     := torch==2.11.0 triton==3.6.0 numpy==2.3.5 pyyaml \
                nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.0.88 nvidia-cuda-cccl==13.0.85
 
 NODE_DIR    ?= $(HOME)/.cache/kevolve/node
 NODE_PKG    := cmd/kevolve-mcp/testdata/node
 
-.PHONY: build run test venv mcp-clients vet bench test-gpu gpu-bins clean
+.PHONY: build run test venv mcp-clients vet bench test-gpu test-gpu-run gpu-bins clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/kevolve-mcp
@@ -48,35 +49,43 @@ test: venv mcp-clients build
 	KEVOLVE_PYTHON=$(VENV)/bin/python KEVOLVE_NODE_DIR=$(NODE_DIR) KEVOLVE_TEST_STRICT=1 \
 	  $(GO) test -count=1 -timeout 45m ./...
 
+# The main job on whatever hardware is here: discovery, then the default
+# problem's start kernel checked, timed and placed against the speed of light.
+# A GPU box's own torch is used where there is one; otherwise the CPU venv.
 run: build
-	@if [ -x /opt/torch/.venv/bin/python3 ] || python3 -c 'import torch' 2>/dev/null; then :; else $(MAKE) venv; fi
+	@if [ -x /opt/torch/.venv/bin/python3 ] || [ -n "$$KEVOLVE_PYTHON" ]; then :; else $(MAKE) --no-print-directory venv; fi
 	./$(BIN) doctor
+	@echo
+	./$(BIN) demo
 
 # GPU tests run on a machine with no Go toolchain: build every package's test
-# binary here (.gpu/), carry the folder there, and run `make test-gpu-run`.
-# The device tool carries at most 64 MiB: binaries are stripped and gzipped.
+# binary here into .gpu/bin (the device tool carries at most 64 MiB, so they
+# are stripped and gzipped), carry .gpu/bin there, and run `make test-gpu-run`.
 GPU_PKGS ?= ./...
+GPU_BIN  := .gpu/bin
 gpu-bins:
-	rm -rf .gpu && mkdir -p .gpu
-	$(GO) build -ldflags='-s -w' -o .gpu/kevolve-mcp ./cmd/kevolve-mcp
+	rm -rf $(GPU_BIN) && mkdir -p $(GPU_BIN)
+	$(GO) build -ldflags='-s -w' -o $(GPU_BIN)/kevolve-mcp ./cmd/kevolve-mcp
 	@for p in $$($(GO) list $(GPU_PKGS)); do \
 	  n=$$(echo $$p | sed 's|github.com/kevolve/kevolve-mcp||; s|^/||; s|/|_|g'); \
-	  $(GO) test -c -ldflags='-s -w' -o .gpu/$${n:-root}.test $$p >/dev/null || exit 1; \
-	done; gzip -9 .gpu/*; du -sh .gpu
+	  $(GO) test -c -ldflags='-s -w' -o $(GPU_BIN)/$${n:-root}.test $$p >/dev/null || exit 1; \
+	done; gzip -9 $(GPU_BIN)/*; du -sh $(GPU_BIN)
 
 test-gpu: gpu-bins
-	@echo "now run on the GPU machine: make test-gpu-run (carry .gpu)"
+	@echo "now, on the GPU machine (carry $(GPU_BIN)): make test-gpu-run"
 
-# On the GPU machine: every test binary, from its package folder, with the GPU
-# tests switched on. Output in $${OUT:-.gpu}/test-gpu.log.
+# On the GPU machine: every test binary from its package folder, GPU tests on.
+# The whole log goes to $${OUT:-.gpu}/test-gpu.log; the summary to stdout.
 test-gpu-run:
-	@for f in .gpu/*.gz; do [ -e "$$f" ] && gunzip -f "$$f"; done; chmod +x .gpu/*
-	@set -o pipefail; fail=0; for t in .gpu/*.test; do \
+	@for f in $(GPU_BIN)/*.gz; do [ -e "$$f" ] && gunzip -f "$$f"; done; chmod +x $(GPU_BIN)/*
+	@log=$${OUT:-.gpu}/test-gpu.log; : > $$log; fail=0; for t in $(GPU_BIN)/*.test; do \
 	  d=$$(basename $$t .test | tr _ /); \
-	  echo "=== $$d"; \
-	  (cd $$d && KEVOLVE_GPU=1 KEVOLVE_TEST_STRICT=1 KEVOLVE_PYTHON=$${KEVOLVE_PYTHON:-/opt/torch/.venv/bin/python3} \
-	    $(CURDIR)/$$t -test.v -test.timeout 20m 2>&1 | tail -40) || fail=1; \
-	done; exit $$fail
+	  start=$$(date +%s); echo "=== PACKAGE $$d" >> $$log; \
+	  if (cd $$d && KEVOLVE_GPU=1 KEVOLVE_BIN=$(CURDIR)/$(GPU_BIN)/kevolve-mcp \
+	      KEVOLVE_PYTHON=$${KEVOLVE_PYTHON:-/opt/torch/.venv/bin/python3} \
+	      $(CURDIR)/$$t -test.v -test.timeout 20m >> $$log 2>&1); then r=PASS; else r=FAIL; fail=1; fi; \
+	  echo "$$r $$d ($$(( $$(date +%s) - start )) s)"; \
+	done; grep -E "^(--- FAIL|FAIL|panic)" $$log | head -40; exit $$fail
 
 clean:
-	rm -rf bin .gpu
+	rm -rf bin $(GPU_BIN)

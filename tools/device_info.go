@@ -28,6 +28,9 @@ func DeviceInfo(devices *device.Cache) server.ServerTool {
 		mcp.WithOpenWorldHintAnnotation(false),
 	)
 	return server.ServerTool{Tool: tool, Handler: mcp.NewTypedToolHandler(func(ctx context.Context, _ mcp.CallToolRequest, in DeviceInfoInput) (*mcp.CallToolResult, error) {
+		if devices == nil {
+			return toolErrorf("device_info is not available: the server was built without device discovery"), nil
+		}
 		return structured(devices.Get(ctx, in.Refresh)), nil
 	})}
 }

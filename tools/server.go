@@ -1,12 +1,16 @@
 package tools
 
 import (
+	"context"
 	_ "embed"
 	"log/slog"
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/kevolve/kevolve-mcp/harness"
 	"github.com/kevolve/kevolve-mcp/harness/device"
+	"github.com/kevolve/kevolve-mcp/harness/profile"
+	"github.com/kevolve/kevolve-mcp/harness/sol"
 	"github.com/kevolve/kevolve-mcp/retrieval"
 )
 
@@ -18,14 +22,21 @@ var instructions string
 var Version = "0.1.0-dev"
 
 // Deps are everything the tools call into. Each tool constructor takes only
-// what it needs; New hands them out.
+// what it needs; New hands them out. A nil part makes its tools answer with
+// a tool error that says what is missing, so the schema never changes with
+// the machine.
 type Deps struct {
 	Logger    *slog.Logger
 	Devices   *device.Cache
 	Knowledge *retrieval.Index
+	Evaluator *harness.Evaluator
+	Resolve   ReferenceResolver
+	Ceilings  CeilingsProvider
+	Trace     sol.TraceOptions
+	Profile   profile.Options
 }
 
-// New builds the MCP server with every tool registered.
+// New builds the MCP server with every tool and resource registered.
 func New(d Deps) *server.MCPServer {
 	s := server.NewMCPServer("kevolve-mcp", Version,
 		server.WithInstructions(instructions),
@@ -45,9 +56,19 @@ func New(d Deps) *server.MCPServer {
 // All returns every tool, in a stable order (the schema snapshot test and
 // tools/list depend on it).
 func All(d Deps) []server.ServerTool {
+	var acquire Acquire
+	if d.Evaluator != nil {
+		// Profiling shares the evaluator's GPU semaphore: counters taken
+		// while another kernel is timed would be meaningless, and so would
+		// the timing.
+		acquire = func(ctx context.Context) (func(), error) { return d.Evaluator.AcquireGPU(ctx) }
+	}
 	return []server.ServerTool{
 		DeviceInfo(d.Devices),
 		CompileKernel(nil),
+		RunKernel(d.Evaluator, d.Resolve),
+		ProfileKernel(d.Profile, acquire),
+		SolAnalysis(d.Ceilings, d.Trace, d.Resolve),
 		SearchKnowledge(d.Knowledge),
 	}
 }

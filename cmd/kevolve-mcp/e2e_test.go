@@ -29,12 +29,19 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	binary = filepath.Join(dir, "kevolve-mcp")
-	out, err := exec.Command("go", "build", "-tags", "sqlite_fts5", "-o", binary, ".").CombinedOutput()
-	if err != nil {
-		os.Stderr.Write(out)
-		panic(err)
+	// On the GPU machine there is no Go toolchain: KEVOLVE_BIN names the
+	// binary built beside the test binary (make gpu-bins).
+	binary = os.Getenv("KEVOLVE_BIN")
+	if binary == "" {
+		binary = filepath.Join(dir, "kevolve-mcp")
+		out, err := exec.Command("go", "build", "-tags", "sqlite_fts5", "-o", binary, ".").CombinedOutput()
+		if err != nil {
+			os.Stderr.Write(out)
+			panic(err)
+		}
 	}
+	// The tests' servers get a database of their own, not the user's.
+	os.Setenv("XDG_DATA_HOME", dir)
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

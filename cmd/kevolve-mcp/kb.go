@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"log/slog"
 	"os"
 
 	"github.com/kevolve/kevolve-mcp/retrieval"
@@ -10,12 +11,12 @@ import (
 
 // kb runs `kevolve-mcp kb search|list`; global --kb directories are added to
 // the ones given after the subcommand.
-func kb(g globalFlags, args []string, stdout io.Writer) error {
-	db, err := openDB(g.db)
-	if err != nil {
+func kb(g globalFlags, logger *slog.Logger, args []string, stdout io.Writer) error {
+	a := newApp(g, logger)
+	defer a.close()
+	if err := a.openDB(); err != nil {
 		return err
 	}
-	defer db.Close()
 	emb, err := retrieval.ParseEmbedder(g.embedder, os.Getenv)
 	if err != nil {
 		return err
@@ -23,5 +24,5 @@ func kb(g globalFlags, args []string, stdout io.Writer) error {
 	for _, d := range g.kbDirs {
 		args = append(args, "--kb", d)
 	}
-	return retrieval.KBCommand(context.Background(), db, emb, args, stdout)
+	return retrieval.KBCommand(context.Background(), a.db, emb, args, stdout)
 }

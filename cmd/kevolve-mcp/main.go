@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,8 +19,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/kevolve/kevolve-mcp/harness/device"
-	"github.com/kevolve/kevolve-mcp/retrieval"
+	"github.com/kevolve/kevolve-mcp/harness/profile"
+	"github.com/kevolve/kevolve-mcp/harness/sol"
 	"github.com/kevolve/kevolve-mcp/tools"
 	"github.com/kevolve/kevolve-mcp/tools/transport"
 )
@@ -33,8 +32,19 @@ Usage:
   kevolve-mcp --http HOST:PORT          serve streamable HTTP at /mcp (loopback by default;
                                         other addresses need --token or KEVOLVE_TOKEN)
   kevolve-mcp doctor [--json]           what hardware and toolchains were found
+  kevolve-mcp eval --ref FILE|PROBLEM --candidate FILE [--target cpu|nvidia|auto] [--timeout S] [--json]
+                                        check and time one candidate against a reference
+  kevolve-mcp sol --ref FILE|PROBLEM [--candidate FILE] [--device KEY] [--svg FILE] [--json]
+                                        speed-of-light bound (and the candidate's SOL score)
+  kevolve-mcp profile --ref FILE --candidate FILE [--mode kernel|model] [--json]
+                                        Nsight Compute / rocprofv3 / CPU profile with a diagnosis
+  kevolve-mcp calibrate [--quick]       measure this device's copy bandwidth and GEMM rates
+  kevolve-mcp corpus list | import-kernelbench DIR
+                                        bundled problems; register a KernelBench checkout
   kevolve-mcp kb search QUERY [--device D] [-k N] [--json]
                                         search the knowledge base (also: kb list)
+  kevolve-mcp demo                      what make run shows: a bundled problem's start kernel,
+                                        its verdict, speedup and speed of light
 
 Global flags:
 `
@@ -95,7 +105,19 @@ func run(args []string, stdout, stderr io.Writer) error {
 	case "doctor":
 		return doctor(g, rest[1:], stdout, stderr)
 	case "kb":
-		return kb(g, rest[1:], stdout)
+		return kb(g, logger, rest[1:], stdout)
+	case "eval":
+		return evalCmd(g, logger, rest[1:], stdout, stderr)
+	case "sol":
+		return solCmd(g, logger, rest[1:], stdout, stderr)
+	case "profile":
+		return profileCmd(g, logger, rest[1:], stdout, stderr)
+	case "calibrate":
+		return calibrateCmd(g, logger, rest[1:], stdout, stderr)
+	case "corpus":
+		return corpusCmd(g, logger, rest[1:], stdout, stderr)
+	case "demo":
+		return demoCmd(g, logger, rest[1:], stdout, stderr)
 	case "help":
 		fs.Usage()
 		return nil
@@ -112,36 +134,35 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 }
 
 // deps opens what the tools call into. A part that cannot open (a bad --kb
-// directory, an unwritable database) is logged and its tools answer with
-// that error, rather than taking the whole server down.
+// directory, an unwritable database, no Python) is logged and its tools
+// answer with that error, rather than taking the whole server down.
 func deps(ctx context.Context, g globalFlags, logger *slog.Logger) (tools.Deps, func()) {
+	a := newApp(g, logger)
 	d := tools.Deps{
 		Logger:  logger,
-		Devices: device.NewCache(device.Options{Python: g.python}),
+		Devices: a.devices,
+		Trace:   sol.TraceOptions{Python: a.python},
+		Profile: profile.Options{Python: a.python},
 	}
-	db, err := openDB(g.db)
-	if err != nil {
-		logger.Error("database unavailable: knowledge search and caches are off", "err", err)
-		return d, func() {}
+	if err := a.openDB(); err != nil {
+		logger.Error("database unavailable: knowledge search, caches and calibration are off", "err", err)
 	}
-	if ix, err := openKnowledge(ctx, db, g); err != nil {
+	if ix, err := a.knowledge(ctx); err != nil {
 		logger.Error("knowledge index unavailable", "err", err)
 	} else {
 		d.Knowledge = ix
 	}
-	return d, func() { db.Close() }
-}
-
-func openKnowledge(ctx context.Context, db *sql.DB, g globalFlags) (*retrieval.Index, error) {
-	emb, err := retrieval.ParseEmbedder(g.embedder, os.Getenv)
-	if err != nil {
-		return nil, err
+	if ev, err := a.evaluator(); err != nil {
+		logger.Error("evaluator unavailable: run_kernel is off", "err", err)
+	} else {
+		d.Evaluator = ev
+		d.Profile.PyDir = ev.PyDir()
 	}
-	var sources []retrieval.Source
-	for _, dir := range g.kbDirs {
-		sources = append(sources, retrieval.DirSource(dir))
+	d.Resolve = a.resolver()
+	d.Ceilings = func(ctx context.Context, key string) (sol.Ceilings, error) {
+		return sol.ForDevice(ctx, a.db, a.devices.Get(ctx, false), key)
 	}
-	return retrieval.Open(ctx, db, emb, sources...)
+	return d, a.close
 }
 
 func serve(g globalFlags, logger *slog.Logger) error {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/kevolve/kevolve-mcp/harness/toolchain"
 )
 
 // ToolMissingError says which compiler tool could not be found, where it was
@@ -31,22 +33,14 @@ var toolHints = map[string]string{
 	"python":    "set KEVOLVE_PYTHON to a Python with torch and triton (e.g. make venv)",
 }
 
-// FindPython returns the Python interpreter the harness uses: KEVOLVE_PYTHON,
-// else the GPU box's /opt/torch/.venv, else python3 on PATH.
+// FindPython returns the Python interpreter the harness uses
+// (toolchain.FindPython's order), or a ToolMissingError.
 func FindPython() (string, error) {
-	if p := os.Getenv("KEVOLVE_PYTHON"); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("KEVOLVE_PYTHON=%s: %w", p, err)
-		}
-		return p, nil
+	p, err := toolchain.FindPython()
+	if err != nil {
+		return "", &ToolMissingError{Tool: "python", Searched: toolchain.PythonCandidates(), Hint: toolHints["python"]}
 	}
-	if _, err := os.Stat("/opt/torch/.venv/bin/python3"); err == nil {
-		return "/opt/torch/.venv/bin/python3", nil
-	}
-	if p, err := exec.LookPath("python3"); err == nil {
-		return p, nil
-	}
-	return "", &ToolMissingError{Tool: "python", Searched: []string{"$KEVOLVE_PYTHON", "/opt/torch/.venv/bin/python3"}, Hint: toolHints["python"]}
+	return p, nil
 }
 
 var (

@@ -256,3 +256,13 @@ func firstLine(s string) string {
 	}
 	return s
 }
+
+// Python is FindPython for callers that run the interpreter straight away:
+// when none is found it returns "python3", so the failure (and its message)
+// comes from the attempt to run it.
+func Python() string {
+	if p, err := FindPython(); err == nil {
+		return p
+	}
+	return "python3"
+}

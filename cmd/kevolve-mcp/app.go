@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	_ "github.com/mattn/go-sqlite3" // the one SQLite file every package migrates its tables into
+
+	"github.com/kevolve/kevolve-mcp/corpus"
+	"github.com/kevolve/kevolve-mcp/harness"
+	"github.com/kevolve/kevolve-mcp/harness/device"
+	"github.com/kevolve/kevolve-mcp/harness/toolchain"
+	"github.com/kevolve/kevolve-mcp/retrieval"
+	"github.com/kevolve/kevolve-mcp/tools"
+)
+
+// app holds what the server and the subcommands share, opened on demand.
+type app struct {
+	g       globalFlags
+	log     *slog.Logger
+	python  string
+	devices *device.Cache
+	db      *sql.DB
+	ev      *harness.Evaluator
+	reg     *corpus.Registry
+}
+
+func newApp(g globalFlags, logger *slog.Logger) *app {
+	py := g.python
+	if py == "" {
+		py, _ = toolchain.FindPython()
+	}
+	if py != "" {
+		// Every package that starts Python reads the same variable, so the
+		// --python flag reaches them all.
+		os.Setenv(toolchain.EnvPython, py)
+	}
+	return &app{g: g, log: logger, python: py, devices: device.NewCache(device.Options{Python: py})}
+}
+
+func (a *app) close() {
+	if a.ev != nil {
+		a.ev.Close()
+	}
+	if a.db != nil {
+		a.db.Close()
+	}
+}
+
+// defaultDBPath is $XDG_DATA_HOME/kevolve/kevolve.db (~/.local/share when unset).
+func defaultDBPath() string {
+	dir := os.Getenv("XDG_DATA_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			home = os.TempDir()
+		}
+		dir = filepath.Join(home, ".local", "share")
+	}
+	return filepath.Join(dir, "kevolve", "kevolve.db")
+}
+
+// openDB opens the one SQLite file. WAL lets the MCP server and a CLI run
+// read while another writes; the busy timeout turns brief lock contention
+// into a wait instead of an error.
+func (a *app) openDB() error {
+	if a.db != nil {
+		return nil
+	}
+	path := a.g.db
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("database folder: %w", err)
+	}
+	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_busy_timeout=10000&_foreign_keys=on")
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	if err := db.Ping(); err != nil {
+		db.Close()
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	a.db = db
+	return nil
+}
+
+func (a *app) knowledge(ctx context.Context) (*retrieval.Index, error) {
+	if err := a.openDB(); err != nil {
+		return nil, err
+	}
+	emb, err := retrieval.ParseEmbedder(a.g.embedder, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	var sources []retrieval.Source
+	for _, dir := range a.g.kbDirs {
+		sources = append(sources, retrieval.DirSource(dir))
+	}
+	return retrieval.Open(ctx, a.db, emb, sources...)
+}
+
+// evaluator starts nothing: the Python worker starts on the first evaluation.
+func (a *app) evaluator() (*harness.Evaluator, error) {
+	if a.ev != nil {
+		return a.ev, nil
+	}
+	if a.python == "" {
+		return nil, fmt.Errorf("no Python with torch found: set --python or KEVOLVE_PYTHON, or run `make venv`")
+	}
+	cfg := harness.EvalConfig{Python: a.python, Logger: a.log}
+	if a.openDB() == nil {
+		cfg.DB = a.db
+	}
+	ev, err := harness.NewEvaluator(cfg)
+	if err != nil {
+		return nil, err
+	}
+	a.ev = ev
+	return ev, nil
+}
+
+// corpusRoot is where built-in problems are written for the harness to read.
+func corpusRoot() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	return filepath.Join(dir, "kevolve", "corpus")
+}
+
+func (a *app) registry() *corpus.Registry {
+	if a.reg == nil && a.openDB() == nil {
+		if reg, err := corpus.NewRegistry(a.db); err == nil {
+			a.reg = reg
+		} else {
+			a.log.Warn("KernelBench imports unavailable", "err", err)
+		}
+	}
+	return a.reg
+}
+
+func (a *app) resolver() tools.ReferenceResolver {
+	return tools.CorpusResolver(a.registry(), corpusRoot())
+}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/kevolve/kevolve-mcp/corpus"
+	"github.com/kevolve/kevolve-mcp/harness"
+	"github.com/kevolve/kevolve-mcp/harness/sol"
+	"github.com/kevolve/kevolve-mcp/tools"
+)
+
+// demoCmd is `make run`'s main job on whatever hardware is here: evaluate
+// the default problem's start kernel (CUDA on an NVIDIA GPU, C on a CPU),
+// show its verdict and speedup, then where it stands against the speed of
+// light, with the roofline drawn to a file.
+func demoCmd(g globalFlags, logger *slog.Logger, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("demo", stderr)
+	name := fs.String("problem", corpus.Default, "corpus `problem` to run")
+	svgPath := fs.String("svg", filepath.Join(os.TempDir(), "kevolve-roofline.svg"), "where to draw the roofline")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	a := newApp(g, logger)
+	defer a.close()
+	ctx, cancel := signalContext()
+	defer cancel()
+
+	rep := a.devices.Get(ctx, false)
+	target, kind := "cpu", "c"
+	if rep.Python != nil && rep.Python.CUDAUsable {
+		target, kind = "nvidia", "cuda"
+	}
+	where := fmt.Sprintf("%s, %d threads", rep.CPU.Model, rep.CPU.Threads)
+	if target == "nvidia" && len(rep.GPUs) > 0 {
+		where = rep.GPUs[0].Name
+	}
+	p, err := corpus.Get(*name)
+	if err != nil {
+		return err
+	}
+	start, err := p.StartSource(kind)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "kevolve-demo")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	cand := filepath.Join(dir, "start_"+kind+".py")
+	if err := os.WriteFile(cand, []byte(start), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "== %s: its %s start kernel on %s (%s)\n", p.Name, kind, target, where)
+
+	ev, err := a.evaluator()
+	if err != nil {
+		return err
+	}
+	req, msg := tools.RunKernelRequest(tools.RunKernelInput{Reference: p.Name, Candidate: cand, Target: target}, a.resolver())
+	if msg != "" {
+		return fmt.Errorf("%s", msg)
+	}
+	res, err := ev.Evaluate(ctx, req, stageProgress(stderr))
+	if err != nil {
+		return err
+	}
+	if err := harness.WriteTable(stdout, res); err != nil {
+		return err
+	}
+
+	fmt.Fprintf(stdout, "\n== speed of light\n")
+	if err := a.openDB(); err == nil && len(rep.GPUs) == 0 && target == "cpu" {
+		if _, ok, _ := sol.CPUCalibrationUUID(ctx, a.db); !ok {
+			fmt.Fprintln(stderr, "calibrating this CPU once (quick: copy bandwidth and fp32 matmul rate)...")
+			if _, err := sol.CalibrateAndStore(ctx, a.db, sol.CalibrateOptions{Python: a.python, Device: "cpu", Quick: true}); err != nil {
+				return err
+			}
+		}
+	}
+	in := tools.SolAnalysisInput{Reference: p.Name, Shapes: req.Shapes}
+	if target == "cpu" {
+		in.Shapes = "small"
+	}
+	if res.Candidate != nil && res.RefEager != nil {
+		in.CandidateS, in.ReferenceS = res.Candidate.MedianS, res.RefEager.MedianS
+		correct := res.Correct
+		in.Correct = &correct
+	}
+	sreq, msg := tools.SolRequest(in, sol.TraceOptions{Python: a.python}, a.resolver())
+	if msg != "" {
+		return fmt.Errorf("%s", msg)
+	}
+	ceil, err := sol.ForDevice(ctx, a.db, rep, "")
+	if err != nil {
+		return err
+	}
+	srep, err := sol.AnalyzeRequest(ctx, sreq, ceil)
+	if err != nil {
+		return err
+	}
+	if err := sol.WriteTable(stdout, srep); err != nil {
+		return err
+	}
+	if err := writeFile(*svgPath, func(w io.Writer) error { return sol.WriteRooflineSVG(w, srep) }); err == nil {
+		fmt.Fprintf(stdout, "roofline drawn to %s\n", *svgPath)
+	}
+	fmt.Fprintf(stdout, "\n== evolve\nThe graph search (evolve) is not built yet: give the tools to an agent instead\n(claude mcp add kevolve -- %s --stdio) and let it iterate with run_kernel.\n", os.Args[0])
+	return nil
+}

@@ -1,0 +1,24 @@
+"""Row argmax: index of the largest element along the last dimension (first one on ties)."""
+import os
+
+import torch
+import torch.nn as nn
+
+SHAPES = {"large": dict(B=8192, N=32768), "small": dict(B=64, N=1024)}
+_S = SHAPES[os.environ.get("KEVOLVE_SHAPES", "large")]
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.argmax(x, dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(_S["B"], _S["N"])]
+
+
+def get_init_inputs():
+    return []

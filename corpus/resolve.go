@@ -1,0 +1,69 @@
+package corpus
+
+import (
+	"context"
+	"fmt"
+)
+
+// Resolved is a problem made ready for the harness: its reference file on
+// disk and what its metadata declares for one shape set.
+type Resolved struct {
+	Problem       Problem
+	ReferencePath string
+	ShapeSet      string
+	// FLOPs and Bytes are the declared formulas evaluated on the shape set;
+	// 0 when the problem declares none (KernelBench imports).
+	FLOPs, Bytes float64
+	Dtype        string
+	Tolerance    *Tolerance
+}
+
+// Resolve finds a built-in or imported problem by name and evaluates its
+// declared work for shapeSet ("" = "large"). Built-ins are materialized
+// under root first, so the reference exists as a file.
+func (r *Registry) Resolve(ctx context.Context, name, shapeSet, root string) (Resolved, error) {
+	p, err := r.Get(ctx, name)
+	if err != nil {
+		return Resolved{}, err
+	}
+	return resolve(p, shapeSet, root)
+}
+
+// ResolveBuiltin is Resolve for the built-in problems alone, for callers
+// without a database.
+func ResolveBuiltin(name, shapeSet, root string) (Resolved, error) {
+	p, err := Get(name)
+	if err != nil {
+		return Resolved{}, err
+	}
+	return resolve(p, shapeSet, root)
+}
+
+func resolve(p Problem, shapeSet, root string) (Resolved, error) {
+	if shapeSet == "" {
+		shapeSet = "large"
+	}
+	out := Resolved{Problem: p, ShapeSet: shapeSet, Dtype: p.DtypeFor(shapeSet), Tolerance: p.Tolerance}
+	if p.Source == SourceBuiltin {
+		var err error
+		if root, err = Materialize(root); err != nil {
+			return Resolved{}, err
+		}
+		vars, ok := p.Shapes[shapeSet]
+		if !ok {
+			return Resolved{}, fmt.Errorf("problem %s has no shape set %q", p.Name, shapeSet)
+		}
+		if p.FLOPs != "" {
+			if out.FLOPs, err = Eval(p.FLOPs, vars); err != nil {
+				return Resolved{}, fmt.Errorf("problem %s: flops: %w", p.Name, err)
+			}
+		}
+		if p.Bytes != "" {
+			if out.Bytes, err = Eval(p.Bytes, vars); err != nil {
+				return Resolved{}, fmt.Errorf("problem %s: bytes: %w", p.Name, err)
+			}
+		}
+	}
+	out.ReferencePath = p.ReferencePath(root)
+	return out, nil
+}

@@ -1,0 +1,180 @@
+# kevolve profile driver: load a KernelBench-format reference (Model,
+# get_inputs, get_init_inputs) and, for kernel modes, a candidate (ModelNew),
+# then run what the Go side's profiler needs.
+#
+# Modes (last stdout line is one JSON object):
+#   ncu    warm the candidate up, then run its forward once between
+#          cudaProfilerStart/Stop (ncu --profile-from-start off) and inside
+#          the NVTX range "kevolve_candidate", so only the candidate's
+#          kernels are profiled, never warm-up, JIT or input set-up.
+#   cpu    torch.profiler on the candidate's forward on CPU: ops by self time.
+#   loop   run the candidate's forward repeatedly for --seconds (under perf).
+#   model  torch.profiler on the reference Model: ops ranked by device time
+#          share with Amdahl headroom 1/(1-share).
+import argparse
+import importlib.util
+import json
+import os
+import sys
+import time
+
+RANGE = "kevolve_candidate"
+
+
+def load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def to(xs, device):
+    import torch
+    return [x.to(device) if isinstance(x, torch.Tensor) else x for x in xs]
+
+
+def setup(a, device, want_candidate=True):
+    import torch
+    torch.manual_seed(0)
+    ref = load(a.ref, "kevolve_ref")
+    init = ref.get_init_inputs() if hasattr(ref, "get_init_inputs") else []
+    inputs = to(ref.get_inputs(), device)
+    if want_candidate:
+        cand = load(a.candidate, "kevolve_candidate")
+        model = cand.ModelNew(*init)
+    else:
+        model = ref.Model(*init)
+    model = model.to(device).eval()
+    return model, inputs
+
+
+def sync(device):
+    import torch
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def mode_ncu(a):
+    import torch
+    if not torch.cuda.is_available():
+        raise RuntimeError("torch sees no CUDA device")
+    model, inputs = setup(a, "cuda")
+    with torch.no_grad():
+        for _ in range(a.warmup):  # JIT compiles and autotuning happen here, unprofiled
+            model(*inputs)
+        sync("cuda")
+        nvtx = True
+        try:
+            torch.cuda.nvtx.range_push(RANGE)
+        except Exception:  # NVTX is a label for timeline tools; the marker below is what ncu uses
+            nvtx = False
+        torch.cuda.profiler.start()
+        model(*inputs)
+        sync("cuda")
+        torch.cuda.profiler.stop()
+        if nvtx:
+            torch.cuda.nvtx.range_pop()
+    return {"ok": True, "nvtx": nvtx}
+
+
+def op_table(prof, device_attr, top):
+    rows, total = [], 0.0
+    for e in prof.key_averages():
+        t = float(getattr(e, device_attr, 0.0) or 0.0)
+        if t <= 0:
+            continue
+        total += t
+        rows.append({"op": e.key, "calls": e.count, "time_us": t})
+    rows.sort(key=lambda r: -r["time_us"])
+    for r in rows:
+        share = r["time_us"] / total if total else 0.0
+        r["share"] = share
+        r["amdahl_headroom"] = (1.0 / (1.0 - share)) if share < 1 else None
+    return rows[:top], total
+
+
+def profiled(model, inputs, device, iters):
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    acts = [ProfilerActivity.CPU]
+    if device == "cuda":
+        acts.append(ProfilerActivity.CUDA)
+    with torch.no_grad():
+        for _ in range(2):
+            model(*inputs)
+        sync(device)
+        with profile(activities=acts) as prof:
+            for _ in range(iters):
+                model(*inputs)
+            sync(device)
+    return prof
+
+
+def mode_cpu(a):
+    import torch
+    torch.set_num_threads(max(1, min(os.cpu_count() or 1, 8)))
+    model, inputs = setup(a, "cpu")
+    t0 = time.perf_counter()
+    prof = profiled(model, inputs, "cpu", a.iters)
+    wall = (time.perf_counter() - t0) / max(1, a.iters + 2)
+    rows, total = op_table(prof, "self_cpu_time_total", a.top)
+    for r in rows:
+        r["time_us"] /= a.iters
+    return {"device": "cpu", "iters": a.iters, "ops": rows, "total_us": total / a.iters, "wall_us_per_iter": wall * 1e6}
+
+
+def mode_loop(a):
+    model, inputs = setup(a, "cpu")
+    import torch
+    n, t0 = 0, time.perf_counter()
+    with torch.no_grad():
+        while time.perf_counter() - t0 < a.seconds:
+            model(*inputs)
+            n += 1
+    return {"iters": n, "seconds": time.perf_counter() - t0}
+
+
+def mode_model(a):
+    import torch
+    device = a.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    model, inputs = setup(a, device, want_candidate=False)
+    prof = profiled(model, inputs, device, a.iters)
+    attr = "self_device_time_total" if device == "cuda" else "self_cpu_time_total"
+    rows, total = op_table(prof, attr, a.top)
+    for r in rows:
+        r["time_us"] /= a.iters
+    return {"device": device, "iters": a.iters, "ops": rows, "total_us": total / a.iters,
+            "time_basis": "self device (GPU) time" if device == "cuda" else "self CPU time"}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mode", choices=["ncu", "cpu", "loop", "model"])
+    ap.add_argument("--ref", required=True)
+    ap.add_argument("--candidate")
+    ap.add_argument("--pydir", help="harness py dir (for `from kevolve import ...`)")
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--iters", type=int, default=5)
+    ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--seconds", type=float, default=2.0)
+    ap.add_argument("--device", default="auto")
+    a = ap.parse_args()
+    if a.pydir:
+        sys.path.insert(0, a.pydir)
+    if a.mode in ("ncu", "cpu", "loop") and not a.candidate:
+        print(json.dumps({"error": "mode %s needs --candidate" % a.mode}))
+        return 2
+    try:
+        res = {"ncu": mode_ncu, "cpu": mode_cpu, "loop": mode_loop, "model": mode_model}[a.mode](a)
+    except Exception as e:
+        print(json.dumps({"error": "%s: %s" % (type(e).__name__, e)}))
+        return 1
+    print(json.dumps(res))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

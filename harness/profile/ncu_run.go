@@ -1,0 +1,93 @@
+package profile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// NVTXRange labels the candidate's profiled forward. ncu itself is scoped by
+// the driver's cudaProfilerStart/Stop marker (--profile-from-start off),
+// which needs no NVTX library in the candidate's process.
+const NVTXRange = "kevolve_candidate"
+
+// ncuArgs builds the profiling command. --clock-control none: never touch
+// the card's clocks (other jobs share it, and locked base clocks would
+// misstate what the kernel achieves in service).
+func ncuArgs(report string, launchCount int, python string, driver []string) []string {
+	a := []string{"--clock-control", "none", "--set", "full",
+		"--profile-from-start", "off",
+		"--launch-count", strconv.Itoa(launchCount),
+		"--target-processes", "all", "-f", "-o", report, python}
+	return append(a, driver...)
+}
+
+func runNCU(ctx context.Context, ncu, ref, cand string, opt Options) (Report, error) {
+	ctx, cancel := context.WithTimeout(ctx, opt.Timeout)
+	defer cancel()
+	t0 := time.Now()
+	dir, err := os.MkdirTemp("", "kevolve-ncu-")
+	if err != nil {
+		return Report{}, fmt.Errorf("ncu: temp dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	driver, err := writeDriver(dir)
+	if err != nil {
+		return Report{}, err
+	}
+	report := filepath.Join(dir, "report")
+	args := ncuArgs(report, opt.LaunchCount, opt.Python, driverArgs(driver, "ncu", opt, ref, cand))
+	res, runErr := run(ctx, shapesEnv(opt), ncu, args...)
+	if errors.Is(runErr, context.DeadlineExceeded) {
+		return Report{}, fmt.Errorf("ncu: %w", runErr)
+	}
+	out := res.stdout + "\n" + res.stderr
+	if err := ncuFailure(out); err != nil {
+		return Report{}, err
+	}
+	if derr := driverJSON(res.stdout, nil); derr != nil {
+		return Report{}, fmt.Errorf("ncu: the candidate did not run: %w (ncu: %s)", derr, clip(res.stderr, 600))
+	}
+	if runErr != nil {
+		return Report{}, fmt.Errorf("ncu failed: %w: %s", runErr, clip(out, 1200))
+	}
+	if !exists(report + ".ncu-rep") {
+		return Report{}, fmt.Errorf("ncu wrote no report: no kernel ran between the driver's profiler start/stop marker (range %q) (does the candidate launch GPU kernels, or did it run on the CPU?): %s", NVTXRange, clip(out, 600))
+	}
+	imp, err := run(ctx, nil, ncu, "--import", report+".ncu-rep", "--csv", "--page", "raw")
+	if err != nil {
+		return Report{}, fmt.Errorf("ncu --import: %w: %s", err, clip(imp.stderr, 600))
+	}
+	if err := record(opt, "ncu_raw.csv", []byte(imp.stdout)); err != nil {
+		return Report{}, err
+	}
+	kernels, err := ParseNCURaw(strings.NewReader(imp.stdout))
+	if err != nil {
+		return Report{}, err
+	}
+	rep := Report{Mode: "kernel", Profiler: "ncu", Available: true, Kernels: kernels, Findings: Diagnose(kernels)}
+	if len(kernels) >= opt.LaunchCount {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("stopped at --launch-count %d: the candidate may launch more kernels", opt.LaunchCount))
+	}
+	if len(kernels) == 0 {
+		rep.Notes = append(rep.Notes, "ncu profiled no kernels inside the candidate's forward")
+	}
+	rep.WallS = time.Since(t0).Seconds()
+	return rep, nil
+}
+
+// ncuFailure recognizes ncu's well-known failures and says what to do.
+func ncuFailure(out string) error {
+	switch {
+	case strings.Contains(out, "ERR_NVGPUCTRPERM"):
+		return fmt.Errorf("ncu: no permission to read GPU performance counters (ERR_NVGPUCTRPERM): run as root, or set the nvidia module option NVreg_RestrictProfilingToAdminUsers=0")
+	case strings.Contains(out, "No kernels were profiled"):
+		return fmt.Errorf("ncu: no kernels were profiled in the candidate's forward (range %q): the candidate launched no GPU kernel in its forward", NVTXRange)
+	}
+	return nil
+}

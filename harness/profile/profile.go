@@ -1,0 +1,137 @@
+package profile
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+)
+
+// Options control a profiling run. Zero values pick sensible defaults.
+type Options struct {
+	Python      string        // FindPython() when empty
+	PyDir       string        // the harness's py dir, put on sys.path (from kevolve import ...)
+	Backend     string        // auto | ncu | rocprof | cpu
+	NCU         string        // ncu binary; PATH, then /usr/local/cuda/bin/ncu
+	Rocprof     string        // rocprofv3 binary; PATH
+	Perf        string        // perf binary; PATH
+	LaunchCount int           // kernels profiled at most (default 20)
+	Timeout     time.Duration // whole run (default 120 s)
+	Shapes      string        // exported as KEVOLVE_SHAPES
+	RecordDir   string        // when set, raw profiler output is copied here (recording test data)
+}
+
+func (o Options) withDefaults() Options {
+	if o.Python == "" {
+		o.Python = FindPython()
+	}
+	if o.Backend == "" {
+		o.Backend = "auto"
+	}
+	if o.LaunchCount <= 0 {
+		o.LaunchCount = 20
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 120 * time.Second
+	}
+	return o
+}
+
+// Report is the result of profiling one candidate (mode kernel) or one model
+// (mode model). Available=false with Missing set means no profiler could run
+// here; that is a result, not an error.
+type Report struct {
+	Mode      string        `json:"mode"`     // kernel | model
+	Profiler  string        `json:"profiler"` // ncu | rocprofv3 | torch.profiler | torch.profiler+perf | none
+	Available bool          `json:"available"`
+	Missing   string        `json:"missing,omitempty"`
+	Kernels   []Kernel      `json:"kernels,omitempty"`
+	Findings  []Finding     `json:"findings,omitempty"`
+	CPU       *CPUProfile   `json:"cpu,omitempty"`
+	Model     *ModelProfile `json:"model,omitempty"`
+	WallS     float64       `json:"wall_s"`
+	Notes     []string      `json:"notes,omitempty"`
+}
+
+func lookPath(explicit string, names ...string) string {
+	if explicit != "" {
+		if p, err := exec.LookPath(explicit); err == nil {
+			return p
+		}
+		return ""
+	}
+	for _, n := range names {
+		if p, err := exec.LookPath(n); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// Profile profiles a candidate against its reference with the best profiler
+// this machine has: Nsight Compute on NVIDIA, rocprofv3 on AMD, else
+// torch.profiler (and perf) on the CPU.
+func Profile(ctx context.Context, ref, cand string, opt Options) (Report, error) {
+	opt = opt.withDefaults()
+	for _, p := range []string{ref, cand} {
+		if !exists(p) {
+			return Report{}, fmt.Errorf("profile: %s does not exist", p)
+		}
+	}
+	if r, ok := noPython(opt, "kernel"); !ok {
+		return r, nil
+	}
+	backend := opt.Backend
+	ncu := lookPath(opt.NCU, "ncu", "/usr/local/cuda/bin/ncu")
+	roc := lookPath(opt.Rocprof, "rocprofv3")
+	if backend == "auto" {
+		switch {
+		case ncu != "" && exists("/dev/nvidiactl"):
+			backend = "ncu"
+		case roc != "" && exists("/dev/kfd"):
+			backend = "rocprof"
+		default:
+			backend = "cpu"
+		}
+	}
+	switch backend {
+	case "ncu":
+		if ncu == "" {
+			return Report{Mode: "kernel", Profiler: "none", Missing: "Nsight Compute (ncu) not found on PATH or in /usr/local/cuda/bin: install the CUDA toolkit's nsight-compute or pass its path"}, nil
+		}
+		return runNCU(ctx, ncu, ref, cand, opt)
+	case "rocprof":
+		if roc == "" {
+			return Report{Mode: "kernel", Profiler: "none", Missing: "rocprofv3 not found on PATH: install ROCm's rocprofiler-sdk"}, nil
+		}
+		return runRocprof(ctx, roc, ref, cand, opt)
+	case "cpu":
+		return runCPU(ctx, ref, cand, opt)
+	}
+	return Report{}, fmt.Errorf("profile: unknown backend %q (auto, ncu, rocprof, cpu)", backend)
+}
+
+// noPython reports a missing interpreter as a result, not a crash.
+func noPython(opt Options, mode string) (Report, bool) {
+	if _, err := exec.LookPath(opt.Python); err != nil {
+		return Report{Mode: mode, Profiler: "none", Missing: fmt.Sprintf("Python %q not found (%v): set KEVOLVE_PYTHON to an interpreter with torch", opt.Python, err)}, false
+	}
+	return Report{}, true
+}
+
+func record(opt Options, name string, data []byte) error {
+	if opt.RecordDir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(opt.RecordDir, 0o755); err != nil {
+		return fmt.Errorf("record dir: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(opt.RecordDir, name), data, 0o644); err != nil {
+		return fmt.Errorf("record %s: %w", name, err)
+	}
+	return nil
+}

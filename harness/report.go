@@ -1,0 +1,93 @@
+package harness
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteTable prints an evaluation as `kevolve-mcp eval` shows it: the
+// verdict first, then every check, the timings and what to read next.
+func WriteTable(w io.Writer, r *EvalResult) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	p := func(format string, a ...any) { fmt.Fprintf(tw, format+"\n", a...) }
+	verdict := strings.ToUpper(r.Verdict)
+	if r.Stage != "" && r.Verdict != VerdictPass {
+		verdict += " (at " + r.Stage + ")"
+	}
+	p("verdict\t%s", verdict)
+	p("target\t%s on %s", r.Target, r.Device)
+	for _, c := range r.Checks {
+		mark := "ok  "
+		if !c.Passed {
+			mark = "FAIL"
+		}
+		p("  %s %s\t%s", mark, c.Name, oneLine(c.Detail, 110))
+	}
+	if r.Candidate != nil {
+		p("candidate\t%s", statsText(r.Candidate))
+	}
+	if r.RefEager != nil {
+		p("reference (eager)\t%s", statsText(r.RefEager))
+	}
+	if r.RefCompile != nil {
+		p("reference (torch.compile)\t%s", statsText(r.RefCompile))
+	}
+	if r.SpeedupVsEager != nil {
+		p("speedup vs eager\t%.3fx", *r.SpeedupVsEager)
+	}
+	if r.SpeedupVsCompile != nil {
+		p("speedup vs torch.compile\t%.3fx", *r.SpeedupVsCompile)
+	}
+	for _, wmsg := range r.Warnings {
+		p("warning\t%s", oneLine(wmsg, 120))
+	}
+	cached := ""
+	if r.Cached {
+		cached = " (from cache)"
+	}
+	p("wall\t%.2f s%s", r.WallS, cached)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if r.Verdict != VerdictPass && strings.TrimSpace(r.Log) != "" {
+		fmt.Fprintf(w, "\nlog (trimmed):\n%s\n", indent(r.Log, "  "))
+	}
+	return nil
+}
+
+func statsText(s *Stats) string {
+	return fmt.Sprintf("median %s  p10 %s  p90 %s  cv %.2f%%  (%d iters)",
+		Seconds(s.MedianS), Seconds(s.P10S), Seconds(s.P90S), s.CV*100, s.Iters)
+}
+
+// Seconds formats a duration in seconds with the unit a kernel engineer
+// reads at a glance.
+func Seconds(s float64) string {
+	switch {
+	case s <= 0:
+		return "-"
+	case s < 1e-3:
+		return fmt.Sprintf("%.2f us", s*1e6)
+	case s < 1:
+		return fmt.Sprintf("%.3f ms", s*1e3)
+	}
+	return fmt.Sprintf("%.3f s", s)
+}
+
+func oneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > max {
+		return s[:max-3] + "..."
+	}
+	return s
+}
+
+func indent(s, pre string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = pre + l
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,52 @@
+"""Jobs that exercise the worker itself (used by the Go tests of package
+worker): printing, progress, the gate, sleeping, crashing, allocating."""
+import os
+import sys
+import time
+
+
+def echo(args, ctx):
+    print("hello from the child on stdout")
+    print("and on stderr", file=sys.stderr)
+    ctx.progress("echo", 1, 1)
+    return {"args": args, "pid": os.getpid(), "pgid": os.getpgid(0)}
+
+
+def gated(args, ctx):
+    t0 = time.monotonic()
+    ctx.gate()
+    return {"waited_s": time.monotonic() - t0}
+
+
+def sleep(args, ctx):
+    time.sleep(float(args.get("s", 3600)))
+    return {}
+
+
+def spawn_and_sleep(args, ctx):
+    """A grandchild in the same process group must die with the child."""
+    import subprocess
+    p = subprocess.Popen(["sleep", "3600"])
+    with open(os.path.join(args["dir"], "grandchild.pid"), "w") as f:
+        f.write(str(p.pid))
+    time.sleep(3600)
+    return {}
+
+
+def segfault(args, ctx):
+    import ctypes
+    ctypes.string_at(0)
+    return {}
+
+
+def allocate(args, ctx):
+    b = bytearray(int(args["bytes"]))
+    return {"len": len(b)}
+
+
+def raise_error(args, ctx):
+    raise ValueError("job failed on purpose")
+
+
+def big(args, ctx):
+    return {"s": "x" * int(args["n"])}

@@ -1,0 +1,342 @@
+"""kevolve warm worker: the parent process.
+
+The parent imports the heavy Python stack once (torch, and triton, cupy and
+numpy where importable) and then forks one fresh child per job, so a kernel
+that faults, hangs or corrupts its CUDA context dies alone. The parent never
+initializes CUDA: a CUDA context does not survive fork.
+
+Protocol (JSON lines). Requests arrive on stdin; events leave on fd 3 (the
+child inherits fd 3 for its own small progress/gate events; each is one
+write() under PIPE_BUF bytes, so lines never interleave). The child's fds 1
+and 2 go to a log file in the job directory and its return value to
+result.json there, so user prints can never corrupt the protocol.
+
+  -> {"op":"run","id":N,"module":M,"func":F,"args":{...},"job_dir":D,
+      "env":{...},"mem_limit":BYTES}
+  -> {"op":"grant","id":N}          answer to a child's gate request
+  -> {"op":"ping"}
+  <- {"event":"ready", ...versions}
+  <- {"event":"started","id":N,"pid":P}
+  <- {"event":"progress","id":N,"stage":S,"done":D,"total":T}   (child)
+  <- {"event":"gate","id":N}                                    (child)
+  <- {"event":"exit","id":N,"pid":P,"code":C,"signal":S}
+  <- {"event":"error","id":N,"message":M}
+"""
+import importlib
+import json
+import os
+import selectors
+import signal
+import sys
+import time
+import traceback
+import warnings
+
+OUT_FD = 3
+PIPE_BUF = 4000
+
+versions = {"python": sys.version.split()[0], "pid": os.getpid()}
+# torch.cuda.is_available() through NVML does not initialize the driver, so a
+# stray call during an import cannot poison the children.
+os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+_t0 = time.monotonic()
+try:
+    import numpy  # noqa: F401
+    versions["numpy"] = numpy.__version__
+except Exception:  # noqa: BLE001 - optional
+    pass
+try:
+    import torch
+    versions["torch"] = torch.__version__
+    versions["torch_cuda"] = torch.version.cuda or ""
+except Exception as e:  # noqa: BLE001 - jobs that need torch report it
+    versions["torch_error"] = repr(e)
+# Triton decides interpreter-or-compiler for its own library when imported:
+# with no NVIDIA device node the only Triton that can run is the interpreter.
+if not os.path.exists("/dev/nvidiactl") and "TRITON_INTERPRET" not in os.environ:
+    os.environ["TRITON_INTERPRET"] = "1"
+for _name in ("triton", "cupy"):
+    try:
+        _m = importlib.import_module(_name)
+        versions[_name] = getattr(_m, "__version__", "?")
+        if _name == "triton":
+            _m._kevolve_interpret_at_import = os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
+    except Exception:  # noqa: BLE001 - optional
+        pass
+
+
+def _libcuda_mapped():
+    try:
+        with open("/proc/self/maps") as f:
+            return "libcuda.so" in f.read()
+    except OSError:
+        return False
+
+
+def _import_all(names):
+    for n in names:
+        importlib.import_module(n)
+
+
+def _driver_initialized():
+    """True if cuInit has run in this process. cuDeviceGetCount answers
+    CUDA_ERROR_NOT_INITIALIZED (3) before cuInit and does not initialize."""
+    import ctypes
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    n = ctypes.c_int(0)
+    return lib.cuDeviceGetCount(ctypes.byref(n)) != 3
+
+
+def _imports_leave_cuda_alone(names):
+    """Imports names in a throwaway forked child and says whether that left
+    the CUDA driver uninitialized. A parent that initialized CUDA forks
+    children that cannot use it."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            _import_all(names)
+            t = sys.modules.get("torch")
+            if not _driver_initialized() and not (t is not None and t.cuda.is_initialized()):
+                code = 0
+        except BaseException:  # noqa: BLE001
+            code = 2
+        os._exit(code)
+    _, st = os.waitpid(pid, 0)
+    return os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0
+
+
+# torch.compile (the reference's compiled timing) needs dynamo and inductor,
+# and load_inline needs cpp_extension (setuptools): about 3 s of imports that
+# every child would otherwise pay. On CPU-only machines they are preloaded.
+# On GPU machines only on request (KEVOLVE_WORKER_PRELOAD=1) and only if a
+# throwaway child shows the imports leave the CUDA driver uninitialized: an
+# earlier version that preloaded them unconditionally broke CUDA in every
+# child on the H100 box.
+_EXTRA = ["torch._dynamo", "torch._inductor", "torch.utils.cpp_extension"]
+if "torch" in versions and os.environ.get("KEVOLVE_WORKER_NO_DYNAMO") != "1":
+    _gpu = os.path.exists("/dev/nvidiactl")
+    try:
+        if not _gpu:
+            _import_all(_EXTRA)
+            versions["preloaded"] = _EXTRA
+        elif os.environ.get("KEVOLVE_WORKER_PRELOAD") == "1" and _imports_leave_cuda_alone(_EXTRA):
+            _import_all(_EXTRA)
+            versions["preloaded"] = _EXTRA
+        elif _imports_leave_cuda_alone(_EXTRA[2:]):
+            _import_all(_EXTRA[2:])
+            versions["preloaded"] = _EXTRA[2:]
+        else:
+            versions["preloaded"] = []
+    except Exception as e:  # noqa: BLE001
+        versions["dynamo_error"] = repr(e)
+versions["libcuda_mapped"] = _libcuda_mapped()
+# Pre-import the job modules so children fork with them loaded.
+for _name in ("kevolve", "evaluate"):
+    try:
+        importlib.import_module(_name)
+    except Exception as e:  # noqa: BLE001
+        versions[_name + "_error"] = repr(e)
+versions["import_s"] = round(time.monotonic() - _t0, 3)
+
+
+def emit(obj):
+    line = (json.dumps(obj) + "\n").encode()
+    os.write(OUT_FD, line)
+
+
+def child_emit(obj):
+    """One atomic write of a small event line (from the child)."""
+    line = json.dumps(obj)
+    if len(line) > PIPE_BUF:
+        return
+    os.write(OUT_FD, (line + "\n").encode())
+
+
+class ChildContext:
+    """What a job function gets: progress events and the device gate."""
+
+    def __init__(self, job_id, grant_fd, job_dir):
+        self.job_id = job_id
+        self._grant_fd = grant_fd
+        self.job_dir = job_dir
+        self.gated = False
+
+    def progress(self, stage, done=0, total=0):
+        child_emit({"event": "progress", "id": self.job_id, "stage": str(stage)[:200],
+                    "done": int(done), "total": int(total)})
+
+    def gate(self):
+        """Block until the Go side grants this job the device (a semaphore)."""
+        if self.gated:
+            return
+        child_emit({"event": "gate", "id": self.job_id})
+        while True:
+            b = os.read(self._grant_fd, 1)
+            if b:
+                break
+            # The parent closed the pipe without granting: it died.
+            os._exit(70)
+        self.gated = True
+
+
+def _set_pdeathsig():
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001 - best effort (non-Linux)
+        pass
+
+
+def run_child(req, grant_r):
+    """Runs in the forked child; never returns."""
+    code = 1
+    try:
+        os.setpgid(0, 0)
+        _set_pdeathsig()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        job_dir = req["job_dir"]
+        log_fd = os.open(os.path.join(job_dir, "log.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        null_fd = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null_fd, 0)
+        os.dup2(log_fd, 1)
+        os.dup2(log_fd, 2)
+        os.close(null_fd)
+        os.close(log_fd)
+        sys.stdout = os.fdopen(1, "w", buffering=1)
+        sys.stderr = os.fdopen(2, "w", buffering=1)
+        for k, v in (req.get("env") or {}).items():
+            os.environ[str(k)] = str(v)
+        mem = int(req.get("mem_limit") or 0)
+        if mem > 0:
+            import resource
+            vm = 0
+            with open("/proc/self/statm") as f:
+                vm = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+            lim = vm + mem
+            resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
+        ctx = ChildContext(req["id"], grant_r, job_dir)
+        mod = importlib.import_module(req["module"])
+        fn = getattr(mod, req["func"])
+        try:
+            result = fn(req.get("args") or {}, ctx)
+        except MemoryError:
+            result = {"error": "MemoryError: the job exceeded its memory limit",
+                      "error_type": "MemoryError"}
+        except BaseException as e:  # noqa: BLE001 - report everything
+            result = {"error": "".join(traceback.format_exception(e))[-20000:],
+                      "error_type": type(e).__name__}
+        tmp = os.path.join(job_dir, "result.json.tmp")
+        with open(tmp, "w") as f:
+            json.dump(result, f, default=str)
+        os.replace(tmp, os.path.join(job_dir, "result.json"))
+        code = 0
+    except BaseException:  # noqa: BLE001
+        try:
+            traceback.print_exc()
+        except BaseException:  # noqa: BLE001
+            pass
+        code = 1
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BaseException:  # noqa: BLE001
+            pass
+        # _exit: never run the parent's atexit handlers or flush its buffers,
+        # and do not wait for threads a candidate may have left running.
+        os._exit(code)
+
+
+def main():
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    # Forked children keep fd 3; programs they exec (gcc, nvcc, a shell)
+    # must not, or a lingering grandchild would hold the event pipe open.
+    os.set_inheritable(OUT_FD, False)
+    # The parent's own stdout is not the protocol; keep prints off fd 3.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    sel = selectors.DefaultSelector()
+    os.set_blocking(0, False)
+    sel.register(0, selectors.EVENT_READ)
+    buf = b""
+    children = {}  # pid -> (id, grant_w)
+    by_id = {}  # id -> pid
+    emit({"event": "ready", **versions})
+    eof = False
+    while not eof or children:
+        for _key, _ in sel.select(timeout=0.02 if children else 0.5):
+            try:
+                data = os.read(0, 1 << 16)
+            except BlockingIOError:
+                continue
+            if not data:
+                eof = True
+                sel.unregister(0)
+                break
+            buf += data
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            if not line.strip():
+                continue
+            try:
+                req = json.loads(line)
+            except ValueError as e:
+                emit({"event": "error", "id": None, "message": "bad json: %s" % e})
+                continue
+            op = req.get("op")
+            if op == "ping":
+                emit({"event": "pong"})
+            elif op == "grant":
+                pid = by_id.get(req.get("id"))
+                if pid is not None:
+                    try:
+                        os.write(children[pid][1], b"g")
+                    except OSError:
+                        pass
+            elif op == "run":
+                try:
+                    grant_r, grant_w = os.pipe()
+                    pid = os.fork()
+                except OSError as e:
+                    emit({"event": "error", "id": req.get("id"), "message": "fork: %s" % e})
+                    continue
+                if pid == 0:
+                    os.close(grant_w)
+                    run_child(req, grant_r)
+                os.close(grant_r)
+                try:
+                    os.setpgid(pid, pid)  # also done by the child; whoever is first wins
+                except OSError:
+                    pass
+                children[pid] = (req.get("id"), grant_w)
+                by_id[req.get("id")] = pid
+                emit({"event": "started", "id": req.get("id"), "pid": pid})
+            else:
+                emit({"event": "error", "id": req.get("id"), "message": "unknown op %r" % op})
+        # Reap finished children.
+        while children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            job_id, grant_w = children.pop(pid, (None, None))
+            if grant_w is not None:
+                os.close(grant_w)
+            by_id.pop(job_id, None)
+            ev = {"event": "exit", "id": job_id, "pid": pid, "code": None, "signal": None}
+            if os.WIFSIGNALED(status):
+                ev["signal"] = os.WTERMSIG(status)
+            else:
+                ev["code"] = os.WEXITSTATUS(status)
+            emit(ev)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,264 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func testPython(t *testing.T) string {
+	t.Helper()
+	p := os.Getenv("KEVOLVE_PYTHON")
+	if p == "" {
+		p = "/opt/torch/.venv/bin/python3"
+		if _, err := os.Stat(p); err != nil {
+			p = "python3"
+		}
+	}
+	if _, err := exec.LookPath(p); err != nil {
+		if os.Getenv("KEVOLVE_TEST_STRICT") == "1" {
+			t.Fatalf("python required (KEVOLVE_TEST_STRICT=1): %v", err)
+		}
+		t.Skipf("no python: %v", err)
+	}
+	return p
+}
+
+// newWorker starts a worker whose parent skips the slow dynamo import:
+// these tests are about processes, not torch.
+func newWorker(t *testing.T) *Worker {
+	t.Helper()
+	w, err := New(Config{Python: testPython(t), CacheDir: t.TempDir(),
+		Env:    map[string]string{"KEVOLVE_WORKER_NO_DYNAMO": "1"},
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w
+}
+
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	// A zombie still answers kill 0; it is dead for our purposes.
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b))
+	return len(f) > 2 && f[2] != "Z"
+}
+
+func TestWorkerJobs(t *testing.T) {
+	w := newWorker(t)
+	ctx := context.Background()
+	info, err := w.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("parent ready: %v", info)
+	parentPid := int(info["pid"].(float64))
+
+	cases := []struct {
+		name    string
+		job     Job
+		check   func(t *testing.T, o *Outcome)
+		timeout bool
+	}{
+		{name: "echo", job: Job{Module: "selftest", Func: "echo", Args: map[string]any{"k": 1}}, check: func(t *testing.T, o *Outcome) {
+			var r struct {
+				Args map[string]int `json:"args"`
+				Pid  int            `json:"pid"`
+				Pgid int            `json:"pgid"`
+			}
+			if err := json.Unmarshal(o.Result, &r); err != nil {
+				t.Fatalf("result %s: %v", o.Result, err)
+			}
+			if r.Args["k"] != 1 || r.Pid != o.Pid || r.Pgid != r.Pid || r.Pid == parentPid {
+				t.Errorf("child identity wrong: %+v outcome pid %d parent %d", r, o.Pid, parentPid)
+			}
+			if !strings.Contains(o.Log, "hello from the child on stdout") || !strings.Contains(o.Log, "and on stderr") {
+				t.Errorf("log lacks the child's prints: %q", o.Log)
+			}
+			if o.Stage != "echo" || o.Code != 0 {
+				t.Errorf("stage %q code %d", o.Stage, o.Code)
+			}
+		}},
+		{name: "exception", job: Job{Module: "selftest", Func: "raise_error"}, check: func(t *testing.T, o *Outcome) {
+			if !strings.Contains(string(o.Result), "job failed on purpose") {
+				t.Errorf("result %s", o.Result)
+			}
+		}},
+		{name: "segfault", job: Job{Module: "selftest", Func: "segfault"}, check: func(t *testing.T, o *Outcome) {
+			if o.Signal != syscall.SIGSEGV || o.Result != nil {
+				t.Errorf("signal %v result %s", o.Signal, o.Result)
+			}
+		}},
+		{name: "timeout", job: Job{Module: "selftest", Func: "sleep", Timeout: time.Second}, timeout: true, check: func(t *testing.T, o *Outcome) {
+			if o.Signal != syscall.SIGKILL || o.Wall > 4*time.Second {
+				t.Errorf("signal %v wall %s", o.Signal, o.Wall)
+			}
+		}},
+		{name: "memory_limit", job: Job{Module: "selftest", Func: "allocate", Args: map[string]any{"bytes": 2 << 30}, MemLimit: 256 << 20}, check: func(t *testing.T, o *Outcome) {
+			if !strings.Contains(string(o.Result), "MemoryError") {
+				t.Errorf("2 GiB under a 256 MiB limit: %s (signal %v)", o.Result, o.Signal)
+			}
+		}},
+		{name: "big_result", job: Job{Module: "selftest", Func: "big", Args: map[string]any{"n": 1 << 20}}, check: func(t *testing.T, o *Outcome) {
+			if len(o.Result) < 1<<20 {
+				t.Errorf("result truncated: %d bytes", len(o.Result))
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := w.Run(ctx, tc.job)
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if o.TimedOut != tc.timeout {
+				t.Fatalf("timed out = %v", o.TimedOut)
+			}
+			tc.check(t, o)
+			if alive(o.Pid) {
+				t.Errorf("child %d still alive", o.Pid)
+			}
+		})
+	}
+	// The parent survived all of it.
+	info2, err := w.Info(ctx)
+	if err != nil || int(info2["pid"].(float64)) != parentPid {
+		t.Fatalf("parent changed: %v %v", info2, err)
+	}
+}
+
+// A timeout kills the child's whole process group, grandchildren included.
+func TestWorkerKillsGroup(t *testing.T) {
+	w := newWorker(t)
+	dir := t.TempDir()
+	o, err := w.Run(context.Background(), Job{Module: "selftest", Func: "spawn_and_sleep", Args: map[string]any{"dir": dir}, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.TimedOut {
+		t.Fatal("no timeout")
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "grandchild.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gc, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	deadline := time.Now().Add(3 * time.Second)
+	for alive(gc) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if alive(gc) {
+		t.Fatalf("grandchild %d survived the timeout", gc)
+	}
+}
+
+// The device gate: two gated jobs with a semaphore of one never overlap,
+// and the time spent waiting does not count against the deadline.
+func TestWorkerGate(t *testing.T) {
+	w := newWorker(t)
+	sem := make(chan struct{}, 1)
+	var mu sync.Mutex
+	holders, maxHolders := 0, 0
+	gate := func(ctx context.Context) (func(), error) {
+		sem <- struct{}{}
+		mu.Lock()
+		holders++
+		if holders > maxHolders {
+			maxHolders = holders
+		}
+		mu.Unlock()
+		time.Sleep(1500 * time.Millisecond) // hold the device a while
+		return func() {
+			mu.Lock()
+			holders--
+			mu.Unlock()
+			<-sem
+		}, nil
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for i := 0; i < 2; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o, err := w.Run(context.Background(), Job{Module: "selftest", Func: "gated", Gate: gate, Timeout: 2 * time.Second})
+			if err == nil && (o.TimedOut || o.Result == nil) {
+				err = &os.PathError{Op: "gated job", Path: string(o.Result), Err: syscall.ETIMEDOUT}
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if maxHolders != 1 {
+		t.Fatalf("gate held by %d jobs at once", maxHolders)
+	}
+}
+
+// A parent that dies is restarted on the next job; Close kills children.
+func TestWorkerRestartAndClose(t *testing.T) {
+	w := newWorker(t)
+	ctx := context.Background()
+	info, err := w.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := int(info["pid"].(float64))
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	o, err := w.Run(ctx, Job{Module: "selftest", Func: "echo"})
+	if err != nil || o.Result == nil {
+		t.Fatalf("after the parent died: %v %+v", err, o)
+	}
+	info2, _ := w.Info(ctx)
+	if int(info2["pid"].(float64)) == pid {
+		t.Fatal("parent not restarted")
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.Run(ctx, Job{Module: "selftest", Func: "sleep", Timeout: time.Minute})
+		done <- err
+	}()
+	time.Sleep(1500 * time.Millisecond)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a job in flight at Close returned no error")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("job in flight did not end at Close")
+	}
+	if _, err := w.Run(ctx, Job{Module: "selftest", Func: "echo"}); err == nil {
+		t.Fatal("Run after Close succeeded")
+	}
+	if alive(int(info2["pid"].(float64))) {
+		t.Fatal("parent alive after Close")
+	}
+}

@@ -1,0 +1,117 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/kevolve/kevolve-mcp/harness/profile"
+)
+
+// ProfileKernelInput is profile_kernel's arguments.
+type ProfileKernelInput struct {
+	Reference string  `json:"reference" jsonschema:"Path to the KernelBench-format reference (Model, get_inputs, get_init_inputs). In mode model this is the model whose operators are ranked."`
+	Candidate string  `json:"candidate,omitempty" jsonschema:"Path to the candidate file defining ModelNew (mode kernel; required there)."`
+	Mode      string  `json:"mode,omitempty" jsonschema:"kernel (default): profile the candidate's kernels and diagnose them; model: rank the reference model's operators by device-time share with Amdahl headroom, to pick which kernel to write first."`
+	Backend   string  `json:"backend,omitempty" jsonschema:"auto (default: ncu on NVIDIA, rocprofv3 on AMD, torch.profiler and perf on the CPU), ncu, rocprof or cpu."`
+	Shapes    string  `json:"shapes,omitempty" jsonschema:"Shape set passed to the reference as KEVOLVE_SHAPES (e.g. large, small)."`
+	TimeoutS  float64 `json:"timeout_s,omitempty" jsonschema:"Wall-clock limit in seconds (default 120). Nsight Compute replays each kernel ~40 times: a candidate with many kernels takes longer."`
+}
+
+// Acquire takes the GPU for one job and returns its release; nil means no
+// locking (profiling needs the GPU to itself for meaningful counters).
+type Acquire func(ctx context.Context) (release func(), err error)
+
+// ProfileKernel returns the profile_kernel tool.
+func ProfileKernel(opt profile.Options, acquire Acquire) server.ServerTool {
+	tool := mcp.NewTool("profile_kernel",
+		mcp.WithDescription("Explain why a kernel is slow. Mode kernel runs the candidate's forward once under Nsight Compute (clocks untouched; only the candidate's kernels, after warm-up) "+
+			"or rocprofv3, and returns per kernel: duration, SM and DRAM throughput % of peak, L1/L2 hit rates, achieved vs theoretical occupancy and its limiter, registers per thread, "+
+			"spills, top warp stall reasons, tensor-pipe use and global load/store sector efficiency; then findings in the knowledge base's vocabulary (memory-bound, compute-bound, "+
+			"latency-bound, occupancy-limited, register-pressure, uncoalesced, launch-bound, ...), each with the figures that show it and topics to pass to search_knowledge. "+
+			"On a CPU it gives a torch.profiler breakdown and perf counters where perf can read them. Mode model ranks the reference's operators by time share and Amdahl headroom. "+
+			"available=false with missing set means no profiler could run here. Takes ~10-30 s per candidate on an H100."),
+		mcp.WithInputSchema[ProfileKernelInput](),
+		mcp.WithOutputSchema[profile.Report](),
+		mcp.WithTitleAnnotation("Profile a kernel"),
+		mcp.WithReadOnlyHintAnnotation(false), // runs the candidate's code and writes scratch reports (removed after)
+		mcp.WithDestructiveHintAnnotation(false),
+		mcp.WithIdempotentHintAnnotation(true),
+		mcp.WithOpenWorldHintAnnotation(false),
+	)
+	return server.ServerTool{Tool: tool, Handler: mcp.NewTypedToolHandler(func(ctx context.Context, req mcp.CallToolRequest, in ProfileKernelInput) (*mcp.CallToolResult, error) {
+		o, mode, msg := ProfileRequest(in, opt)
+		if msg != "" {
+			return toolErrorf("%s", msg), nil
+		}
+		if acquire != nil {
+			release, err := acquire(ctx)
+			if err != nil {
+				return toolErrorf("profile_kernel: waiting for the device: %v", err), nil
+			}
+			defer release()
+		}
+		progressFor(ctx, req)("profiling", 0, 1)
+		var rep profile.Report
+		var err error
+		if mode == "model" {
+			rep, err = profile.ProfileModel(ctx, in.Reference, o)
+		} else {
+			rep, err = profile.Profile(ctx, in.Reference, in.Candidate, o)
+		}
+		progressFor(ctx, req)("done", 1, 1)
+		if err != nil {
+			return toolErrorf("profile_kernel: %v", err), nil
+		}
+		return structured(rep), nil
+	})}
+}
+
+// ProfileRequest validates the arguments into profiler options and a mode
+// (kernel or model); a non-empty message says what to change.
+func ProfileRequest(in ProfileKernelInput, opt profile.Options) (profile.Options, string, string) {
+	mode := strings.ToLower(in.Mode)
+	if mode == "" {
+		mode = "kernel"
+	}
+	if mode != "kernel" && mode != "model" {
+		return opt, "", fmt.Sprintf("mode %q: use kernel or model", in.Mode)
+	}
+	if in.Reference == "" {
+		return opt, "", "reference (a file path) is required"
+	}
+	if st, err := os.Stat(in.Reference); err != nil || st.IsDir() {
+		return opt, "", fmt.Sprintf("reference %q: no such file", in.Reference)
+	}
+	if mode == "kernel" {
+		if in.Candidate == "" {
+			return opt, "", "candidate (a file defining ModelNew) is required in mode kernel; use mode model to rank the reference's operators"
+		}
+		if st, err := os.Stat(in.Candidate); err != nil || st.IsDir() {
+			return opt, "", fmt.Sprintf("candidate %q: no such file", in.Candidate)
+		}
+	}
+	switch b := strings.ToLower(in.Backend); b {
+	case "", "auto", "ncu", "rocprof", "cpu":
+		if b != "" {
+			opt.Backend = b
+		}
+	default:
+		return opt, "", fmt.Sprintf("backend %q: use auto, ncu, rocprof or cpu", in.Backend)
+	}
+	if in.TimeoutS < 0 || in.TimeoutS > 3600 {
+		return opt, "", "timeout_s must be between 0 and 3600"
+	}
+	if in.TimeoutS > 0 {
+		opt.Timeout = time.Duration(in.TimeoutS * float64(time.Second))
+	}
+	if in.Shapes != "" {
+		opt.Shapes = in.Shapes
+	}
+	return opt, mode, ""
+}
