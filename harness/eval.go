@@ -80,8 +80,11 @@ type Stats struct {
 	MedianS float64 `json:"median_s"`
 	P10S    float64 `json:"p10_s"`
 	P90S    float64 `json:"p90_s"`
-	CV      float64 `json:"cv"`
-	Iters   int     `json:"iters"`
+	// CV is robust, 1.4826·MAD/median, so one iteration preempted by the OS
+	// does not make a steady kernel look noisy; CVRaw is stdev/mean.
+	CV    float64 `json:"cv"`
+	CVRaw float64 `json:"cv_raw"`
+	Iters int     `json:"iters"`
 }
 
 // EvalResult is everything an agent needs to fix or accept a kernel.
