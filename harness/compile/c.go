@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"time"
 )
 
 // cBuilder: gcc -O3 -march=native -fopenmp -c, with gcc's vectorizer report.
@@ -40,26 +39,10 @@ func (b *cBuilder) build(ctx context.Context, req Request, dir string) (*Result,
 		"-fopt-info-vec-optimized=vec.txt", "-c", "kernel.c", "-o", "kernel.o"}
 	args = append(args, req.Flags...)
 	res := &Result{Language: LangC, Compiler: b.gcc, Command: append([]string{"gcc"}, args...)}
-	start := time.Now()
-	out := run(ctx, dir, nil, "", b.gcc, args...)
-	res.CompileSeconds = time.Since(start).Seconds()
-	log := out.Stdout + out.Stderr
-	res.Log = trimLog(log, 8000)
-	res.Diagnostics = ParseDiagnostics(log)
-	if out.TimedOut {
-		res.Status = StatusTimeout
-		return res, nil
+	_, done, err := runCompiler(ctx, res, dir, b.gcc, args)
+	if done || err != nil {
+		return res, err
 	}
-	if out.Err != nil {
-		return nil, fmt.Errorf("compile c: run gcc: %w", out.Err)
-	}
-	if out.ExitCode != 0 {
-		if len(res.Diagnostics) == 0 {
-			res.Diagnostics = []Diagnostic{{Severity: "error", Message: fmt.Sprintf("gcc exited with status %d: %s", out.ExitCode, lastLine(log))}}
-		}
-		return res, nil
-	}
-	res.OK = true
 	if vec, err := os.ReadFile(filepath.Join(dir, "vec.txt")); err == nil {
 		seen := map[string]bool{}
 		for _, ln := range strings.Split(string(vec), "\n") {

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 )
 
 // cudaBuilder: nvcc -cubin -Xptxas -v, then cuobjdump -sass on the cubin.
@@ -44,26 +43,10 @@ func (b *cudaBuilder) build(ctx context.Context, req Request, dir string) (*Resu
 	args := []string{"-cubin", "-arch=" + req.Arch, "-lineinfo", "-Xptxas", "-v", "-o", "kernel.cubin", "kernel.cu"}
 	args = append(args, req.Flags...)
 	res := &Result{Language: LangCUDA, Arch: req.Arch, Compiler: b.nvcc, Command: append([]string{"nvcc"}, args...)}
-	start := time.Now()
-	out := run(ctx, dir, nil, "", b.nvcc, args...)
-	res.CompileSeconds = time.Since(start).Seconds()
-	log := out.Stdout + out.Stderr
-	res.Log = trimLog(log, 8000)
-	res.Diagnostics = ParseDiagnostics(log)
-	if out.TimedOut {
-		res.Status = StatusTimeout
-		return res, nil
+	log, done, err := runCompiler(ctx, res, dir, b.nvcc, args)
+	if done || err != nil {
+		return res, err
 	}
-	if out.Err != nil {
-		return nil, fmt.Errorf("compile cuda: run nvcc: %w", out.Err)
-	}
-	if out.ExitCode != 0 {
-		if len(res.Diagnostics) == 0 {
-			res.Diagnostics = []Diagnostic{{Severity: "error", Message: fmt.Sprintf("nvcc exited with status %d: %s", out.ExitCode, lastLine(log))}}
-		}
-		return res, nil
-	}
-	res.OK = true
 	res.Kernels = ParsePtxasInfo(log)
 	if err := attachSASS(ctx, res, b.cuobjdump, dir, "kernel.cubin"); err != nil {
 		res.Note = err.Error()

@@ -3,8 +3,10 @@ package compile
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -85,4 +87,33 @@ func run(ctx context.Context, dir string, env []string, stdin string, name strin
 		}
 	}
 	return out
+}
+
+// runCompiler runs one compiler command for res: it records the time, the
+// trimmed log and the parsed diagnostics, and sets OK when the command
+// succeeded. done is true when the result is already final (a timeout or a
+// compile error, which are results, not errors); log is the untrimmed output
+// for parsers that need all of it (ptxas' resource lines).
+func runCompiler(ctx context.Context, res *Result, dir, compiler string, args []string) (log string, done bool, err error) {
+	start := time.Now()
+	out := run(ctx, dir, nil, "", compiler, args...)
+	res.CompileSeconds = time.Since(start).Seconds()
+	log = out.Stdout + out.Stderr
+	res.Log = trimLog(log, 8000)
+	res.Diagnostics = ParseDiagnostics(log)
+	name := filepath.Base(compiler)
+	switch {
+	case out.TimedOut:
+		res.Status = StatusTimeout
+		return log, true, nil
+	case out.Err != nil:
+		return log, true, fmt.Errorf("compile %s: run %s: %w", res.Language, name, out.Err)
+	case out.ExitCode != 0:
+		if len(res.Diagnostics) == 0 {
+			res.Diagnostics = []Diagnostic{{Severity: "error", Message: fmt.Sprintf("%s exited with status %d: %s", name, out.ExitCode, lastLine(log))}}
+		}
+		return log, true, nil
+	}
+	res.OK = true
+	return log, false, nil
 }
