@@ -16,7 +16,7 @@ PY_PINS     := torch==2.11.0 triton==3.6.0 numpy==2.3.5 pyyaml \
 NODE_DIR    ?= $(HOME)/.cache/kevolve/node
 NODE_PKG    := cmd/kevolve-mcp/testdata/node
 
-.PHONY: build run test venv mcp-clients vet bench test-gpu test-gpu-run gpu-bins clean
+.PHONY: build run test venv mcp-clients vet bench bench-gpu-prep bench-run test-gpu test-gpu-run gpu-bins clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/kevolve-mcp
@@ -86,6 +86,30 @@ test-gpu-run:
 	      $(CURDIR)/$$t -test.v -test.timeout 20m >> $$log 2>&1); then r=PASS; else r=FAIL; fail=1; fi; \
 	  echo "$$r $$d ($$(( $$(date +%s) - start )) s)"; \
 	done; grep -E "^(--- FAIL|FAIL|panic)" $$log | head -40; exit $$fail
+
+# Benchmarks. Here (CPU): knowledge retrieval quality and latency, MCP round
+# trips. For the GPU: the side-by-side run with KernelBench's own
+# eval_kernel_against_ref, copied from a fetched checkout into the ignored
+# .gpu/kb (never committed), carried with the test binary to the GPU machine.
+KB_MIRROR ?= /work/.mirror/ScalingIntelligence+KernelBench/repo
+bench: venv
+	$(GO) test -run '^$$' -bench . -benchtime 200x ./retrieval ./tools
+	@if [ -d "$(KB_MIRROR)" ]; then $(MAKE) --no-print-directory bench-gpu-prep; \
+	  else echo "KernelBench side-by-side: set KB_MIRROR to a KernelBench checkout"; fi
+
+bench-gpu-prep:
+	rm -rf .gpu/bench && mkdir -p .gpu/bench
+	PYTHON=$(VENV)/bin/python harness/testdata/kernelbench/prepare.sh .gpu/kb $(KB_MIRROR)
+	$(GO) test -c -ldflags='-s -w' -o .gpu/bench/harness.test ./harness
+	gzip -9 .gpu/bench/harness.test; du -sh .gpu/bench .gpu/kb
+	@echo "now on the GPU machine (carry .gpu/bench .gpu/kb): make bench-run [BENCH_ONLY=regexp]"
+
+bench-run:
+	@[ ! -e .gpu/bench/harness.test.gz ] || gunzip -f .gpu/bench/harness.test.gz; chmod +x .gpu/bench/harness.test
+	cd harness && KEVOLVE_GPU=1 KEVOLVE_TEST_STRICT=1 KEVOLVE_KB_DIR=$(CURDIR)/.gpu/kb \
+	  KEVOLVE_PYTHON=$${KEVOLVE_PYTHON:-/opt/torch/.venv/bin/python3} KEVOLVE_BENCH_OUT=$${OUT:-$(CURDIR)/.gpu/bench} \
+	  KEVOLVE_BENCH_ONLY='$(BENCH_ONLY)' KEVOLVE_BENCH_DEADLINE_S=$${BENCH_DEADLINE_S:-0} \
+	  $(CURDIR)/.gpu/bench/harness.test -test.run '^TestBenchKernelBench$$' -test.v -test.timeout 60m
 
 clean:
 	rm -rf bin $(GPU_BIN)

@@ -66,6 +66,9 @@ type EvalRequest struct {
 	Tolerance  *Tolerance    `json:"tolerance,omitempty"`
 	SOLSeconds float64       `json:"sol_seconds,omitempty"`
 	Shapes     string        `json:"shapes,omitempty"` // shape-set name, passed to get_inputs as env KEVOLVE_SHAPES
+	// CompileReference times torch.compile of the reference too (default:
+	// on NVIDIA, once per reference; the result is cached). false skips it.
+	CompileReference *bool `json:"compile_reference,omitempty"`
 }
 
 // Check is one named correctness or integrity check.
@@ -440,7 +443,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, req EvalRequest, progress func
 	}
 	rkey := refKey(refCode, target, device, req)
 	knownCompile := e.compileGet(ctx, rkey)
-	if knownCompile != nil || target != "nvidia" {
+	if knownCompile != nil || target != "nvidia" || (req.CompileReference != nil && !*req.CompileReference) {
 		// Measured before (or CPU, where inductor's C++ build is too slow to pay per evaluation).
 		args["compile_reference"] = false
 	}
