@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/kevolve/kevolve-mcp/harness/toolchain"
 )
@@ -43,57 +42,6 @@ func FindPython() (string, error) {
 	return p, nil
 }
 
-var (
-	siteOnce sync.Once
-	siteDirs []string
-)
-
-// pythonSiteDirs lists the site-packages directories of the harness's Python
-// (found by path, without starting Python: a venv's layout is fixed).
-func pythonSiteDirs() []string {
-	siteOnce.Do(func() {
-		var roots []string
-		if py, err := FindPython(); err == nil {
-			// .../venv/bin/python -> .../venv
-			roots = append(roots, filepath.Dir(filepath.Dir(py)))
-			if real, err := filepath.EvalSymlinks(py); err == nil {
-				roots = append(roots, filepath.Dir(filepath.Dir(real)))
-			}
-		}
-		roots = append(roots, "/opt/torch/.venv")
-		seen := map[string]bool{}
-		for _, r := range roots {
-			for _, pat := range []string{"lib/python3*/site-packages", "lib64/python3*/site-packages", "local/lib/python3*/dist-packages"} {
-				m, _ := filepath.Glob(filepath.Join(r, pat))
-				for _, d := range m {
-					if !seen[d] {
-						seen[d] = true
-						siteDirs = append(siteDirs, d)
-					}
-				}
-			}
-		}
-	})
-	return siteDirs
-}
-
-// toolDirs is where FindTool looks after PATH, in order.
-func toolDirs() []string {
-	var dirs []string
-	for _, env := range []string{"CUDA_HOME", "CUDA_PATH"} {
-		if h := os.Getenv(env); h != "" {
-			dirs = append(dirs, filepath.Join(h, "bin"))
-		}
-	}
-	dirs = append(dirs, "/usr/local/cuda/bin")
-	for _, sp := range pythonSiteDirs() {
-		for _, sub := range []string{"nvidia/cu13/bin", "nvidia/cu12/bin", "nvidia/cuda_nvcc/bin", "triton/backends/nvidia/bin"} {
-			dirs = append(dirs, filepath.Join(sp, sub))
-		}
-	}
-	return dirs
-}
-
 // FindTool finds a CUDA tool (nvcc, cuobjdump, nvdisasm, ptxas) or gcc: on
 // PATH, then in CUDA_HOME, /usr/local/cuda and the Python env's NVIDIA and
 // Triton wheels. A missing tool is a *ToolMissingError.
@@ -108,7 +56,7 @@ func FindTool(name string) (string, error) {
 	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}
-	dirs := toolDirs()
+	dirs := toolchain.ToolDirs()
 	for _, d := range dirs {
 		p := filepath.Join(d, name)
 		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {

@@ -178,20 +178,17 @@ func lastLine(s string) string {
 // spec describes how to find one command-line tool and read its version.
 type spec struct {
 	name    string
-	dirs    []string // searched after PATH
 	args    []string
 	version *regexp.Regexp
 	hint    string // how to get it, for the Missing text
 }
 
-var cudaDirs = []string{"/usr/local/cuda/bin", "/opt/cuda/bin"}
-
 var specs = []spec{
-	{"nvcc", cudaDirs, []string{"--version"}, regexp.MustCompile(`release ([0-9.]+), V([0-9.]+)`), "install the CUDA toolkit, or put nvcc on PATH"},
-	{"ncu", append([]string{"/opt/nvidia/nsight-compute/bin"}, cudaDirs...), []string{"--version"}, regexp.MustCompile(`Version ([0-9.]+)`), "install Nsight Compute (part of the CUDA toolkit)"},
-	{"compute-sanitizer", append(cudaDirs, "/usr/local/cuda/compute-sanitizer"), []string{"--version"}, regexp.MustCompile(`Version ([0-9.]+)`), "install the CUDA toolkit"},
-	{"hipcc", []string{"/opt/rocm/bin"}, []string{"--version"}, regexp.MustCompile(`HIP version: ([0-9.\-a-z]+)`), "install ROCm (or Debian's hipcc package)"},
-	{"gcc", nil, []string{"--version"}, regexp.MustCompile(`\) ([0-9]+\.[0-9]+\.[0-9]+)`), "install gcc (apt-get install gcc)"},
+	{"nvcc", []string{"--version"}, regexp.MustCompile(`release ([0-9.]+), V([0-9.]+)`), "install the CUDA toolkit (or the nvidia-cuda-nvcc wheel), or put nvcc on PATH"},
+	{"ncu", []string{"--version"}, regexp.MustCompile(`Version ([0-9.]+)`), "install Nsight Compute (part of the CUDA toolkit)"},
+	{"compute-sanitizer", []string{"--version"}, regexp.MustCompile(`Version ([0-9.]+)`), "install the CUDA toolkit"},
+	{"hipcc", []string{"--version"}, regexp.MustCompile(`HIP version: ([0-9.\-a-z]+)`), "install ROCm (or Debian's hipcc package)"},
+	{"gcc", []string{"--version"}, regexp.MustCompile(`\) ([0-9]+\.[0-9]+\.[0-9]+)`), "install gcc (apt-get install gcc)"},
 }
 
 // Tools finds every command-line tool the harness can use.
@@ -216,20 +213,17 @@ func Find(ctx context.Context, name string) Tool {
 func find(ctx context.Context, s spec) Tool {
 	t := Tool{Name: s.name}
 	path, err := exec.LookPath(s.name)
-	if err != nil {
-		for _, d := range s.dirs {
+	if err != nil && s.name != "gcc" {
+		for _, d := range ToolDirs() {
 			p := filepath.Join(d, s.name)
-			if st, e := os.Stat(p); e == nil && !st.IsDir() {
+			if st, e := os.Stat(p); e == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
 				path, err = p, nil
 				break
 			}
 		}
 	}
 	if err != nil {
-		t.Missing = fmt.Sprintf("not on PATH or in %s: %s", strings.Join(s.dirs, ", "), s.hint)
-		if len(s.dirs) == 0 {
-			t.Missing = "not on PATH: " + s.hint
-		}
+		t.Missing = "not on PATH or in the CUDA, ROCm or Python-wheel folders: " + s.hint
 		return t
 	}
 	t.Path = path
@@ -265,4 +259,54 @@ func Python() string {
 		return p
 	}
 	return "python3"
+}
+
+// PythonSiteDirs lists the site-packages folders of the harness's Python and
+// of the GPU box's venv, found by path without starting Python (a venv's
+// layout is fixed). NVIDIA's and Triton's wheels carry nvcc, ptxas,
+// cuobjdump and nvdisasm there.
+func PythonSiteDirs() []string {
+	var roots []string
+	if py, err := FindPython(); err == nil {
+		// .../venv/bin/python -> .../venv, and the same through symlinks.
+		roots = append(roots, filepath.Dir(filepath.Dir(py)))
+		if real, err := filepath.EvalSymlinks(py); err == nil {
+			roots = append(roots, filepath.Dir(filepath.Dir(real)))
+		}
+	}
+	roots = append(roots, "/opt/torch/.venv")
+	var dirs []string
+	seen := map[string]bool{}
+	for _, r := range roots {
+		for _, pat := range []string{"lib/python3*/site-packages", "lib64/python3*/site-packages", "local/lib/python3*/dist-packages"} {
+			m, _ := filepath.Glob(filepath.Join(r, pat))
+			for _, d := range m {
+				if !seen[d] {
+					seen[d] = true
+					dirs = append(dirs, d)
+				}
+			}
+		}
+	}
+	return dirs
+}
+
+// ToolDirs is where tools are looked for after PATH, in order: CUDA_HOME and
+// CUDA_PATH, the usual CUDA, Nsight Compute and ROCm folders, then the NVIDIA
+// and Triton wheels of the Python env.
+func ToolDirs() []string {
+	var dirs []string
+	for _, env := range []string{"CUDA_HOME", "CUDA_PATH"} {
+		if h := os.Getenv(env); h != "" {
+			dirs = append(dirs, filepath.Join(h, "bin"))
+		}
+	}
+	dirs = append(dirs, "/usr/local/cuda/bin", "/opt/cuda/bin", "/opt/nvidia/nsight-compute/bin",
+		"/usr/local/cuda/compute-sanitizer", "/opt/rocm/bin")
+	for _, sp := range PythonSiteDirs() {
+		for _, sub := range []string{"nvidia/cu13/bin", "nvidia/cu12/bin", "nvidia/cuda_nvcc/bin", "triton/backends/nvidia/bin"} {
+			dirs = append(dirs, filepath.Join(sp, sub))
+		}
+	}
+	return dirs
 }
