@@ -48,8 +48,9 @@ func New(d Deps) *server.MCPServer {
 	)
 	s.AddTools(All(d)...)
 	docs, docTemplate := KnowledgeResources(d.Knowledge)
-	s.AddResources(docs...)
-	s.AddResourceTemplates(docTemplate)
+	problems, problemTemplate := ProblemResources()
+	s.AddResources(append(docs, problems...)...)
+	s.AddResourceTemplates(docTemplate, problemTemplate)
 	return s
 }
 
