@@ -12,32 +12,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
 )
 
-// findPython returns the Python with torch the tests should use: env
-// KEVOLVE_PYTHON, else the GPU box's venv, else python3. With
-// KEVOLVE_TEST_STRICT=1 a Python without torch fails the test.
-func findPython(t *testing.T) string {
-	t.Helper()
-	cands := []string{os.Getenv("KEVOLVE_PYTHON"), "/opt/torch/.venv/bin/python3", "python3"}
-	for _, c := range cands {
-		if c == "" {
-			continue
-		}
-		p, err := exec.LookPath(c)
-		if err != nil {
-			continue
-		}
-		if exec.Command(p, "-c", "import torch").Run() == nil {
-			return p
-		}
-	}
-	if os.Getenv("KEVOLVE_TEST_STRICT") == "1" {
-		t.Fatalf("no Python with torch found (KEVOLVE_PYTHON=%q)", os.Getenv("KEVOLVE_PYTHON"))
-	}
-	t.Skip("no Python with torch; set KEVOLVE_PYTHON")
-	return ""
-}
+func findPython(t *testing.T) string { return toolchaintest.Python(t) }
 
 type checkResult struct {
 	OK        bool    `json:"ok"`

@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
 	_ "github.com/mattn/go-sqlite3"
 )
 
@@ -25,20 +25,7 @@ var (
 	sharedErr  error
 )
 
-func testPython(t *testing.T) string {
-	t.Helper()
-	p := os.Getenv("KEVOLVE_PYTHON")
-	if p == "" {
-		p = DefaultPython()
-	}
-	if err := exec.Command(p, "-c", "import torch").Run(); err != nil {
-		if os.Getenv("KEVOLVE_TEST_STRICT") == "1" {
-			t.Fatalf("python %q with torch is required (KEVOLVE_TEST_STRICT=1): %v", p, err)
-		}
-		t.Skipf("no python with torch (%q): %v", p, err)
-	}
-	return p
-}
+func testPython(t *testing.T) string { return toolchaintest.Python(t) }
 
 func gpuMode() bool { return os.Getenv("KEVOLVE_GPU") == "1" }
 

@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,17 +9,12 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/kevolve/kevolve-mcp/harness/profile"
+	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
 	"github.com/kevolve/kevolve-mcp/tools/toolstest"
 )
 
 func TestProfileKernelTool(t *testing.T) {
-	py := os.Getenv("KEVOLVE_PYTHON")
-	if py == "" {
-		if os.Getenv("KEVOLVE_TEST_STRICT") == "1" {
-			t.Fatal("KEVOLVE_PYTHON not set under KEVOLVE_TEST_STRICT=1")
-		}
-		t.Skip("KEVOLVE_PYTHON not set")
-	}
+	py := toolchaintest.Python(t)
 	locked := 0
 	acquire := func(context.Context) (func(), error) { locked++; return func() { locked-- }, nil }
 	s := server.NewMCPServer("t", "0", server.WithToolCapabilities(false), server.WithInputSchemaValidation())

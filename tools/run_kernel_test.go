@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/kevolve/kevolve-mcp/harness"
+	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
 	"github.com/kevolve/kevolve-mcp/tools/toolstest"
 )
 
@@ -51,16 +51,7 @@ class ModelNew(nn.Module):
 
 func rkEvaluator(t *testing.T) *harness.Evaluator {
 	t.Helper()
-	py := os.Getenv("KEVOLVE_PYTHON")
-	if py == "" {
-		py = harness.DefaultPython()
-	}
-	if err := exec.Command(py, "-c", "import torch").Run(); err != nil {
-		if os.Getenv("KEVOLVE_TEST_STRICT") == "1" {
-			t.Fatalf("python with torch required: %v", err)
-		}
-		t.Skipf("no python with torch: %v", err)
-	}
+	py := toolchaintest.Python(t)
 	ev, err := harness.NewEvaluator(harness.EvalConfig{Python: py, CacheDir: t.TempDir(),
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {

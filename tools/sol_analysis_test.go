@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,15 +10,13 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/kevolve/kevolve-mcp/harness/sol"
+	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
 	"github.com/kevolve/kevolve-mcp/tools/toolstest"
 )
 
 func solServer(t *testing.T, prov CeilingsProvider) *server.MCPServer {
 	t.Helper()
-	py := os.Getenv("KEVOLVE_PYTHON")
-	if py == "" && os.Getenv("KEVOLVE_TEST_STRICT") == "1" {
-		t.Fatal("KEVOLVE_PYTHON not set under KEVOLVE_TEST_STRICT=1")
-	}
+	py := toolchaintest.Python(t)
 	s := server.NewMCPServer("t", "0", server.WithToolCapabilities(false), server.WithInputSchemaValidation())
 	s.AddTools(SolAnalysis(prov, sol.TraceOptions{Python: py}, CorpusResolver(nil, t.TempDir())))
 	return s

@@ -2,36 +2,24 @@ package compile
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
-)
 
-// strict: KEVOLVE_TEST_STRICT=1 (the Makefile sets it) turns a missing
-// toolchain into a failure instead of a skip.
-func strict() bool { return os.Getenv("KEVOLVE_TEST_STRICT") == "1" }
+	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
+)
 
 func needTool(t *testing.T, names ...string) {
 	t.Helper()
 	for _, n := range names {
-		if _, err := FindTool(n); err != nil {
-			if strict() {
-				t.Fatalf("KEVOLVE_TEST_STRICT=1 and %v", err)
-			}
-			t.Skipf("skipping: %v", err)
-		}
+		_, err := FindTool(n)
+		toolchaintest.Require(t, err)
 	}
 }
 
 func needPython(t *testing.T) string {
 	t.Helper()
 	py, err := FindPython()
-	if err != nil {
-		if strict() {
-			t.Fatalf("KEVOLVE_TEST_STRICT=1 and %v", err)
-		}
-		t.Skipf("skipping: %v", err)
-	}
+	toolchaintest.Require(t, err)
 	return py
 }
 

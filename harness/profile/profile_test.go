@@ -8,19 +8,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
 )
 
-func python(t *testing.T) string {
-	t.Helper()
-	p := os.Getenv("KEVOLVE_PYTHON")
-	if p == "" {
-		if os.Getenv("KEVOLVE_TEST_STRICT") == "1" {
-			t.Fatal("KEVOLVE_PYTHON not set under KEVOLVE_TEST_STRICT=1")
-		}
-		t.Skip("KEVOLVE_PYTHON not set")
-	}
-	return p
-}
+func python(t *testing.T) string { return toolchaintest.Python(t) }
 
 func near(p *float64, want, tol float64) bool { return p != nil && math.Abs(*p-want) <= tol }
 

@@ -15,21 +15,10 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/kevolve/kevolve-mcp/harness/spec"
+	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
 )
 
-// python returns the interpreter for tests; with KEVOLVE_TEST_STRICT=1 a
-// missing one fails rather than skips.
-func python(t *testing.T) string {
-	t.Helper()
-	p := os.Getenv("KEVOLVE_PYTHON")
-	if p == "" {
-		if os.Getenv("KEVOLVE_TEST_STRICT") == "1" {
-			t.Fatal("KEVOLVE_PYTHON not set under KEVOLVE_TEST_STRICT=1")
-		}
-		t.Skip("KEVOLVE_PYTHON not set")
-	}
-	return p
-}
+func python(t *testing.T) string { return toolchaintest.Python(t) }
 
 func within(got, want, rel float64) bool {
 	if want == 0 {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,23 +12,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kevolve/kevolve-mcp/harness/toolchain"
+	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
 )
 
 func testPython(t *testing.T) string {
 	t.Helper()
-	p := os.Getenv("KEVOLVE_PYTHON")
-	if p == "" {
-		p = "/opt/torch/.venv/bin/python3"
-		if _, err := os.Stat(p); err != nil {
-			p = "python3"
-		}
-	}
-	if _, err := exec.LookPath(p); err != nil {
-		if os.Getenv("KEVOLVE_TEST_STRICT") == "1" {
-			t.Fatalf("python required (KEVOLVE_TEST_STRICT=1): %v", err)
-		}
-		t.Skipf("no python: %v", err)
-	}
+	p, err := toolchain.FindPython()
+	toolchaintest.Require(t, err)
 	return p
 }
 
