@@ -12,6 +12,7 @@ import os
 import sys
 import threading
 import time
+import re
 import traceback
 
 import torch
@@ -104,9 +105,26 @@ class HarnessError(Exception):
     pass
 
 
+_ERROR_LINE = re.compile(r"(\berror\b|\bError\b|undefined reference|ptxas fatal)")
+
+
 def _fmt_exc(e, limit=6000):
-    s = "".join(traceback.format_exception(e))
-    return s[-limit:]
+    """What an agent needs to fix the kernel, first: the compiler's error
+    lines (a load_inline build puts the whole ninja log, long command lines
+    included, into the exception), then the exception, then the traceback's
+    last frames. Check details keep only their head."""
+    msg = "%s: %s" % (type(e).__name__, e)
+    errs = []
+    lines = msg.splitlines()
+    for i, line in enumerate(lines):
+        if _ERROR_LINE.search(line) and len(line) < 400:
+            errs.extend(lines[i:i + 3])
+        if sum(len(x) for x in errs) > 1500:
+            break
+    head = ("compiler errors:\n" + "\n".join(dict.fromkeys(errs)) + "\n\n") if errs else ""
+    tb = "".join(traceback.format_exception(e))
+    s = head + msg[-2000:] + "\n--- traceback (last frames) ---\n" + tb[-2000:]
+    return s[:limit]
 
 
 def is_compile_exception(e):
