@@ -56,7 +56,8 @@ func ProfileKernel(opt profile.Options, acquire Acquire) server.ServerTool {
 			}
 			defer release()
 		}
-		progressFor(ctx, req)("profiling", 0, 1)
+		progress := progressFor(ctx, req) // one reporter, so progress keeps increasing
+		progress("profiling", 0, 1)
 		var rep profile.Report
 		var err error
 		if mode == "model" {
@@ -64,7 +65,7 @@ func ProfileKernel(opt profile.Options, acquire Acquire) server.ServerTool {
 		} else {
 			rep, err = profile.Profile(ctx, in.Reference, in.Candidate, o)
 		}
-		progressFor(ctx, req)("done", 1, 1)
+		progress("done", 1, 1)
 		if err != nil {
 			return toolErrorf("profile_kernel: %v", err), nil
 		}
