@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -247,5 +248,25 @@ func TestDoctorWithoutGPUExitsZero(t *testing.T) {
 	}
 	if _, ok := r["cpu"]; !ok {
 		t.Fatal("no cpu in doctor output")
+	}
+}
+
+// make run's main job: on this machine (CPU, or the GPU where there is one)
+// the default problem's start kernel passes and is placed against SOL.
+func TestDemo(t *testing.T) {
+	toolchaintest.Python(t)
+	svg := filepath.Join(t.TempDir(), "roofline.svg")
+	cmd := exec.Command(binary, "demo", "--svg", svg)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out)
+	}
+	for _, want := range []string{`(?m)^verdict\s+PASS$`, `speed of light\s+\S`, `SOL score\s+[01]\.\d+`, "roofline drawn to"} {
+		if !regexp.MustCompile(want).Match(out) {
+			t.Errorf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+	if b, err := os.ReadFile(svg); err != nil || !strings.HasPrefix(string(b), "<svg") {
+		t.Errorf("roofline not drawn: %v", err)
 	}
 }
