@@ -837,13 +837,6 @@ func benchShort(s string) string {
 	return s
 }
 
-func benchTail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
-}
-
 func benchMedian(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0

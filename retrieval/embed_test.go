@@ -82,7 +82,7 @@ func TestHTTPEmbedders(t *testing.T) {
 	defer ollama.Close()
 	openai := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer sk-test" {
-			http.Error(w, `{"error":{"message":"bad key"}}`, 401)
+			http.Error(w, `{"error":{"message":"bad key"}}`, http.StatusUnauthorized)
 			return
 		}
 		var req struct {

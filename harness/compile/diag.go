@@ -79,12 +79,3 @@ func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
 }
-
-func hasErrors(ds []Diagnostic) bool {
-	for _, d := range ds {
-		if d.Severity == "error" || d.Severity == "fatal" {
-			return true
-		}
-	}
-	return false
-}
