@@ -86,20 +86,8 @@ func demoCmd(g globalFlags, logger *slog.Logger, args []string, stdout, stderr i
 	if target == "cpu" {
 		in.Shapes = "small"
 	}
-	if res.Candidate != nil && res.RefEager != nil {
-		in.CandidateS, in.ReferenceS = res.Candidate.MedianS, res.RefEager.MedianS
-		correct := res.Correct
-		in.Correct = &correct
-	}
-	sreq, msg := tools.SolRequest(in, sol.TraceOptions{Python: a.python}, a.resolver())
-	if msg != "" {
-		return fmt.Errorf("%s", msg)
-	}
-	ceil, err := sol.ForDevice(ctx, a.db, rep, "")
-	if err != nil {
-		return err
-	}
-	srep, err := sol.AnalyzeRequest(ctx, sreq, ceil)
+	withMeasured(&in, res)
+	srep, err := a.solReport(ctx, in)
 	if err != nil {
 		return err
 	}

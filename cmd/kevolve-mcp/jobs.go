@@ -132,19 +132,9 @@ func solCmd(g globalFlags, logger *slog.Logger, args []string, stdout, stderr io
 		if res.Candidate == nil || res.RefEager == nil {
 			return fmt.Errorf("the candidate was not timed (verdict %s): fix it first (kevolve-mcp eval shows why)", res.Verdict)
 		}
-		in.CandidateS, in.ReferenceS = res.Candidate.MedianS, res.RefEager.MedianS
-		correct := res.Correct
-		in.Correct = &correct
+		withMeasured(&in, res)
 	}
-	r, msg := tools.SolRequest(in, sol.TraceOptions{Python: a.python}, a.resolver())
-	if msg != "" {
-		return errors.New(msg)
-	}
-	ceil, err := sol.ForDevice(ctx, a.db, a.devices.Get(ctx, false), in.Device)
-	if err != nil {
-		return err
-	}
-	rep, err := sol.AnalyzeRequest(ctx, r, ceil)
+	rep, err := a.solReport(ctx, in)
 	if err != nil {
 		return err
 	}
@@ -158,6 +148,31 @@ func solCmd(g globalFlags, logger *slog.Logger, args []string, stdout, stderr io
 		return printJSON(stdout, rep)
 	}
 	return sol.WriteTable(stdout, rep)
+}
+
+// withMeasured puts a timed evaluation's medians and correctness into a SOL
+// request; an untimed one leaves it unchanged.
+func withMeasured(in *tools.SolAnalysisInput, res *harness.EvalResult) {
+	if res.Candidate == nil || res.RefEager == nil {
+		return
+	}
+	in.CandidateS, in.ReferenceS = res.Candidate.MedianS, res.RefEager.MedianS
+	correct := res.Correct
+	in.Correct = &correct
+}
+
+// solReport validates in as the sol_analysis tool does and bounds it under
+// the ceilings of this machine's device (or of in.Device).
+func (a *app) solReport(ctx context.Context, in tools.SolAnalysisInput) (sol.Report, error) {
+	r, msg := tools.SolRequest(in, sol.TraceOptions{Python: a.python}, a.resolver())
+	if msg != "" {
+		return sol.Report{}, errors.New(msg)
+	}
+	ceil, err := sol.ForDevice(ctx, a.db, a.devices.Get(ctx, false), in.Device)
+	if err != nil {
+		return sol.Report{}, err
+	}
+	return sol.AnalyzeRequest(ctx, r, ceil)
 }
 
 func writeFile(path string, write func(io.Writer) error) error {
