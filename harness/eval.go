@@ -92,10 +92,13 @@ type Stats struct {
 
 // EvalResult is everything an agent needs to fix or accept a kernel.
 type EvalResult struct {
-	Verdict          string   `json:"verdict"`
-	Correct          bool     `json:"correct"`
-	Stage            string   `json:"stage,omitempty"` // the stage that failed
-	Target           string   `json:"target"`
+	Verdict string `json:"verdict"`
+	Correct bool   `json:"correct"`
+	Stage   string `json:"stage,omitempty"` // the stage that failed
+	Target  string `json:"target"`
+	// Shapes is the shape set the evaluation ran ("" = the problem's default):
+	// a SOL analysis of the same run must count the same shapes.
+	Shapes           string   `json:"shapes,omitempty"`
 	Device           string   `json:"device"`
 	Checks           []Check  `json:"checks"`
 	Candidate        *Stats   `json:"candidate,omitempty"`
@@ -424,6 +427,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, req EvalRequest, progress func
 	key := cacheKey(refCode, candCode, target, device, req)
 	if r := e.cacheGet(ctx, key); r != nil {
 		r.Cached = true
+		r.Shapes = req.Shapes // part of the key; results cached before the field existed lack it
 		r.WallS = time.Since(t0).Seconds()
 		return r, nil
 	}
@@ -476,7 +480,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, req EvalRequest, progress func
 	if err != nil {
 		return nil, fmt.Errorf("evaluate: %w", err)
 	}
-	res := &EvalResult{Target: target, Device: device, HarnessVersion: HarnessVersion(), Log: out.Log, Checks: []Check{}}
+	res := &EvalResult{Target: target, Shapes: req.Shapes, Device: device, HarnessVersion: HarnessVersion(), Log: out.Log, Checks: []Check{}}
 	switch {
 	case out.TimedOut:
 		res.Verdict = VerdictTimeout

@@ -633,6 +633,15 @@ func TestEvaluateRequestOptions(t *testing.T) {
 				b, _ := json.MarshalIndent(res.Checks, "", "  ")
 				t.Fatalf("verdict %s, want %s: %s", res.Verdict, tc.want, b)
 			}
+			// The result names the shape set that ran, so a SOL analysis
+			// of it counts the same work.
+			wantShapes := tc.req.Shapes
+			if wantShapes == "" && testTarget() == "cpu" {
+				wantShapes = "small"
+			}
+			if res.Shapes != wantShapes {
+				t.Fatalf("result shapes %q, want %q", res.Shapes, wantShapes)
+			}
 		})
 	}
 }

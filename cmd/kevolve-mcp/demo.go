@@ -82,10 +82,7 @@ func demoCmd(g globalFlags, logger *slog.Logger, args []string, stdout, stderr i
 			}
 		}
 	}
-	in := tools.SolAnalysisInput{Reference: p.Name, Shapes: req.Shapes}
-	if target == "cpu" {
-		in.Shapes = "small"
-	}
+	in := tools.SolAnalysisInput{Reference: p.Name}
 	withMeasured(&in, res)
 	srep, err := a.solReport(ctx, in)
 	if err != nil {

@@ -150,12 +150,14 @@ func solCmd(g globalFlags, logger *slog.Logger, args []string, stdout, stderr io
 	return sol.WriteTable(stdout, rep)
 }
 
-// withMeasured puts a timed evaluation's medians and correctness into a SOL
-// request; an untimed one leaves it unchanged.
+// withMeasured puts a timed evaluation's shape set, medians and correctness
+// into a SOL request, so the bound counts the work that was timed (a CPU run
+// defaults to the small set); an untimed one leaves it unchanged.
 func withMeasured(in *tools.SolAnalysisInput, res *harness.EvalResult) {
 	if res.Candidate == nil || res.RefEager == nil {
 		return
 	}
+	in.Shapes = res.Shapes
 	in.CandidateS, in.ReferenceS = res.Candidate.MedianS, res.RefEager.MedianS
 	correct := res.Correct
 	in.Correct = &correct
