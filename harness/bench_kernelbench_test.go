@@ -34,6 +34,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kevolve/kevolve-mcp/harness/toolchain"
 )
 
 // Targets from issue 3.
@@ -119,7 +121,7 @@ func TestBenchKernelBench(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	py := DefaultPython()
+	py := toolchain.Python()
 	// KEVOLVE_BENCH_DEADLINE_S bounds the whole run, so the table is still
 	// printed when the machine's time is short: KernelBench stops early
 	// (keeping 90 s for ncu), and so does ncu.

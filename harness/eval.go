@@ -117,7 +117,7 @@ type EvalResult struct {
 
 // EvalConfig configures an Evaluator.
 type EvalConfig struct {
-	Python   string  // interpreter with torch; default KEVOLVE_PYTHON, /opt/torch/.venv/bin/python3, python3
+	Python   string  // interpreter with torch; default toolchain.Python()
 	CacheDir string  // default KEVOLVE_CACHE_DIR or ~/.cache/kevolve
 	DB       *sql.DB // optional: caches evaluations in table eval_cache
 	Logger   *slog.Logger
@@ -154,15 +154,11 @@ type deviceProbe struct {
 	Error      string `json:"error"`
 }
 
-// DefaultPython is the interpreter the evaluator uses when none is configured
-// (toolchain.FindPython's order).
-func DefaultPython() string { return toolchain.Python() }
-
 // NewEvaluator unpacks the worker and prepares the cache table. The Python
 // parent starts on the first evaluation.
 func NewEvaluator(cfg EvalConfig) (*Evaluator, error) {
 	if cfg.Python == "" {
-		cfg.Python = DefaultPython()
+		cfg.Python = toolchain.Python()
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))

@@ -7,11 +7,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"time"
+
+	"github.com/kevolve/kevolve-mcp/harness/toolchain"
 )
 
 // Options control a profiling run. Zero values pick sensible defaults.
 type Options struct {
-	Python      string        // FindPython() when empty
+	Python      string        // toolchain.Python() when empty
 	PyDir       string        // the harness's py dir, put on sys.path (from kevolve import ...)
 	Backend     string        // auto | ncu | rocprof | cpu
 	NCU         string        // ncu binary; PATH, then /usr/local/cuda/bin/ncu
@@ -25,7 +27,7 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.Python == "" {
-		o.Python = FindPython()
+		o.Python = toolchain.Python()
 	}
 	if o.Backend == "" {
 		o.Backend = "auto"

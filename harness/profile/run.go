@@ -13,17 +13,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kevolve/kevolve-mcp/harness/toolchain"
-
 	_ "embed"
 )
 
 //go:embed driver.py
 var driverScript string
-
-// FindPython returns the interpreter profiling runs (toolchain.FindPython's
-// order).
-func FindPython() string { return toolchain.Python() }
 
 // writeDriver puts the embedded driver in dir and returns its path.
 func writeDriver(dir string) (string, error) {

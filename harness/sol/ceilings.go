@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kevolve/kevolve-mcp/harness/spec"
+	"github.com/kevolve/kevolve-mcp/harness/toolchain"
 )
 
 // Ceilings are the rates a device can sustain: FLOP/s per dtype key
@@ -99,7 +100,7 @@ func (c Calibration) Ceilings() Ceilings {
 
 // CalibrateOptions control a calibration run.
 type CalibrateOptions struct {
-	Python  string        // FindPython() when empty
+	Python  string        // toolchain.Python() when empty
 	Device  string        // auto | cuda | cpu
 	Quick   bool          // small sizes (tests); figures are then lower bounds
 	Timeout time.Duration // default 5 min
@@ -110,7 +111,7 @@ type CalibrateOptions struct {
 // fp32 matmul rate on all threads on the CPU.
 func Calibrate(ctx context.Context, opt CalibrateOptions) (Calibration, error) {
 	if opt.Python == "" {
-		opt.Python = FindPython()
+		opt.Python = toolchain.Python()
 	}
 	if opt.Device == "" {
 		opt.Device = "auto"

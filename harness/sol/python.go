@@ -12,13 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/kevolve/kevolve-mcp/harness/toolchain"
 )
-
-// FindPython returns the interpreter the harness uses (toolchain.FindPython's
-// order).
-func FindPython() string { return toolchain.Python() }
 
 // runScript writes an embedded script to a temp dir, runs it with python and
 // decodes the last stdout line as JSON into out. The child runs in its own

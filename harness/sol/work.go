@@ -8,6 +8,8 @@ import (
 	_ "embed"
 	"fmt"
 	"time"
+
+	"github.com/kevolve/kevolve-mcp/harness/toolchain"
 )
 
 // OpCount is one line of how a count was derived.
@@ -67,7 +69,7 @@ var traceScript string
 
 // TraceOptions control tracing a reference.
 type TraceOptions struct {
-	Python  string        // interpreter; FindPython() when empty
+	Python  string        // interpreter; toolchain.Python() when empty
 	Shapes  string        // exported to the reference as KEVOLVE_SHAPES when set
 	Device  string        // "auto" (meta, then cpu), "meta" or "cpu"
 	Timeout time.Duration // default 120 s
@@ -95,7 +97,7 @@ type traceOut struct {
 // outputs written once.
 func Trace(ctx context.Context, refPath string, opt TraceOptions) (Work, error) {
 	if opt.Python == "" {
-		opt.Python = FindPython()
+		opt.Python = toolchain.Python()
 	}
 	if opt.Device == "" {
 		opt.Device = "auto"
