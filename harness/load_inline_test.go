@@ -4,8 +4,10 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // KernelBench-style candidates build with torch.utils.cpp_extension.
@@ -95,4 +97,98 @@ func checksText(r *EvalResult) string {
 		b.WriteString(c.Name + ": " + c.Detail + "\n")
 	}
 	return b.String()
+}
+
+// cudaInlineCand is a KernelBench-style CUDA extension; __HOST_EXTRA__ lets a
+// variant use something only torch/extension.h declares.
+const cudaInlineCand = `import torch
+from torch.utils.cpp_extension import load_inline
+
+_cu = r"""
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+
+__global__ void axpb_kernel(const float* a, const float* b, float* out, long long n) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < n) out[i] = 2.0f * a[i] + b[i];
+}
+
+torch::Tensor axpb(torch::Tensor a, torch::Tensor b) {
+    __HOST_EXTRA__
+    auto out = torch::empty_like(a);
+    const long long n = a.numel();
+    axpb_kernel<<<(n + 255) / 256, 256, 0, at::cuda::getCurrentCUDAStream()>>>(
+        a.data_ptr<float>(), b.data_ptr<float>(), out.data_ptr<float>(), n);
+    return out;
+}
+"""
+_ext = load_inline(name="axpb_cu", cpp_sources="torch::Tensor axpb(torch::Tensor a, torch::Tensor b);",
+                   cuda_sources=_cu, functions=["axpb"])
+
+class ModelNew(torch.nn.Module):
+    def forward(self, a, b):
+        return _ext.axpb(a.contiguous(), b.contiguous())
+`
+
+// On the GPU: the CUDA unit of a load_inline candidate is built against
+// torch/types.h, and a unit that needs torch/extension.h (here for
+// torch::get_num_threads, from torch/utils.h) is rebuilt as written and still passes.
+func TestLoadInlineCUDALightHeaders(t *testing.T) {
+	if !gpuMode() {
+		t.Skip("needs nvcc, libtorch_cuda and a GPU: KEVOLVE_GPU=1")
+	}
+	py := testPython(t)
+	cache := t.TempDir()
+	ev, err := NewEvaluator(EvalConfig{Python: py, CacheDir: cache,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ev.Close() })
+	eval := func(cand string) *EvalResult {
+		t.Helper()
+		res, err := ev.Evaluate(context.Background(), EvalRequest{Reference: Source{Code: inlineRef}, Candidate: Source{Code: cand},
+			Target: "nvidia", SkipTiming: true, Trials: 2, Timeout: 10 * time.Minute}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Verdict != VerdictPass {
+			t.Fatalf("%s at %s:\n%s\n%s", res.Verdict, res.Stage, checksText(res), res.Log)
+		}
+		return res
+	}
+	units := func(variant string) []string {
+		t.Helper()
+		var found []string
+		dirs, _ := filepath.Glob(filepath.Join(cache, "kernels", "torch_extensions", "axpb_cu_kv*", "cuda.cu"))
+		for _, d := range dirs {
+			b, err := os.ReadFile(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(b), "kevolve: was torch/extension.h") == (variant == "light") {
+				found = append(found, d)
+			}
+		}
+		return found
+	}
+
+	light := eval(strings.Replace(cudaInlineCand, "__HOST_EXTRA__", "", 1))
+	if n := len(units("light")); n != 1 || len(units("full")) != 0 {
+		t.Fatalf("want one light build and no full one, got %d light, %v full", n, units("full"))
+	}
+	full := eval(strings.Replace(cudaInlineCand, "__HOST_EXTRA__", "TORCH_CHECK(torch::get_num_threads() > 0);", 1))
+	if len(units("full")) != 1 {
+		t.Fatalf("the unit needing torch/extension.h was not rebuilt as written: %v", units("full"))
+	}
+	markers, _ := filepath.Glob(filepath.Join(cache, "kernels", "torch_extensions", "*.full-headers"))
+	if len(markers) != 1 {
+		t.Fatalf("the light-build miss was not remembered: %v", markers)
+	}
+	again := eval(strings.Replace(cudaInlineCand, "__HOST_EXTRA__", "TORCH_CHECK(torch::get_num_threads() > 0);", 1))
+	t.Logf("load_candidate: light build %.1f s; light miss + full build %.1f s; same source again %.2f s",
+		light.StageS["load_candidate"], full.StageS["load_candidate"], again.StageS["load_candidate"])
+	if again.StageS["load_candidate"] > 2 {
+		t.Errorf("the full build was not reused: %.2f s", again.StageS["load_candidate"])
+	}
 }

@@ -19,7 +19,7 @@ func TestPythonLoaders(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, py, "-m", "unittest", "-v", "kevolve.tests.test_sig", "kevolve.tests.test_load_c", "kevolve.tests.test_load_cuda")
+	cmd := exec.CommandContext(ctx, py, "-m", "unittest", "-v", "kevolve.tests.test_sig", "kevolve.tests.test_load_c", "kevolve.tests.test_load_cuda", "kevolve.tests.test_nvcc")
 	cmd.Dir = root
 	cmd.Env = append(cmd.Environ(), "PYTHONPATH="+root, "KEVOLVE_CACHE_DIR="+t.TempDir(), "PYTHONDONTWRITEBYTECODE=1")
 	out, err := cmd.CombinedOutput()

@@ -112,6 +112,36 @@ class PatchLoadInline(unittest.TestCase):
         self.assertIs(ext.load_inline, first)
         self.assertIsNotNone(os.environ.get("TORCH_EXTENSIONS_DIR"))
 
+    def test_light_headers_only_where_they_suffice(self):
+        from kevolve._inline import cached_name, lighten_cuda_sources
+        plain = '#include <torch/extension.h>\n#include <cuda_runtime.h>\n__global__ void k() {}\n'
+        got = lighten_cuda_sources(plain)
+        self.assertEqual(len(got), 1)
+        self.assertIn("#include <torch/types.h>", got[0])
+        self.assertNotIn("<torch/extension.h>\n", got[0])
+        self.assertIn("#include <cuda_runtime.h>", got[0], "other includes stay")
+        # Quoted, spaced and listed forms are found too.
+        self.assertIsNotNone(lighten_cuda_sources(['  # include "torch/extension.h"\n', "__global__ void k() {}"]))
+        cases = {
+            "no cuda sources": None,
+            "no extension.h": "#include <torch/types.h>\n__global__ void k() {}",
+            "bindings in the CUDA unit": plain + "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(\"k\", &k); }",
+            "pybind objects": plain + "py::object f();",
+            "C++ frontend": plain + "torch::nn::Linear lin(2, 2);",
+        }
+        for why, src in cases.items():
+            with self.subTest(why):
+                self.assertIsNone(lighten_cuda_sources(src))
+        from kevolve._inline import cuda_unit_failed
+        for log, want in {"FAILED: cuda.cuda.o \n/usr/bin/nvcc ...": True,
+                          "[1/3] c++ main.cpp\nFAILED: [code=2] cuda.cuda.o \nnvcc ...": True,
+                          "FAILED: [code=1] main.o \nc++ ...": False,
+                          "FAILED: ext.so \nc++ main.o cuda.cuda.o -o ext.so": False}.items():
+            with self.subTest(log=log):
+                self.assertEqual(cuda_unit_failed(log), want)
+        a = cached_name("ext", (plain,), {})
+        self.assertNotEqual(a, cached_name("ext", (plain,), {}, variant="types.h"), "the light build has its own cache entry")
+
 
 if __name__ == "__main__":
     unittest.main()
