@@ -32,8 +32,7 @@ _UNSUPPORTED = {
     "-E", "-M", "-MM", "--preprocess", "--generate-dependencies", "-ptx", "--ptx", "-cubin", "--cubin",
     "-fatbin", "--fatbin", "-dc", "--device-c", "-dw", "--device-w", "-rdc=true", "--relocatable-device-code=true",
     "-dlink", "--device-link", "-lib", "--lib", "-link", "--link", "-run", "--run", "--dryrun", "-dryrun",
-    "-keep", "--keep", "-save-temps", "--save-temps", "-G", "--device-debug", "-lineinfo", "--generate-line-info",
-    "-time", "--time", "-v", "--verbose", "-x", "--x",
+    "-keep", "--keep", "-save-temps", "--save-temps", "-time", "--time", "-v", "--verbose", "-x", "--x",
 }
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 _TOOL_ORDER = ["gcc-E", "cudafe++", "gcc-E", "cicc", "ptxas", "fatbinary", "rm", "gcc-c"]
@@ -155,9 +154,10 @@ def main(argv: list[str]) -> int:
     src, obj = io
     with tempfile.TemporaryDirectory(prefix="kevolve-nvcc-") as tmp:
         plan = _plan(real, args, tmp)
-        if plan is None:
-            os.execv(real, [real, *argv])
-        rc, log = _run_parallel(*plan, src, obj)
+        if plan is not None:
+            rc, log = _run_parallel(*plan, src, obj)
+    if plan is None:
+        os.execv(real, [real, *argv])
     if rc == 0:
         if depfile:
             with open(depfile, "w") as f:

@@ -47,13 +47,13 @@ class SideBySideNvcc(unittest.TestCase):
         src = self.write("good.cu", GOOD)
         arch = "-gencode=arch=compute_80,code=sm_80"
         ours = os.path.join(self.dir, "ours.o")
-        r = self.wrapper("-MD", "-MF", ours + ".d", arch, "--compiler-options", "-fPIC", "-std=c++17", "-c", src, "-o", ours)
+        r = self.wrapper("-MD", "-MF", ours + ".d", arch, "-lineinfo", "--compiler-options", "-fPIC", "-std=c++17", "-c", src, "-o", ours)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("side by side", r.stderr)
         with open(ours + ".d") as f:
             self.assertIn("good.cu", f.read(), "ninja's depfile")
         ref = os.path.join(self.dir, "ref.o")
-        subprocess.run([find_nvcc(), arch, "--compiler-options", "-fPIC", "-std=c++17", "-c", src, "-o", ref], check=True)
+        subprocess.run([find_nvcc(), arch, "-lineinfo", "--compiler-options", "-fPIC", "-std=c++17", "-c", src, "-o", ref], check=True)
         want = _global_symbols(ref)
         self.assertIn("_Z6launchPfiP11CUstream_st", want)
         self.assertTrue(any("hidden" in s for s in want), want)
