@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
+
+	"github.com/kevolve/kevolve-mcp/harness/toolchain"
 )
 
 // cudaBuilder: nvcc -cubin -Xptxas -v, then cuobjdump -sass on the cubin.
@@ -64,7 +65,7 @@ func attachSASS(ctx context.Context, res *Result, tool, dir, cubin string) error
 	}
 	out := run(ctx, dir, nil, "", tool, args...)
 	if out.Err != nil || out.ExitCode != 0 {
-		return fmt.Errorf("SASS summary unavailable: %s failed: %v %s", filepath.Base(tool), out.Err, lastLine(out.Stderr))
+		return fmt.Errorf("SASS summary unavailable: %s failed: %v %s", filepath.Base(tool), out.Err, toolchain.LastLine(out.Stderr))
 	}
 	per := ParseSASS(out.Stdout)
 	if len(per) == 0 {
@@ -88,12 +89,4 @@ func attachSASS(ctx context.Context, res *Result, tool, dir, cubin string) error
 	}
 	res.SASS = total.finish()
 	return nil
-}
-
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		return s[i+1:]
-	}
-	return s
 }

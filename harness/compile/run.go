@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/kevolve/kevolve-mcp/harness/toolchain"
 )
 
 var archRE = regexp.MustCompile(`^sm_[0-9]{2,3}[af]?$`)
@@ -110,7 +112,7 @@ func runCompiler(ctx context.Context, res *Result, dir, compiler string, args []
 		return log, true, fmt.Errorf("compile %s: run %s: %w", res.Language, name, out.Err)
 	case out.ExitCode != 0:
 		if len(res.Diagnostics) == 0 {
-			res.Diagnostics = []Diagnostic{{Severity: "error", Message: fmt.Sprintf("%s exited with status %d: %s", name, out.ExitCode, lastLine(log))}}
+			res.Diagnostics = []Diagnostic{{Severity: "error", Message: fmt.Sprintf("%s exited with status %d: %s", name, out.ExitCode, toolchain.LastLine(log))}}
 		}
 		return log, true, nil
 	}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kevolve/kevolve-mcp/harness/toolchain"
 )
 
 var ptxTargetRE = regexp.MustCompile(`(?m)^\s*\.target\s+(sm_\w+)`)
@@ -75,8 +77,8 @@ func (b *tritonBuilder) build(ctx context.Context, req Request, dir string) (*Re
 		return nil, fmt.Errorf("compile triton: run python: %w", out.Err)
 	}
 	var to tritonOut
-	if err := json.Unmarshal([]byte(lastLine(out.Stdout)), &to); err != nil {
-		res.Diagnostics = []Diagnostic{{Severity: "error", Message: "the Triton compile script failed: " + lastLine(out.Stderr)}}
+	if err := json.Unmarshal([]byte(toolchain.LastLine(out.Stdout)), &to); err != nil {
+		res.Diagnostics = []Diagnostic{{Severity: "error", Message: "the Triton compile script failed: " + toolchain.LastLine(out.Stderr)}}
 		res.Log = trimLog(out.Stdout+out.Stderr, 8000)
 		return res, nil
 	}
@@ -106,7 +108,7 @@ func (b *tritonBuilder) build(ctx context.Context, req Request, dir string) (*Re
 				k = nk
 			}
 		} else {
-			res.Note = strings.TrimSpace(res.Note + " ptxas -v failed: " + lastLine(p.Stderr))
+			res.Note = strings.TrimSpace(res.Note + " ptxas -v failed: " + toolchain.LastLine(p.Stderr))
 		}
 	}
 	res.Kernels = []Kernel{k}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kevolve/kevolve-mcp/harness/toolchain"
 )
 
 // timeRef is the eager reference's median forward time on the GPU (CUDA
@@ -72,7 +74,7 @@ def get_init_inputs(): return []
 		var tm struct {
 			MedianS float64 `json:"median_s"`
 		}
-		json.Unmarshal([]byte(lastLine(string(out))), &tm)
+		json.Unmarshal([]byte(toolchain.LastLine(string(out))), &tm)
 		r := Analyze(w, cal.Ceilings(), tm.MedianS, tm.MedianS, true)
 		rb, _ := json.Marshal(r)
 		t.Logf("%s: %s", name, rb)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/kevolve/kevolve-mcp/harness/toolchain"
 )
 
 // runScript writes an embedded script to a temp dir, runs it with python and
@@ -35,7 +37,7 @@ func runScript(ctx context.Context, python, name, script string, env []string, o
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()
-	line := lastLine(stdout.String())
+	line := toolchain.LastLine(stdout.String())
 	if line != "" {
 		var probe struct {
 			Error string `json:"error"`
@@ -54,14 +56,6 @@ func runScript(ctx context.Context, python, name, script string, env []string, o
 		return fmt.Errorf("%s: decode result %q: %w (stderr: %s)", name, tail(line, 300), err, tail(stderr.String(), 1000))
 	}
 	return nil
-}
-
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		return s[i+1:]
-	}
-	return s
 }
 
 func tail(s string, n int) string {

@@ -124,7 +124,7 @@ func ProbePython(ctx context.Context, python string) PythonEnv {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		env.Missing = fmt.Sprintf("%s failed: %v: %s", env.Path, err, lastLine(stderr.String()))
+		env.Missing = fmt.Sprintf("%s failed: %v: %s", env.Path, err, LastLine(stderr.String()))
 		return env
 	}
 	var raw map[string]any
@@ -167,7 +167,9 @@ func lastJSONLine(b []byte) []byte {
 	return b
 }
 
-func lastLine(s string) string {
+// LastLine is the last non-empty line of a tool's output: where most tools
+// put the error that matters, and where our Python scripts put their JSON.
+func LastLine(s string) string {
 	s = strings.TrimSpace(s)
 	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
 		return s[i+1:]
@@ -231,7 +233,7 @@ func find(ctx context.Context, s spec) Tool {
 	defer cancel()
 	out, err := exec.CommandContext(ctx, path, s.args...).CombinedOutput()
 	if err != nil {
-		t.Missing = fmt.Sprintf("%s %s failed: %v: %s", path, strings.Join(s.args, " "), err, lastLine(string(out)))
+		t.Missing = fmt.Sprintf("%s %s failed: %v: %s", path, strings.Join(s.args, " "), err, LastLine(string(out)))
 		return t
 	}
 	t.Found = true
