@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/kevolve/kevolve-mcp/harness/toolchain"
@@ -70,13 +69,7 @@ func run(ctx context.Context, dir string, env []string, stdin string, name strin
 	}
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		if cmd.Process != nil {
-			return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		}
-		return nil
-	}
+	toolchain.KillGroupOnCancel(cmd)
 	cmd.WaitDelay = 2 * time.Second
 	err := cmd.Run()
 	out := runOut{Stdout: so.String(), Stderr: se.String(), ExitCode: cmd.ProcessState.ExitCode()}

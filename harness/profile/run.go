@@ -10,10 +10,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	_ "embed"
+
+	"github.com/kevolve/kevolve-mcp/harness/toolchain"
 )
 
 //go:embed driver.py
@@ -38,8 +39,7 @@ type procResult struct {
 func run(ctx context.Context, env []string, name string, args ...string) (procResult, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	toolchain.KillGroupOnCancel(cmd)
 	cmd.WaitDelay = 3 * time.Second
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se

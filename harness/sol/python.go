@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/kevolve/kevolve-mcp/harness/toolchain"
@@ -31,8 +30,7 @@ func runScript(ctx context.Context, python, name, script string, env []string, o
 	}
 	cmd := exec.CommandContext(ctx, python, append([]string{path}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	toolchain.KillGroupOnCancel(cmd)
 	cmd.WaitDelay = 2 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
