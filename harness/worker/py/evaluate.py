@@ -555,8 +555,8 @@ def check_stream_work(timer, cand_fn, ref_fn, timed_median, checks):
     - tail: after the current stream's end event completes, the device still
       needs this long to go idle: work outlived the stream it was timed on.
       The reference (plain torch on the current stream) measured the same
-      way gives the platform's own tail (a device sync is not free: ~70 us
-      after a 364 us kernel on the H100);
+      way gives the platform's own tail (a device sync is not free: up to
+      ~80 us on the H100);
     - the events of these calls read far above the benchmark's median: the
       hidden work landed inside the events sometimes (streams that the
       hardware happens to serialize), so the median cannot be trusted.
