@@ -15,8 +15,8 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(256, 512)]
+    return [torch.randn(256, 2048)]
 
 
 def get_init_inputs():
-    return [512, 2048]
+    return [2048, 2048]
