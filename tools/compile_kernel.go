@@ -93,3 +93,8 @@ func compileRequest(in CompileKernelInput) (compile.Request, string) {
 	}
 	return req, ""
 }
+
+// CompileRequest validates compile_kernel's arguments into a request, so the
+// CLI's compile command applies the same checks; a non-empty message is the
+// error to show.
+func CompileRequest(in CompileKernelInput) (compile.Request, string) { return compileRequest(in) }
