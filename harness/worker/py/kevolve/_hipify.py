@@ -40,10 +40,12 @@ def hipify(src: str, *, keep_lines: bool = False) -> str:
     with tempfile.TemporaryDirectory(prefix="kevolve-hipify-") as d:
         path = os.path.join(d, "kernel.cu")
         with open(path, "w", encoding="utf-8") as f:
-            f.write(src)
-        # hipify prints its progress on stdout; this may run where stdout is
-        # a JSON channel.
-        with contextlib.redirect_stdout(io.StringIO()):
+            # hipify only renames identifiers preceded by a non-word
+            # character: a leading newline covers the file's first one.
+            f.write("\n" + src)
+        # hipify prints its progress; this may run where stdout is a JSON
+        # channel.
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             res = hipify_python.hipify(project_directory=d, output_directory=d, includes=[path],
                                        show_detailed=False, show_progress=False,
                                        is_pytorch_extension=True, hip_clang_launch=True)
@@ -58,6 +60,10 @@ def hipify(src: str, *, keep_lines: bool = False) -> str:
             out = f.read()
     if out.startswith(BREADCRUMB):
         out = out[len(BREADCRUMB):]
+    if out.startswith(ADDED_HEADER + "\n"):
+        out = ADDED_HEADER + out[len(ADDED_HEADER) + 1:]
+    elif out.startswith("\n"):
+        out = out[1:]
     if keep_lines and out.startswith(ADDED_HEADER) and not src.startswith(ADDED_HEADER):
         out = out[len(ADDED_HEADER):]
     return out
