@@ -392,3 +392,24 @@ func TestAMDArchNames(t *testing.T) {
 		}
 	}
 }
+
+func TestLDSWaveLimit(t *testing.T) {
+	cases := []struct {
+		arch          string
+		lds, warps, w int
+		want          string
+	}{
+		{"gfx942", 32 << 10, 4, 8, "at most 2 waves per SIMD"}, // 2 groups x 4 waves over 4 SIMDs
+		{"gfx950", 32 << 10, 4, 8, "at most 5 waves per SIMD"}, // 160 KiB: 5 groups
+		{"gfx942", 16 << 10, 8, 8, ""},                         // 4 groups x 8 waves: 8 per SIMD
+		{"gfx942", 32 << 10, 8, 3, ""},                         // registers already limit it to 3
+		{"gfx942", 0, 4, 8, ""},
+	}
+	for _, tc := range cases {
+		k := Kernel{Name: "k", SharedDynBytes: tc.lds, NumWarps: tc.warps, AMD: &AMDResources{WavesPerSIMD: tc.w}}
+		got := ldsWaveLimit(tc.arch, k)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s lds %d warps %d: %q, want %q", tc.arch, tc.lds, tc.warps, got, tc.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package compile
 
 import (
+	"fmt"
 	"regexp"
 	"sort"
 	"strconv"
@@ -267,5 +268,34 @@ func amdWaveLimit(k Kernel) string {
 		return ""
 	}
 	return k.Name + ": " + strconv.Itoa(a.WavesPerSIMD) + " waves per SIMD (" + strconv.Itoa(a.VGPRs) + " VGPRs, " +
-		strconv.Itoa(a.SGPRs) + " SGPRs, " + strconv.Itoa(a.LDSBytes) + " B LDS)"
+		strconv.Itoa(a.SGPRs) + " SGPRs, " + strconv.Itoa(k.SharedStaticBytes+k.SharedDynBytes) + " B LDS)"
+}
+
+// ldsPerCU is the LDS of one compute unit: 160 KiB on CDNA4 (gfx950), 64 KiB
+// on CDNA2/CDNA3.
+func ldsPerCU(arch string) int {
+	if strings.HasPrefix(arch, "gfx95") {
+		return 160 << 10
+	}
+	return 64 << 10
+}
+
+// ldsWaveLimit is the occupancy the LDS allows a kernel whose workgroup
+// size is known (Triton's num_warps), when it is below the register limit:
+// the compiler's estimate does not count Triton's dynamic LDS.
+func ldsWaveLimit(arch string, k Kernel) string {
+	lds := k.SharedStaticBytes + k.SharedDynBytes
+	if k.AMD == nil || k.NumWarps == 0 || lds == 0 {
+		return ""
+	}
+	groups := ldsPerCU(arch) / lds
+	waves := groups * k.NumWarps / 4 // 4 SIMDs per CU
+	if waves > 8 {
+		waves = 8
+	}
+	if k.AMD.WavesPerSIMD > 0 && waves >= k.AMD.WavesPerSIMD {
+		return ""
+	}
+	return fmt.Sprintf("%s: its %d B of LDS per workgroup let %d workgroups of %d waves share a CU: at most %d waves per SIMD",
+		k.Name, lds, groups, k.NumWarps, waves)
 }

@@ -32,11 +32,10 @@ type hipBuilder struct {
 
 // hipRuntime is where the HIP headers and device bitcode libraries are.
 type hipRuntime struct {
-	Root     string // a ROCm install (--rocm-path), or "" for Triton's wheel
-	Include  string // holds hip/hip_runtime.h
-	Bitcode  []string
-	Version  string // major.minor, from hip/hip_version.h
-	FromRoCm bool
+	Root    string // a ROCm install (--rocm-path), or "" for Triton's wheel
+	Include string // holds hip/hip_runtime.h
+	Bitcode []string
+	Version string // major.minor, from hip/hip_version.h
 }
 
 const clangTool = "clang-19"
@@ -100,7 +99,7 @@ func findHIPRuntime() (hipRuntime, error) {
 }
 
 func newHIPRuntime(root, inc string, bitcode ...string) (hipRuntime, error) {
-	rt := hipRuntime{Root: root, Include: inc, FromRoCm: root != "", Version: "6.0"}
+	rt := hipRuntime{Root: root, Include: inc, Version: "6.0"}
 	for _, bc := range bitcode {
 		if !fileExists(bc) {
 			return rt, fmt.Errorf("ROCm device library %s is missing", bc)
@@ -198,13 +197,12 @@ func (b *hipBuilder) build(ctx context.Context, req Request, dir string) (*Resul
 	}
 	args = append(args, req.Flags...)
 	res.Command = append([]string{clangTool}, args...)
-	log, done, err := runCompiler(ctx, res, dir, b.clang.Path, args)
+	_, done, err := runCompiler(ctx, res, dir, b.clang.Path, args)
 	res.Diagnostics = locateHeaderErrors(res.Diagnostics)
 	if done || err != nil {
 		res.See = seeAMD(res)
 		return res, err
 	}
-	_ = log
 	asm, err := os.ReadFile(filepath.Join(dir, "kernel.s"))
 	if err != nil {
 		return nil, fmt.Errorf("compile hip: read kernel.s: %w", err)
@@ -288,6 +286,9 @@ func addAMDNotes(res *Result) {
 	var notes []string
 	for _, k := range res.Kernels {
 		if w := amdWaveLimit(k); w != "" {
+			notes = append(notes, w)
+		}
+		if w := ldsWaveLimit(res.Arch, k); w != "" {
 			notes = append(notes, w)
 		}
 		if a := k.AMD; a != nil && (a.VGPRSpills > 0 || a.SGPRSpills > 0) {
