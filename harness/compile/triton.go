@@ -151,6 +151,8 @@ func (b *tritonBuilder) amdResult(res *Result, to tritonOut, dir string) (*Resul
 		res.Note = strings.TrimSpace(res.Note + " no kernel metadata found in the AMDGCN assembly.")
 	}
 	res.Kernels, res.AMDGCN = ks, total
+	res.Note = strings.TrimSpace(res.Note + fmt.Sprintf(" On AMD num_warps counts %d-lane wavefronts: num_warps=%d is %d threads.",
+		WavefrontSize(res.Arch), to.NumWarps, to.NumWarps*WavefrontSize(res.Arch)))
 	addAMDNotes(res)
 	res.See = seeAMD(res)
 	return res, nil

@@ -1,7 +1,8 @@
 """load_hip and hipify. Here (no ROCm): hipify for real, the clear error on a
 non-ROCm torch, and the argument handling load_hip shares with load_cuda.
 On torch's ROCm build with an AMD GPU: compile, launch and compare with
-torch (KEVOLVE_GPU=1 makes a missing AMD GPU a failure instead of a skip)."""
+torch (KEVOLVE_AMD_GPU=1 makes a missing AMD GPU a failure instead of a skip;
+KEVOLVE_GPU=1 does not, as it is set on NVIDIA boxes too)."""
 
 import os
 import tempfile
@@ -14,7 +15,7 @@ from kevolve._hip import HipModule, rocm_torch_error
 from kevolve._sig import cuda_kernels
 
 ROCM = bool(getattr(torch.version, "hip", None)) and torch.cuda.is_available()
-STRICT_GPU = os.environ.get("KEVOLVE_GPU") == "1"
+STRICT_AMD = os.environ.get("KEVOLVE_AMD_GPU") == "1"
 
 CUDA_REDUCE = r'''#include <cuda_runtime.h>
 #include <cuda_fp16.h>
@@ -114,7 +115,7 @@ class NotRocm(unittest.TestCase):
             mod.nope  # noqa: B018
 
 
-@unittest.skipUnless(ROCM or STRICT_GPU, "no ROCm torch with an AMD GPU (set KEVOLVE_GPU=1 on an AMD box)")
+@unittest.skipUnless(ROCM or STRICT_AMD, "no ROCm torch with an AMD GPU (set KEVOLVE_AMD_GPU=1 on an AMD box)")
 class Launch(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
