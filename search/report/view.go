@@ -46,8 +46,8 @@ type edgeView struct{ D, Class string }
 
 type nodeView struct {
 	ID, Class, Title, Fill, Stroke, Path, Label, Anchor string
-	X, Y, R, HitR, LabelX, LabelY               float64
-	Circle                                      bool
+	X, Y, R, HitR, LabelX, LabelY                       float64
+	Circle                                              bool
 }
 
 type legendView struct {
