@@ -153,21 +153,18 @@ func newBestChart(g *graph, pts []evalPoint, kind axisKind, scale fitnessScale, 
 // seconds.
 func timeTicks(hi float64) []float64 {
 	steps := []float64{1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400}
-	step := steps[len(steps)-1]
-	for _, s := range steps {
-		if hi/s <= 5 {
-			step = s
-			break
+	for _, step := range steps {
+		if hi/step <= 5 {
+			var out []float64
+			for v := 0.0; ; v += step {
+				out = append(out, v)
+				if v >= hi {
+					return out
+				}
+			}
 		}
 	}
-	var out []float64
-	for v := 0.0; ; v += step {
-		out = append(out, v)
-		if v >= hi {
-			break
-		}
-	}
-	return out
+	return niceTicks(0, hi, 5) // runs longer than days: plain round numbers
 }
 
 func shortDuration(s float64) string {
@@ -178,8 +175,10 @@ func shortDuration(s float64) string {
 		return trimFloat(s) + "s"
 	case s < 3600:
 		return trimFloat(math.Round(s/6)/10) + "m"
-	default:
+	case s < 86400*3:
 		return trimFloat(math.Round(s/360)/10) + "h"
+	default:
+		return trimFloat(math.Round(s/8640)/10) + "d"
 	}
 }
 
@@ -215,7 +214,7 @@ func verdictText(n Node) string {
 		return "pending"
 	}
 	if n.Verdict == "pass" {
-		return fmt.Sprintf("pass · fitness %s×", trimFloat(n.Fitness))
+		return fmt.Sprintf("pass · fitness %s×", trimFloat(fitnessOf(n)))
 	}
 	return n.Verdict
 }

@@ -20,9 +20,17 @@ type Hunk struct {
 	Lines                                  []DiffLine
 }
 
-// Header is the hunk's "@@ -a,b +c,d @@" line.
+// Header is the hunk's "@@ -a,b +c,d @@" line, spelled as GNU diff -u
+// does (a count of 1 is left out).
 func (h Hunk) Header() string {
-	return fmt.Sprintf("@@ -%d,%d +%d,%d @@", h.OldStart, h.OldLines, h.NewStart, h.NewLines)
+	return fmt.Sprintf("@@ -%s +%s @@", hunkRange(h.OldStart, h.OldLines), hunkRange(h.NewStart, h.NewLines))
+}
+
+func hunkRange(start, n int) string {
+	if n == 1 {
+		return fmt.Sprint(start)
+	}
+	return fmt.Sprintf("%d,%d", start, n)
 }
 
 // maxEditDistance bounds Myers' search (its trace costs O(D²) memory): two

@@ -21,7 +21,10 @@ type graph struct {
 }
 
 func newGraph(in []Node) *graph {
-	nodes := append([]Node(nil), in...)
+	nodes := make([]Node, len(in))
+	for i, n := range in {
+		nodes[i] = sanitize(n)
+	}
 	sort.SliceStable(nodes, func(i, j int) bool { return nodes[i].CreatedAt.Before(nodes[j].CreatedAt) })
 	g := &graph{nodes: nodes, index: make(map[string]int, len(nodes))}
 	for i, n := range nodes {

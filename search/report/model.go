@@ -1,6 +1,7 @@
 package report
 
 import (
+	"math"
 	"time"
 
 	"github.com/kevolve/kevolve-mcp/harness/sol"
@@ -98,3 +99,31 @@ func CeilingsFromSol(c sol.Ceilings, dtype string) Ceilings {
 
 // Peak is the compute roof for the chosen dtype, 0 when unknown.
 func (c Ceilings) Peak() float64 { return c.PeakFLOPS[c.Dtype] }
+
+// sanitize drops figures that are not finite (NaN, ±Inf): they are unknown,
+// and the report shows unknown as "–" rather than "NaN×". The caller's
+// values are not modified.
+func sanitize(n Node) Node {
+	fin := func(v *float64) *float64 {
+		if v == nil || math.IsNaN(*v) || math.IsInf(*v, 0) {
+			return nil
+		}
+		c := *v
+		return &c
+	}
+	num := func(v float64) float64 {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return 0
+		}
+		return v
+	}
+	n.SpeedupEager, n.SpeedupCompile, n.SpeedupStart = fin(n.SpeedupEager), fin(n.SpeedupCompile), fin(n.SpeedupStart)
+	n.TSolS, n.SolScore, n.PctOfSol = fin(n.TSolS), fin(n.SolScore), fin(n.PctOfSol)
+	n.Fitness, n.FLOPs, n.Bytes = num(n.Fitness), num(n.FLOPs), num(n.Bytes)
+	n.Cost.EvalS, n.Cost.OperatorS = num(n.Cost.EvalS), num(n.Cost.OperatorS)
+	if t := n.Timing; t != nil {
+		n.Timing = &Timing{MedianS: num(t.MedianS), P10S: num(t.P10S), P90S: num(t.P90S), CV: num(t.CV), Iters: t.Iters}
+	}
+	n.Parents = append([]string(nil), n.Parents...)
+	return n
+}

@@ -34,7 +34,10 @@ func bestSoFar(g *graph, start time.Time) []evalPoint {
 	for k, i := range done {
 		n := g.nodes[i]
 		f := fitnessOf(n)
-		p := evalPoint{Node: i, Eval: k + 1, T: n.FinishedAt.Sub(start).Seconds(), Fitness: f}
+		p := evalPoint{Node: i, Eval: k + 1, Fitness: f}
+		if !start.IsZero() {
+			p.T = math.Max(0, n.FinishedAt.Sub(start).Seconds())
+		}
 		if f > best {
 			best, p.Improve = f, true
 		}

@@ -128,14 +128,17 @@ func buildPage(run Run, nodes []Node, ceil Ceilings, now time.Time) (*page, *gra
 	return p, g, best
 }
 
+// runStart is the run's start, else its earliest node time.
 func runStart(run Run, g *graph) time.Time {
 	if !run.StartedAt.IsZero() {
 		return run.StartedAt
 	}
 	var t time.Time
 	for _, n := range g.nodes {
-		if !n.CreatedAt.IsZero() && (t.IsZero() || n.CreatedAt.Before(t)) {
-			t = n.CreatedAt
+		for _, nt := range []time.Time{n.CreatedAt, n.FinishedAt} {
+			if !nt.IsZero() && (t.IsZero() || nt.Before(t)) {
+				t = nt
+			}
 		}
 	}
 	return t
