@@ -181,7 +181,7 @@
     detail.appendChild(pane);
   }
 
-  function revealInTree(id) {
+  function revealInTree() {
     var box = document.getElementById('tree-scroll');
     var g = box && box.querySelector('.node.sel .mark, .node.sel path');
     if (!g || !g.getBBox) return;
@@ -201,7 +201,7 @@
     }
     renderDetail(n);
     document.body.setAttribute('data-selected', id);
-    if (reveal) revealInTree(id);
+    if (reveal) revealInTree();
     try { history.replaceState(null, '', '#node=' + encodeURIComponent(id)); } catch (e) { /* file: URLs may refuse; the selection still works */ }
   }
 
@@ -218,6 +218,17 @@
         select(e.target.getAttribute('data-id'), false);
       }
     });
+    // A big tree scrolls at full size; "Overview" scales it to fit the box.
+    var box = document.getElementById('tree-scroll');
+    var fit = document.getElementById('tree-fit');
+    if (box && fit && (box.scrollHeight > box.clientHeight + 4 || box.scrollWidth > box.clientWidth + 4)) {
+      fit.hidden = false;
+      fit.addEventListener('click', function () {
+        var on = box.classList.toggle('fit');
+        fit.textContent = on ? 'Actual size' : 'Overview';
+        if (!on) revealInTree();
+      });
+    }
     var want = '';
     try { want = decodeURIComponent(location.hash.replace(/^#node=/, '')); } catch (e) { want = ''; }
     if (!byId[want]) want = data.best || (data.nodes.length ? data.nodes[0].id : '');
