@@ -138,7 +138,7 @@ func Compile(ctx context.Context, req Request) (*Result, error) {
 	if req.Timeout <= 0 {
 		req.Timeout = DefaultTimeout
 	}
-	req.Arch = strings.TrimSpace(req.Arch)
+	req.Arch = strings.ToLower(strings.TrimSpace(req.Arch))
 	if req.Arch == "" && req.Lang == LangHIP {
 		req.Arch = DefaultAMDArch
 	}
