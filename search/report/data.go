@@ -33,6 +33,9 @@ type nodeData struct {
 	Bytes          float64  `json:"bytes"`
 
 	Notes     string   `json:"notes,omitempty"`
+	Diagnosis string   `json:"diagnosis,omitempty"`
+	Island    int      `json:"island"`
+	EvalSeq   int      `json:"eval_seq"`
 	EvalS     float64  `json:"eval_s"`
 	OperatorS float64  `json:"operator_s"`
 	Tokens    int64    `json:"tokens"`
@@ -69,6 +72,7 @@ type hunkJS struct {
 
 type pageData struct {
 	Best     string     `json:"best"`
+	Islands  bool       `json:"islands"`
 	Baseline string     `json:"baseline"`
 	Nodes    []nodeData `json:"nodes"`
 }
@@ -94,13 +98,16 @@ func buildData(run Run, g *graph, best int) ([]byte, error) {
 		}
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	}
+	for _, n := range g.nodes {
+		d.Islands = d.Islands || n.Island > 0
+	}
 	for i, n := range g.nodes {
 		nd := nodeData{
 			ID: n.ID, Parents: nonNil(n.Parents), Verdict: n.Verdict, Message: n.Message, Language: n.Language,
 			Operator: n.Operator, Created: ts(n.CreatedAt), Finished: ts(n.FinishedAt), Checks: []checkData{},
 			SpeedupEager: finite(n.SpeedupEager), SpeedupCompile: finite(n.SpeedupCompile), SpeedupStart: finite(n.SpeedupStart),
 			Fitness: num(n.Fitness), TSolS: finite(n.TSolS), SolScore: finite(n.SolScore), PctOfSol: finite(n.PctOfSol),
-			FLOPs: num(n.FLOPs), Bytes: num(n.Bytes), Notes: n.Notes, EvalS: num(n.Cost.EvalS), OperatorS: num(n.Cost.OperatorS),
+			FLOPs: num(n.FLOPs), Bytes: num(n.Bytes), Notes: n.Notes, Diagnosis: n.Diagnosis, Island: n.Island, EvalSeq: n.EvalSeq, EvalS: num(n.Cost.EvalS), OperatorS: num(n.Cost.OperatorS),
 			Tokens: n.Cost.Tokens, Code: n.Code, Diff: []hunkJS{}, Lineage: onLineage[i], Best: i == best, Depth: g.depth[i],
 			Children: []string{},
 		}

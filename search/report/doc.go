@@ -11,9 +11,11 @@
 //   - Run.ID, Problem, Target, Device, Policy, Operator, Baseline, Status:
 //     free text shown in the header (Baseline is "eager" or "compile": what
 //     Node.Fitness is a speedup over). Empty fields are left out.
-//   - Run.StartedAt / EndedAt: wall time is EndedAt-StartedAt; a zero EndedAt
-//     (a run still going) uses the latest node time instead. A zero StartedAt
-//     uses the earliest node's CreatedAt.
+//   - Run.StartedAt / EndedAt: wall time is Run.WallS when set (a resumed
+//     run's pauses excluded), else EndedAt-StartedAt; a zero EndedAt (a run
+//     still going) uses the latest node time instead. A zero StartedAt uses
+//     the earliest node time. The time chart counts from StartedAt.
+//   - Run.StopReason: shown beside the status.
 //   - Run.BudgetEvals / BudgetWall: the budget, shown beside what was used (0 =
 //     unlimited).
 //   - Run.BestNodeID: the run's best node. Empty means "the highest fitness
@@ -28,14 +30,22 @@
 //     by their position in the slice.
 //   - Node.Verdict: one of pass, incorrect, compile_error, runtime_error,
 //     timeout, crash, integrity_violation, reference_error; "" while the node
-//     is not evaluated yet (pending). Any other string is shown as given.
-//   - Node.FinishedAt: when the evaluation ended (orders the best-so-far
-//     series); zero for pending nodes.
+//     is not evaluated yet (pending); "failed" for a node whose operator or
+//     evaluation failed without a verdict (put the error in Message). Any
+//     other string is shown as given.
+//   - Node.FinishedAt: when the evaluation ended; zero for pending nodes.
+//     Node.EvalSeq (1-based), when every finished node has one, orders the
+//     best-so-far-by-evaluation chart; otherwise FinishedAt does. The
+//     by-time chart always uses FinishedAt.
 //   - Node.Fitness: the search's fitness (speedup over the run's baseline, 0
 //     for anything not pass). The tree's colours and the best-so-far charts
 //     use it.
 //   - Node.SpeedupEager / SpeedupCompile / SpeedupStart, TSolS, SolScore,
-//     PctOfSol (0..100), Timing: nil when unknown; never guessed.
+//     PctOfSol (0..100), Timing: nil when unknown; never guessed, with one
+//     derivation: a nil SpeedupStart of a timed pass node is its tree root's
+//     median over its own, when the root passed and was timed. NaN and ±Inf
+//     count as unknown. Timing.P10S/P90S/CV of 0 are shown as unknown.
+//   - Node.Island, Diagnosis, Notes, Cost: shown in the node's panel.
 //   - Node.FLOPs / Bytes: the work per call; with Timing.MedianS they place the
 //     node on the roofline (nodes without them are listed as not placed).
 //   - Ceilings: the device's peak FLOP/s per dtype and memory bandwidth;

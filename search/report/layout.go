@@ -58,7 +58,25 @@ func newGraph(in []Node) *graph {
 		}
 	}
 	g.layout()
+	g.deriveSpeedupStart()
 	return g
+}
+
+// deriveSpeedupStart fills a missing speedup over the start kernel from
+// measured medians: the node's tree root is its start.
+func (g *graph) deriveSpeedupStart() {
+	for i := range g.nodes {
+		n := &g.nodes[i]
+		if n.SpeedupStart != nil || n.Verdict != "pass" || n.Timing == nil || !(n.Timing.MedianS > 0) {
+			continue
+		}
+		lin := g.lineage(i)
+		root := g.nodes[lin[len(lin)-1]]
+		if root.Verdict == "pass" && root.Timing != nil && root.Timing.MedianS > 0 {
+			v := root.Timing.MedianS / n.Timing.MedianS
+			n.SpeedupStart = &v
+		}
+	}
 }
 
 // breakCycles cuts a parent link that would close a loop (bad input: the

@@ -141,15 +141,30 @@ func TestBestSoFar(t *testing.T) {
 		}
 	}
 	g := newGraph(nodes)
-	pts := bestSoFar(g, t0)
-	var got []string
-	for _, p := range pts {
-		got = append(got, fmt.Sprintf("%s:%d:%.0f:%.1f:%.1f:%v", g.nodes[p.Node].ID, p.Eval, p.T, p.Fitness, p.Best, p.Improve))
+	series := func(g *graph, byTime bool) string {
+		var got []string
+		for _, p := range bestSoFar(g, t0, byTime) {
+			got = append(got, fmt.Sprintf("%s:%d:%.0f:%.1f:%.1f:%v", g.nodes[p.Node].ID, p.Eval, p.T, p.Fitness, p.Best, p.Improve))
+		}
+		return fmt.Sprint(got)
 	}
 	// Finish order a(11) c(12) d(13) b(14) e(15); c's fitness 9 is ignored (incorrect).
-	want := []string{"a:1:11:1.0:1.0:true", "c:2:12:0.0:1.0:false", "d:3:13:1.2:1.2:true", "b:4:14:1.5:1.5:true", "e:5:15:2.0:2.0:true"}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
+	want := fmt.Sprint([]string{"a:1:11:1.0:1.0:true", "c:2:12:0.0:1.0:false", "d:3:13:1.2:1.2:true", "b:4:14:1.5:1.5:true", "e:5:15:2.0:2.0:true"})
+	if got := series(g, false); got != want {
 		t.Fatalf("best so far\n got %v\nwant %v", got, want)
+	}
+	// The store's evaluation numbers win over finish times for the
+	// evaluation axis (a resumed run's clocks may disagree), not for time.
+	seq := append([]Node(nil), nodes...)
+	for i, s := range []int{5, 4, 3, 2, 1} {
+		seq[i].EvalSeq = s
+	}
+	gs := newGraph(seq)
+	if got := series(gs, false); got != fmt.Sprint([]string{"e:1:15:2.0:2.0:true", "d:2:13:1.2:2.0:false", "c:3:12:0.0:2.0:false", "b:4:14:1.5:2.0:false", "a:5:11:1.0:2.0:false"}) {
+		t.Fatalf("by EvalSeq: %v", got)
+	}
+	if got := series(gs, true); got != want {
+		t.Fatalf("by time ignores EvalSeq: %v", got)
 	}
 	if b := bestNode(g, ""); g.nodes[b].ID != "e" {
 		t.Fatalf("best = %s, want e", g.nodes[b].ID)
@@ -178,5 +193,32 @@ func TestNiceTicks(t *testing.T) {
 	}
 	if got := fmt.Sprint(timeTicks(444)); got != "[0 120 240 360 480]" {
 		t.Errorf("timeTicks(444) = %s", got)
+	}
+}
+
+func TestSpeedupStartDerivedFromTheRoot(t *testing.T) {
+	given := 5.0
+	nodes := tiny("r", "a:r", "b:a", "c:a", "s", "x:s")
+	timed := func(m float64) *Timing { return &Timing{MedianS: m} }
+	nodes[0].Verdict, nodes[0].Timing = "pass", timed(2)
+	nodes[1].Verdict, nodes[1].Timing = "pass", timed(1)
+	nodes[2].Verdict, nodes[2].Timing = "pass", timed(0.5)
+	nodes[3].Verdict, nodes[3].Timing, nodes[3].SpeedupStart = "pass", timed(4), &given
+	nodes[4].Verdict = "compile_error" // a second root that never ran
+	nodes[5].Verdict, nodes[5].Timing = "pass", timed(1)
+	g := newGraph(nodes)
+	got := map[string]string{}
+	for _, n := range g.nodes {
+		got[n.ID] = "nil"
+		if n.SpeedupStart != nil {
+			got[n.ID] = fmt.Sprint(*n.SpeedupStart)
+		}
+	}
+	want := map[string]string{"r": "1", "a": "2", "b": "4", "c": "5", "s": "nil", "x": "nil"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("speedup vs start %v, want %v", got, want)
+	}
+	if *nodes[3].SpeedupStart != 5 || nodes[1].SpeedupStart != nil {
+		t.Fatal("the caller's nodes were modified")
 	}
 }

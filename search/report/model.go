@@ -23,8 +23,10 @@ type Run struct {
 	BudgetWall  time.Duration // 0 = unlimited
 	TokensUsed  int64
 
-	StartedAt time.Time
-	EndedAt   time.Time // zero while running
+	StartedAt  time.Time
+	EndedAt    time.Time // zero while running
+	WallS      float64   // time spent running (a resumed run's pauses excluded); 0 = EndedAt-StartedAt
+	StopReason string    // why the run ended: budget, plateau, within ε of SOL ...
 
 	TSolS      *float64 // the problem's speed of light, seconds
 	BestNodeID string   // "" = the highest-fitness pass node
@@ -40,6 +42,8 @@ type Node struct {
 
 	CreatedAt  time.Time
 	FinishedAt time.Time // zero while pending
+	EvalSeq    int       // 1-based place among the run's evaluations; 0 = order by FinishedAt
+	Island     int       // the evolve policy's island (shown when any node has one > 0)
 
 	Verdict string  // "" = pending
 	Message string  // the evaluation's error or summary line, if any
@@ -57,8 +61,9 @@ type Node struct {
 	FLOPs    float64
 	Bytes    float64
 
-	Notes string
-	Cost  Cost
+	Notes     string
+	Diagnosis string // the profile's diagnosis, when one was taken
+	Cost      Cost
 }
 
 // Check is one named check of an evaluation.

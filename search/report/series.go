@@ -16,18 +16,26 @@ type evalPoint struct {
 	Improve bool    // it raised the best
 }
 
-// bestSoFar orders finished nodes by FinishedAt (display order on ties) and
-// carries the running maximum of fitness; only pass nodes count, whatever
-// fitness an incorrect node was (wrongly) given.
-func bestSoFar(g *graph, start time.Time) []evalPoint {
+// bestSoFar carries the running maximum of fitness over finished nodes in
+// evaluation order: EvalSeq when every finished node has one, else
+// FinishedAt (display order on ties); byTime forces FinishedAt, for the
+// chart over wall time. Only pass nodes count, whatever fitness an incorrect
+// node was (wrongly) given.
+func bestSoFar(g *graph, start time.Time, byTime bool) []evalPoint {
 	var done []int
+	seq := !byTime
 	for i, n := range g.nodes {
 		if n.Verdict != "" && !n.FinishedAt.IsZero() {
 			done = append(done, i)
+			seq = seq && n.EvalSeq > 0
 		}
 	}
 	sort.SliceStable(done, func(a, b int) bool {
-		return g.nodes[done[a]].FinishedAt.Before(g.nodes[done[b]].FinishedAt)
+		na, nb := g.nodes[done[a]], g.nodes[done[b]]
+		if seq {
+			return na.EvalSeq < nb.EvalSeq
+		}
+		return na.FinishedAt.Before(nb.FinishedAt)
 	})
 	out := make([]evalPoint, 0, len(done))
 	best := 0.0

@@ -61,6 +61,7 @@ func synthRun(n int, seed int64) (Run, []Node, Ceilings) {
 	ceil := Ceilings{PeakFLOPS: map[string]float64{"bf16": 770e12, "fp32": 60e12}, MemBandwidth: 3.0e12, Dtype: "bf16", Source: "measured"}
 	var nodes []Node
 	t := t0
+	evals := 0
 	mk := func(id int, parent int, code string, verdict string, speed float64) Node {
 		t = t.Add(time.Duration(5+rng.Intn(20)) * time.Second)
 		nd := Node{ID: fmt.Sprint(id), Code: code, Language: "triton", Operator: "tuner", CreatedAt: t, Verdict: verdict}
@@ -72,7 +73,10 @@ func synthRun(n int, seed int64) (Run, []Node, Ceilings) {
 		if verdict != "" {
 			nd.FinishedAt = t.Add(time.Duration(2+rng.Intn(4)) * time.Second)
 			nd.Cost = Cost{EvalS: 1 + rng.Float64()*2}
+			evals++
+			nd.EvalSeq = evals
 		}
+		nd.Island = id % 4
 		nd.FLOPs, nd.Bytes, nd.TSolS = flops, bytes, fp(21e-6)
 		nd.Checks = []Check{{"shape_dtype", true, ""}, {"allclose", true, "max abs err 3.1e-3 (tol 1.6e-2)"}, {"nan_inf", true, ""}, {"op_trace", true, "no reference ops"}, {"stream_work", true, ""}}
 		switch verdict {
@@ -85,6 +89,7 @@ func synthRun(n int, seed int64) (Run, []Node, Ceilings) {
 			nd.Fitness = speed
 			nd.PctOfSol = fp(100 * 21e-6 / med)
 			nd.SolScore = fp(0.5 + 0.5*(1-med/eagerS)/(1-21e-6/eagerS))
+			nd.Diagnosis = fmt.Sprintf("memory-bound: %.0f%% of peak DRAM bandwidth; one row per program leaves SMs idle for short rows", 100*bytes/med/3.0e12)
 		case "incorrect":
 			nd.Checks[1] = Check{"allclose", false, "max abs err 0.41 at [17, 2048] (tol 1.6e-2)"}
 			nd.Message = "output mismatch: 0.9% of elements outside tolerance"

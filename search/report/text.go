@@ -16,7 +16,7 @@ func WriteText(w io.Writer, run Run, nodes []Node) error {
 	g := newGraph(nodes)
 	best := bestNode(g, run.BestNodeID)
 	start := runStart(run, g)
-	pts := bestSoFar(g, start)
+	pts := bestSoFar(g, start, false)
 	var b strings.Builder
 	line := func(label, format string, a ...any) {
 		fmt.Fprintf(&b, "%-12s%s\n", label, fmt.Sprintf(format, a...))

@@ -98,7 +98,7 @@ func buildPage(run Run, nodes []Node, ceil Ceilings, now time.Time) (*page, *gra
 	g := newGraph(nodes)
 	best := bestNode(g, run.BestNodeID)
 	start := runStart(run, g)
-	pts := bestSoFar(g, start)
+	pts := bestSoFar(g, start, false)
 	scale := newFitnessScale(g)
 	p := &page{Total: len(g.nodes), Made: now.UTC().Format("2006-01-02 15:04 UTC")}
 	p.Title = "kevolve run"
@@ -109,7 +109,7 @@ func buildPage(run Run, nodes []Node, ceil Ceilings, now time.Time) (*page, *gra
 		p.Title += " · " + run.Problem
 	}
 	for _, m := range []kv{{"run", run.ID}, {"problem", run.Problem}, {"target", run.Target}, {"device", run.Device},
-		{"policy", run.Policy}, {"operator", run.Operator}, {"baseline", run.Baseline}, {"status", run.Status}} {
+		{"policy", run.Policy}, {"operator", run.Operator}, {"baseline", run.Baseline}, {"status", run.Status}, {"stopped by", run.StopReason}} {
 		if m.V != "" {
 			p.Meta = append(p.Meta, m)
 		}
@@ -122,9 +122,9 @@ func buildPage(run Run, nodes []Node, ceil Ceilings, now time.Time) (*page, *gra
 	p.Tree = buildTree(g, best, scale)
 	p.Legend = buildLegend(g, scale)
 	p.Evals = newBestChart(g, pts, axisEvals, scale, run.Baseline)
-	p.Time = newBestChart(g, pts, axisSeconds, scale, run.Baseline)
+	p.Time = newBestChart(g, bestSoFar(g, start, true), axisSeconds, scale, run.Baseline)
 	p.Roof = buildRoofline(g, best, ceil, scale, run.TSolS)
-	p.Top = topRows(g, scale, 12)
+	p.Top = topRows(g, scale, 8)
 	return p, g, best
 }
 
@@ -148,6 +148,9 @@ func runStart(run Run, g *graph) time.Time {
 // run is still going (a report should not change just because it is re-read
 // later).
 func wallSeconds(run Run, g *graph, start time.Time) float64 {
+	if run.WallS > 0 {
+		return run.WallS
+	}
 	end := run.EndedAt
 	if end.IsZero() {
 		for _, n := range g.nodes {
@@ -254,7 +257,7 @@ func verdictCounts(g *graph) []verdictCount {
 // Tree geometry: depth runs left to right, leaves top to bottom; spacing
 // shrinks with the run so a few hundred nodes stay on a scrollable canvas.
 func buildTree(g *graph, best int, scale fitnessScale) treeView {
-	const padL, padT, padR, padB, width = 26.0, 26.0, 90.0, 18.0, 820.0
+	const padL, padT, padR, padB, width = 26.0, 26.0, 90.0, 18.0, 740.0
 	dx := math.Max(26, math.Min(96, (width-padL-padR)/math.Max(1, float64(g.maxDepth))))
 	dy := 26.0
 	if g.leaves > 24 {

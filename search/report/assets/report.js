@@ -115,6 +115,7 @@
     else if (n.lineage) head.appendChild(el('span', 'badge lin', 'best lineage'));
     detail.appendChild(head);
     var meta = [n.operator && ('by ' + n.operator), n.language, 'depth ' + n.depth,
+      data.islands && ('island ' + n.island), n.eval_seq && ('evaluation ' + n.eval_seq),
       n.created && ('created ' + n.created), n.finished && ('finished ' + n.finished)].filter(Boolean);
     detail.appendChild(el('div', 'sub-meta', meta.join(' · ')));
 
@@ -132,7 +133,7 @@
 
     var grid = el('dl', 'stats');
     var baseline = data.baseline ? 'fitness (vs ' + data.baseline + ')' : 'fitness';
-    stat(grid, baseline, n.verdict === 'pass' ? x(n.fitness) : '0 (' + (n.verdict || 'pending') + ')');
+    stat(grid, baseline, n.verdict === 'pass' ? x(n.fitness) : n.verdict ? '0' : '–');
     stat(grid, 'vs start', x(n.speedup_start));
     stat(grid, 'vs eager', x(n.speedup_eager));
     stat(grid, 'vs torch.compile', x(n.speedup_compile));
@@ -140,8 +141,8 @@
     stat(grid, 'SOL score', n.sol_score === null ? '–' : n.sol_score.toFixed(3));
     var t = n.timing;
     stat(grid, 'median', t ? dur(t.median_s) : '–');
-    stat(grid, 'p10 – p90', t ? dur(t.p10_s) + ' – ' + dur(t.p90_s) : '–');
-    stat(grid, 'CV', t ? (100 * t.cv).toFixed(1) + '%' + (t.iters ? ' · ' + t.iters + ' it' : '') : '–');
+    stat(grid, 'p10 – p90', t && t.p10_s && t.p90_s ? dur(t.p10_s) + ' – ' + dur(t.p90_s) : '–');
+    stat(grid, 'CV', t && t.cv ? (100 * t.cv).toFixed(1) + '%' + (t.iters ? ' · ' + t.iters + ' it' : '') : (t && t.iters ? t.iters + ' it' : '–'));
     stat(grid, 'speed of light', dur(n.t_sol_s));
     stat(grid, 'attained', t && n.flops && t.median_s ? si(n.flops / t.median_s, 'FLOP/s') : '–');
     stat(grid, 'bandwidth', t && n.bytes && t.median_s ? si(n.bytes / t.median_s, 'B/s') : '–');
@@ -162,6 +163,10 @@
         ul.appendChild(li);
       });
       detail.appendChild(ul);
+    }
+    if (n.diagnosis) {
+      detail.appendChild(el('div', 'section-t', 'Diagnosis'));
+      detail.appendChild(el('div', 'notes', n.diagnosis));
     }
     if (n.notes) {
       detail.appendChild(el('div', 'section-t', 'Notes'));
