@@ -2,11 +2,11 @@ package report
 
 import (
 	"encoding/json"
-	"math"
 	"time"
 )
 
-// The per-node data the page's script shows for the selected node. Encoded
+// The per-node data the page's script shows for the selected node (figures
+// already sanitized by newGraph: JSON has no NaN). Encoded
 // with encoding/json, which escapes <, > and & (so "</script>" in code cannot
 // end the data block) and U+2028/2029.
 type nodeData struct {
@@ -105,9 +105,9 @@ func buildData(run Run, g *graph, best int) ([]byte, error) {
 		nd := nodeData{
 			ID: n.ID, Parents: nonNil(n.Parents), Verdict: n.Verdict, Message: n.Message, Language: n.Language,
 			Operator: n.Operator, Created: ts(n.CreatedAt), Finished: ts(n.FinishedAt), Checks: []checkData{},
-			SpeedupEager: finite(n.SpeedupEager), SpeedupCompile: finite(n.SpeedupCompile), SpeedupStart: finite(n.SpeedupStart),
-			Fitness: num(n.Fitness), TSolS: finite(n.TSolS), SolScore: finite(n.SolScore), PctOfSol: finite(n.PctOfSol),
-			FLOPs: num(n.FLOPs), Bytes: num(n.Bytes), Notes: n.Notes, Diagnosis: n.Diagnosis, Island: n.Island, EvalSeq: n.EvalSeq, EvalS: num(n.Cost.EvalS), OperatorS: num(n.Cost.OperatorS),
+			SpeedupEager: n.SpeedupEager, SpeedupCompile: n.SpeedupCompile, SpeedupStart: n.SpeedupStart,
+			Fitness: n.Fitness, TSolS: n.TSolS, SolScore: n.SolScore, PctOfSol: n.PctOfSol,
+			FLOPs: n.FLOPs, Bytes: n.Bytes, Notes: n.Notes, Diagnosis: n.Diagnosis, Island: n.Island, EvalSeq: n.EvalSeq, EvalS: n.Cost.EvalS, OperatorS: n.Cost.OperatorS,
 			Tokens: n.Cost.Tokens, Code: n.Code, Diff: []hunkJS{}, Lineage: onLineage[i], Best: i == best, Depth: g.depth[i],
 			Children: []string{},
 		}
@@ -118,7 +118,7 @@ func buildData(run Run, g *graph, best int) ([]byte, error) {
 			nd.Checks = append(nd.Checks, checkData(c))
 		}
 		if t := n.Timing; t != nil {
-			nd.Timing = &timingData{num(t.MedianS), num(t.P10S), num(t.P90S), num(t.CV), t.Iters}
+			nd.Timing = &timingData{t.MedianS, t.P10S, t.P90S, t.CV, t.Iters}
 		}
 		if p := g.parent[i]; p >= 0 {
 			nd.DiffBase = g.nodes[p].ID
@@ -140,19 +140,4 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
-}
-
-// finite drops NaN and ±Inf, which JSON cannot carry.
-func finite(v *float64) *float64 {
-	if v == nil || *v != *v || *v > 1e308 || *v < -1e308 {
-		return nil
-	}
-	return v
-}
-
-func num(v float64) float64 {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return 0
-	}
-	return v
 }

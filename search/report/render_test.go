@@ -210,3 +210,30 @@ func TestWriteFileAndText(t *testing.T) {
 	}
 	_ = time.Second
 }
+
+// Work without FLOPs (a copy) is placed by bandwidth instead.
+func TestBandwidthViewForFLOPlessWork(t *testing.T) {
+	run, nodes, ceil := synthRun(20, 5)
+	for i := range nodes {
+		nodes[i].FLOPs = 0
+	}
+	p, g, _ := buildPage(run, nodes, ceil, t0)
+	timed := 0
+	for _, n := range g.nodes {
+		if n.Verdict != "" && n.Timing != nil {
+			timed++
+		}
+	}
+	if p.Roof.Title != "Bandwidth" || p.Roof.Placed != timed || len(p.Roof.Dots) != timed || p.Roof.Empty != "" {
+		t.Fatalf("bandwidth view: %q placed %d of %d, empty %q", p.Roof.Title, p.Roof.Placed, timed, p.Roof.Empty)
+	}
+	for _, d := range p.Roof.Dots {
+		if d.Y < p.Roof.Plot.Y || d.Y > p.Roof.Plot.Y+p.Roof.Plot.H || d.X < p.Roof.Plot.X || d.X > p.Roof.Plot.X+p.Roof.Plot.W {
+			t.Fatalf("dot %s outside the plot: %+v", d.ID, d)
+		}
+	}
+	page := render(t, run, nodes, ceil)
+	if !strings.Contains(page, "attained bytes/s") || strings.Contains(page, `class="ridge"`) {
+		t.Fatal("bandwidth view not rendered as such")
+	}
+}
