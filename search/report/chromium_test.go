@@ -179,8 +179,17 @@ func TestReportInChromium(t *testing.T) {
 	if err := WriteFile(clean, run, nodes, ceil); err != nil {
 		t.Fatal(err)
 	}
-	dom, stderr = runChromium(t, bin, "--dump-dom", "file://"+clean)
+	dom, stderr = runChromium(t, bin, "--dump-dom", "file://"+clean+"#selftest")
 	assertCleanLoad(t, dom, stderr, len(nodes))
+	// Clicks: every tree node, chart and roofline dot and table row selects
+	// its node, and the code and diff tabs switch.
+	m := regexp.MustCompile(`data-selftest="([^"]*)"`).FindStringSubmatch(dom)
+	pv, _, _ := buildPage(run, nodes, ceil, t0)
+	clickable := len(pv.Tree.Nodes) + len(pv.Evals.Dots) + len(pv.Time.Dots) + len(pv.Roof.Dots) + len(pv.Top)
+	if want := fmt.Sprintf("ok %d/%d", clickable, clickable); m == nil || m[1] != want {
+		t.Fatalf("click self-test: %v, want %q", m, want)
+	}
+	t.Logf("click self-test: %s", m[1])
 	shot := filepath.Join(dir, "report.png")
 	_, stderr = runChromium(t, bin, "--window-size=1440,1700", "--screenshot="+shot, "file://"+clean)
 	st, err := os.Stat(shot)

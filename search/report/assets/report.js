@@ -241,8 +241,35 @@
     document.body.setAttribute('data-nodes', String(data.nodes.length));
   }
 
+  // #selftest (used by the headless browser test, harmless otherwise) clicks
+  // every tree node, chart dot and table row, and both tabs, and records in
+  // the DOM whether each click selected what it should.
+  function selfTest() {
+    var targets = document.querySelectorAll('#tree .node, .dots [data-id], .top-table [data-id]');
+    var ok = 0, bad = [];
+    for (var i = 0; i < targets.length; i++) {
+      var id = targets[i].getAttribute('data-id');
+      targets[i].dispatchEvent(new MouseEvent('click', { bubbles: true }));
+      var h = detail.querySelector('h2');
+      if (document.body.getAttribute('data-selected') === id && h && h.textContent === 'Node #' + id) ok++;
+      else bad.push(id);
+    }
+    var tabs = detail.querySelectorAll('.tabs button');
+    var tabsOK = tabs.length === 2;
+    if (tabsOK) {
+      tabs[1].click();
+      tabsOK = !!detail.querySelector('.pane .code .l .t') && view === 'code';
+      detail.querySelectorAll('.tabs button')[0].click();
+      tabsOK = tabsOK && view === 'diff';
+    }
+    document.body.setAttribute('data-selftest', (bad.length || !tabsOK ? 'fail ' : 'ok ') + ok + '/' + targets.length +
+      (bad.length ? ' missed ' + bad.slice(0, 5).join(',') : '') + (tabsOK ? '' : ' tabs'));
+  }
+
   try {
+    var selfTesting = location.hash === '#selftest'; // before init rewrites the hash
     init();
+    if (selfTesting) selfTest();
     document.body.setAttribute('data-ready', '1');
   } catch (e) {
     fail('init: ' + (e && e.stack || e));
