@@ -2,6 +2,16 @@
 // (no network: inline CSS, SVG and a small script, all embedded) and as a
 // short text summary for the CLI.
 //
+//	report.WriteFile(path, run, nodes, ceilings) // the page, written atomically
+//	report.WriteHTML(w, run, nodes, ceilings)    // the same, to a writer
+//	report.WriteText(w, run, nodes)              // a few lines for a terminal
+//
+// The page shows the search tree (colour = fitness, shape = verdict, the best
+// node and its lineage in gold), best-so-far over evaluations and over wall
+// time, the roofline with every timed node (a bandwidth chart when the work
+// has no FLOPs), and the selected node's code, diff against its parent,
+// checks, timing and SOL. "#node=ID" in the URL selects a node.
+//
 // # Input contract
 //
 // The package knows nothing of the store: callers map their rows into Run,
