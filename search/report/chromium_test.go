@@ -19,6 +19,9 @@ import (
 // findChromium is Debian's chromium (or KEVOLVE_CHROMIUM).
 func findChromium() (string, error) {
 	if p := os.Getenv("KEVOLVE_CHROMIUM"); p != "" {
+		if _, err := exec.LookPath(p); err != nil {
+			return "", fmt.Errorf("KEVOLVE_CHROMIUM=%s: %w", p, err)
+		}
 		return p, nil
 	}
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
