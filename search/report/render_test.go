@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 )
 
 func render(t *testing.T, run Run, nodes []Node, ceil Ceilings) string {
@@ -208,7 +207,6 @@ func TestWriteFileAndText(t *testing.T) {
 	if err := WriteText(&b, Run{}, nil); err != nil || !strings.Contains(b.String(), "no node passed") {
 		t.Fatalf("empty run: %v %q", err, b.String())
 	}
-	_ = time.Second
 }
 
 // Work without FLOPs (a copy) is placed by bandwidth instead.

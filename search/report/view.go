@@ -51,10 +51,9 @@ type nodeView struct {
 }
 
 type legendView struct {
-	Stops          []stop
-	Lo, Mid, Hi    string
-	Shapes         []shapeView
-	HasFitnessSpan bool
+	Stops  []stop
+	Lo, Hi string
+	Shapes []shapeView
 }
 
 type stop struct {
@@ -64,7 +63,7 @@ type stop struct {
 
 type shapeView struct {
 	Label, Color, Path string
-	Circle, Dashed     bool
+	Circle             bool
 }
 
 type roofView struct {
@@ -352,8 +351,6 @@ func buildLegend(g *graph, scale fitnessScale) legendView {
 		l.Stops = append(l.Stops, stop{fmt.Sprintf("%d%%", k*10), viridisAt(float64(k) / 10)})
 	}
 	l.Lo, l.Hi = fmt.Sprintf("%.2f×", scale.lo), fmt.Sprintf("%.2f×", scale.hi)
-	l.Mid = fmt.Sprintf("%.2f×", math.Sqrt(scale.lo*scale.hi))
-	l.HasFitnessSpan = scale.hi > scale.lo
 	present := map[string]bool{}
 	for _, n := range g.nodes {
 		present[n.Verdict] = true
@@ -366,7 +363,7 @@ func buildLegend(g *graph, scale fitnessScale) legendView {
 		sv := shapeView{Label: st.Label, Color: st.Color}
 		switch st.Shape {
 		case "ring":
-			sv.Circle, sv.Dashed = true, true
+			sv.Circle = true
 		default:
 			sv.Path = markerPath(st.Shape, 8, 8, 5.5)
 		}
