@@ -17,7 +17,7 @@ import (
 	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
 )
 
-func testPython(t *testing.T) string {
+func testPython(t testing.TB) string {
 	t.Helper()
 	p, err := toolchain.FindPython()
 	toolchaintest.Require(t, err)
@@ -26,7 +26,7 @@ func testPython(t *testing.T) string {
 
 // newWorker starts a worker whose parent skips the slow dynamo import:
 // these tests are about processes, not torch.
-func newWorker(t *testing.T) *Worker {
+func newWorker(t testing.TB) *Worker {
 	t.Helper()
 	w, err := New(Config{Python: testPython(t), CacheDir: t.TempDir(),
 		Env:    map[string]string{"KEVOLVE_WORKER_NO_DYNAMO": "1"},
