@@ -59,7 +59,7 @@ func TestHelpForEveryCommand(t *testing.T) {
 		})
 	})
 	for _, want := range []string{"doctor", "eval", "sol", "profile", "calibrate", "corpus", "corpus list",
-		"corpus import-kernelbench", "kb", "kb search", "kb list", "demo", "completion", "completion bash"} {
+		"corpus import-kernelbench", "kb", "kb search", "kb list", "demo", "kernelbench", "kernelbench run", "completion", "completion bash"} {
 		if !seen["kevolve-mcp "+want] {
 			t.Errorf("no command %q", want)
 		}

@@ -14,6 +14,9 @@ func (s *Summary) WriteText(w io.Writer) {
 		joinInts(s.Levels), s.Candidates, s.Target, s.HarnessVersion)
 	fmt.Fprintf(w, "problems %d, pairs %d (evaluated %d, resumed %d), no candidate %d, wall %.1fs\n",
 		s.Problems, m.Pairs, s.Evaluated, s.Resumed, len(s.Missing), s.WallS)
+	if s.Interrupted {
+		fmt.Fprintf(w, "INTERRUPTED: %d of %d pairs done; run the same command again to resume\n", m.Pairs, s.Planned)
+	}
 	fmt.Fprintf(w, "fast_p over the %d pairs (tool errors count as not fast; problems without a candidate are not counted):\n", m.Pairs)
 	fmt.Fprintf(w, "  %-10s %-18s %-18s\n", "", "vs eager", "vs torch.compile")
 	for i, p := range Thresholds {

@@ -54,6 +54,7 @@ type Summary struct {
 	Problems             int         `json:"problems"`
 	Missing              []string    `json:"missing,omitempty"`   // problems without a candidate (not in the denominator)
 	Unmatched            []string    `json:"unmatched,omitempty"` // candidate files naming no problem of these levels
+	Planned              int         `json:"planned"`             // pairs the sweep set out to evaluate
 	Evaluated            int         `json:"evaluated"`
 	Resumed              int         `json:"resumed"`
 	Metrics              Metrics     `json:"metrics"`
@@ -124,7 +125,7 @@ func Run(ctx context.Context, ev Evaluator, opt Options) (*Summary, error) {
 	}
 	sum := &Summary{KB: opt.KB, Levels: opt.Levels, Candidates: opt.Candidates, Target: opt.Target,
 		HarnessVersion: ev.Version(), Problems: len(problems), Missing: m.Missing, Unmatched: m.Unmatched,
-		JSONL: opt.JSONL, ReferenceAsCandidate: opt.ReferenceAsCandidate, ToolErrors: []ToolError{}}
+		Planned: len(m.Pairs), JSONL: opt.JSONL, ReferenceAsCandidate: opt.ReferenceAsCandidate, ToolErrors: []ToolError{}}
 	if opt.ReferenceAsCandidate {
 		sum.Candidates = ReferenceAsCandidate
 	}
@@ -208,6 +209,9 @@ feed:
 // the context ended under it (an interrupted pair is neither a result nor a
 // tool error).
 func (s *sweep) one(ctx context.Context, p Pair) (Record, bool) {
+	if ctx.Err() != nil {
+		return Record{}, false
+	}
 	t0 := time.Now()
 	r := Record{Level: p.Problem.Level, ProblemID: p.Problem.ID, Problem: p.Problem.Key(), ProblemPath: p.Problem.Path,
 		Candidate: p.Candidate(), HarnessVersion: s.version, Target: s.opt.Target}

@@ -115,7 +115,7 @@ func TestRunFakeKernelBench(t *testing.T) {
 		m.Verdicts["runtime_error"] != 1 || m.ToolErrors != 0 || m.Eager == nil || m.Eager.N != 1 {
 		t.Errorf("metrics %+v", m)
 	}
-	if sum.Evaluated != 3 || sum.Resumed != 0 || len(sum.Missing) != 1 || sum.Missing[0] != "level1/3_Sum_rows" ||
+	if sum.Planned != 3 || sum.Evaluated != 3 || sum.Resumed != 0 || len(sum.Missing) != 1 || sum.Missing[0] != "level1/3_Sum_rows" ||
 		len(sum.Unmatched) != 1 || !strings.HasSuffix(sum.Unmatched[0], "9_No_such_problem.py") {
 		t.Errorf("summary %+v", sum)
 	}
@@ -246,5 +246,39 @@ func TestRunBadInput(t *testing.T) {
 				t.Fatalf("err %v, want %q", err, tc.err)
 			}
 		})
+	}
+}
+
+// cancelling stops the sweep at its second pair, as Ctrl-C would.
+type cancelling struct {
+	cancel context.CancelFunc
+	n      atomic.Int64
+}
+
+func (*cancelling) Version() string { return "test" }
+
+func (c *cancelling) Evaluate(ctx context.Context, _ Request) (*harness.EvalResult, error) {
+	if c.n.Add(1) == 2 {
+		c.cancel()
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return &harness.EvalResult{Verdict: harness.VerdictIncorrect}, nil
+}
+
+// An interrupted sweep returns what it finished, marked interrupted; the
+// pair cut short is neither a result nor a tool error.
+func TestRunInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sum, err := Run(ctx, &cancelling{cancel: cancel}, Options{KB: "testdata/kb", Levels: []int{1, 2}, ReferenceAsCandidate: true})
+	if !errors.Is(err, context.Canceled) || sum == nil {
+		t.Fatalf("err %v summary %v", err, sum)
+	}
+	var text strings.Builder
+	sum.WriteText(&text)
+	if !sum.Interrupted || sum.Planned != 4 || sum.Metrics.Pairs != 1 || sum.Metrics.ToolErrors != 0 ||
+		!strings.Contains(text.String(), "INTERRUPTED: 1 of 4") {
+		t.Errorf("summary %+v\n%s", sum, text.String())
 	}
 }

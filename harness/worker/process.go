@@ -25,6 +25,7 @@ type proc struct {
 	pending map[int64]*pending
 	pmu     sync.Mutex
 	dead    chan struct{} // closed when the event pipe ends: the parent is gone
+	reaped  chan struct{} // closed when the parent has been waited for
 	info    map[string]any
 }
 
@@ -84,7 +85,7 @@ func (w *Worker) startProc(ctx context.Context) (*proc, error) {
 		return nil, fmt.Errorf("start python worker %q: %w", w.cfg.Python, err)
 	}
 	evW.Close()
-	p := &proc{cmd: cmd, stdin: stdin, pending: map[int64]*pending{}, dead: make(chan struct{})}
+	p := &proc{cmd: cmd, stdin: stdin, pending: map[int64]*pending{}, dead: make(chan struct{}), reaped: make(chan struct{})}
 	go func() {
 		sc := bufio.NewScanner(errR)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -97,6 +98,7 @@ func (w *Worker) startProc(ctx context.Context) (*proc, error) {
 	go func() {
 		_ = cmd.Wait()
 		evR.Close()
+		close(p.reaped)
 	}()
 	timer := time.NewTimer(w.cfg.StartTimeout)
 	defer timer.Stop()
@@ -134,7 +136,8 @@ func killGroup(pid int) {
 	_ = syscall.Kill(pid, syscall.SIGKILL)
 }
 
-// Close stops the parent (and with it every child: they die with their parent).
+// Close stops the parent (and with it every child: they die with their
+// parent) and returns once it has been reaped.
 func (w *Worker) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -154,6 +157,11 @@ func (w *Worker) Close() error {
 	case <-p.dead:
 	case <-time.After(5 * time.Second):
 		w.log.Warn("python worker: event pipe still open 5 s after kill (a grandchild holds it)")
+	}
+	// Reaped, the parent's resource usage (peak memory) is the caller's to read.
+	select {
+	case <-p.reaped:
+	case <-time.After(5 * time.Second):
 	}
 	return nil
 }
