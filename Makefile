@@ -16,7 +16,7 @@ PY_PINS     := torch==2.11.0 triton==3.6.0 numpy==2.3.5 pyyaml \
 NODE_DIR    ?= $(HOME)/.cache/kevolve/node
 NODE_PKG    := cmd/kevolve-mcp/testdata/node
 
-.PHONY: build run test venv mcp-clients vet bench bench-gpu-prep bench-run test-gpu test-gpu-run gpu-bins kb-sweep-prep kb-sweep-run clean
+.PHONY: build run test venv mcp-clients vet bench bench-gpu-prep bench-run test-gpu test-gpu-run gpu-bins kb-sweep-prep kb-sweep-run kb-fastp-run clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/kevolve-mcp
@@ -124,6 +124,14 @@ kb-sweep-prep:
 kb-sweep-run:
 	@[ ! -e .gpu/sweep/kevolve-mcp.gz ] || gunzip -f .gpu/sweep/kevolve-mcp.gz; chmod +x .gpu/sweep/kevolve-mcp
 	harness/testdata/kernelbench/sweep.sh .gpu/sweep/kevolve-mcp .gpu/kb $${OUT:-.gpu/sweep/out}
+
+# fast_p and geomean of issue 3's 23 bench candidates (corpus/kernelbench), same binary.
+kb-fastp-run:
+	@[ ! -e .gpu/sweep/kevolve-mcp.gz ] || gunzip -f .gpu/sweep/kevolve-mcp.gz; chmod +x .gpu/sweep/kevolve-mcp
+	out=$${OUT:-.gpu/sweep/out}; mkdir -p $$out; timeout -s INT -k 20 540 .gpu/sweep/kevolve-mcp \
+	  --python $${KEVOLVE_PYTHON:-/opt/torch/.venv/bin/python3} --db $$(mktemp -d)/k.db --log-level warn \
+	  kernelbench run --kb .gpu/kb --level 1,2 --candidates 'corpus/kernelbench/level*/*/*.py' --target nvidia \
+	  --jsonl $$out/kb-fastp.jsonl --summary $$out/kb-fastp-summary.json 2> $$out/kb-fastp.log | tee $$out/kb-fastp.txt
 
 clean:
 	rm -rf bin $(GPU_BIN)
