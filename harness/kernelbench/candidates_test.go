@@ -108,3 +108,22 @@ func TestMatchCandidates(t *testing.T) {
 		})
 	}
 }
+
+func TestHeadline(t *testing.T) {
+	cases := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{in: "plain error", n: 100, want: "plain error"},
+		{in: "evaluate: the harness's Python failed: Traceback (most recent call last):\n  File \"x.py\", line 3\n    x.clone()\nRuntimeError: can't allocate memory\n\n",
+			n: 200, want: "evaluate: the harness's Python failed: … RuntimeError: can't allocate memory"},
+		{in: "0123456789", n: 4, want: "0123…"},
+		{in: "\n \n", n: 10, want: ""},
+	}
+	for _, tc := range cases {
+		if got := headline(tc.in, tc.n); got != tc.want {
+			t.Errorf("headline(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -76,7 +76,7 @@ func (b *progressBar) finished(r Record) {
 	}
 	what := r.Verdict
 	if r.ToolError != "" {
-		what = "TOOL ERROR: " + firstLine(r.ToolError, 160)
+		what = "TOOL ERROR: " + headline(r.ToolError, 200)
 	}
 	if r.Resumed {
 		what += " (resumed)"
@@ -133,12 +133,25 @@ func (b *progressBar) close() {
 	fmt.Fprintln(b.w)
 }
 
-func firstLine(s string, n int) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
+// headline shortens an error to one line of at most n bytes: its first
+// line, and where it goes on (a Python traceback) its last line too, which
+// names the exception.
+func headline(s string, n int) string {
+	var lines []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
 	}
-	if len(s) > n {
-		s = s[:n] + "…"
+	if len(lines) == 0 {
+		return ""
 	}
-	return s
+	out := lines[0]
+	if len(lines) > 1 {
+		out = strings.TrimSuffix(strings.TrimSuffix(out, "Traceback (most recent call last):"), " ") + " … " + lines[len(lines)-1]
+	}
+	if len(out) > n {
+		out = out[:n] + "…"
+	}
+	return out
 }

@@ -33,7 +33,7 @@ func (s *Summary) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "; tool errors %d\n", m.ToolErrors)
 	for _, te := range s.ToolErrors {
-		fmt.Fprintf(w, "  TOOL ERROR %s (%s): %s\n", te.Problem, te.Candidate, firstLine(te.Error, 300))
+		fmt.Fprintf(w, "  TOOL ERROR %s (%s): %s\n", te.Problem, te.Candidate, headline(te.Error, 400))
 	}
 	if len(s.Unmatched) > 0 {
 		fmt.Fprintf(w, "candidates naming no problem of these levels: %s\n", strings.Join(s.Unmatched, ", "))
