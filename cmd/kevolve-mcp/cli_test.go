@@ -64,6 +64,9 @@ func TestHelpForEveryCommand(t *testing.T) {
 			t.Errorf("no command %q", want)
 		}
 	}
+	if out, _, err := runCLI(t, "--version"); err != nil || !strings.Contains(out, "kevolve-mcp version") {
+		t.Errorf("--version: %v %q", err, out)
+	}
 	// `help CMD` is the same as `CMD --help`.
 	out, _, err := runCLI(t, "help", "eval")
 	if err != nil || !strings.Contains(out, "--candidate") {
