@@ -72,6 +72,9 @@ func TestHelpForEveryCommand(t *testing.T) {
 	if err != nil || !strings.Contains(out, "--candidate") {
 		t.Errorf("help eval: %v\n%s", err, out)
 	}
+	if out, _, err := runCLI(t, "help", "kb", "search"); err != nil || !strings.Contains(out, "kb search QUERY") {
+		t.Errorf("help kb search: %v\n%s", err, out)
+	}
 }
 
 func TestCompletionScripts(t *testing.T) {
@@ -119,6 +122,7 @@ func TestCompletionCandidates(t *testing.T) {
 		{args: []string{"profile", "--mode", ""}, want: []string{"kernel", "model"}},
 		{args: []string{"--log-level", ""}, want: []string{"debug", "error"}},
 		{args: []string{"kb", ""}, want: []string{"search", "list"}},
+		{args: []string{"help", "k"}, want: []string{"kb"}},
 		{args: []string{"corpus", ""}, want: []string{"list", "import-kernelbench"}},
 		{args: []string{"eval", "--"}, want: []string{"--candidate", "--ref", "--db", "--python"}},
 	}
@@ -262,6 +266,10 @@ func TestBadFlagValuesFailClearly(t *testing.T) {
 		{[]string{"--log-level", "loud", "doctor"}, []string{`--log-level "loud"`, "debug, info, warn, error"}},
 		{[]string{"doctor", "--log-level", "loud"}, []string{`--log-level "loud"`}},
 		{[]string{"nosuch"}, []string{`unknown command "nosuch"`}},
+		{[]string{"help", "nosuch"}, []string{`help: no command "nosuch"`}},
+		{[]string{"help", "kb", "delete"}, []string{`help: no command "kb delete"`}},
+		{[]string{"completion"}, []string{"name a subcommand: bash, fish, powershell, zsh"}},
+		{[]string{"eval", "--ref"}, []string{"flag needs an argument: --ref"}},
 		{[]string{"corpus"}, []string{"name a subcommand", "import-kernelbench, list"}},
 		{[]string{"kb", "delete"}, []string{`unknown subcommand "delete"`, "list, search"}},
 		{[]string{"corpus", "import-kernelbench"}, []string{"want one DIR"}},

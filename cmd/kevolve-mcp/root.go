@@ -116,6 +116,7 @@ The subcommands run the same jobs from a shell. Global flags (--db, --python,
 	// cobra adds `completion` and `help` when it executes; adding them now
 	// makes the tree whole for tests and lets `completion` refuse a shell it
 	// does not know instead of printing help and exiting 0.
+	root.SetHelpCommand(newHelpCmd())
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
 	for _, sub := range root.Commands() {
@@ -194,6 +195,35 @@ func requireSubcommand(cmd *cobra.Command) {
 			return fmt.Errorf("%s: name a subcommand: %s (see '%s --help')", cmd.CommandPath(), strings.Join(names, ", "), cmd.CommandPath())
 		}
 		return fmt.Errorf("%s: unknown subcommand %q: want one of %s", cmd.CommandPath(), args[0], strings.Join(names, ", "))
+	}
+}
+
+// newHelpCmd is `help [command]`. Cobra's own prints the root's help and
+// exits 0 for a command that does not exist; a typo should fail.
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			target, _, err := cmd.Root().Find(args)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var names []cobra.Completion
+			for _, c := range target.Commands() {
+				if c.IsAvailableCommand() {
+					names = append(names, cobra.CompletionWithDesc(c.Name(), c.Short))
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			target, rest, err := cmd.Root().Find(args)
+			if err != nil || len(rest) > 0 {
+				return fmt.Errorf("help: no command %q (see '%s --help')", strings.Join(args, " "), cmd.Root().Name())
+			}
+			return target.Help()
+		},
 	}
 }
 
