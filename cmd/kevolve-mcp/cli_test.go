@@ -123,6 +123,7 @@ func TestCompletionCandidates(t *testing.T) {
 		{args: []string{"--log-level", ""}, want: []string{"debug", "error"}},
 		{args: []string{"kb", ""}, want: []string{"search", "list"}},
 		{args: []string{"help", "k"}, want: []string{"kb"}},
+		{args: []string{"sol", "--device", ""}, want: []string{"h100-sxm", "mi300x"}},
 		{args: []string{"corpus", ""}, want: []string{"list", "import-kernelbench"}},
 		{args: []string{"eval", "--"}, want: []string{"--candidate", "--ref", "--db", "--python"}},
 	}
