@@ -333,3 +333,19 @@ func TestBinaryGlobalFlagAfterSubcommand(t *testing.T) {
 		t.Fatalf("kb search -k -3: %v, stdout %q, stderr %q", err, stdout.String(), stderr.String())
 	}
 }
+
+func TestGoStyleFlags(t *testing.T) {
+	root := newRootCmd(&bytes.Buffer{}, &bytes.Buffer{})
+	tests := []struct{ in, want []string }{
+		{[]string{"-db", "x", "eval", "-json", "-ref=a.py"}, []string{"--db", "x", "eval", "--json", "--ref=a.py"}},
+		{[]string{"kb", "search", "-k", "-3", "tiles"}, []string{"kb", "search", "-k", "-3", "tiles"}},
+		{[]string{"compile", "--flag", "-DTILE=64", "-lang", "c", "k.c"}, []string{"compile", "--flag", "-DTILE=64", "--lang", "c", "k.c"}},
+		{[]string{"kb", "search", "--", "-json"}, []string{"kb", "search", "--", "-json"}},
+		{[]string{"-h"}, []string{"-h"}},
+	}
+	for _, tt := range tests {
+		if got := goStyleFlags(root, tt.in); strings.Join(got, " ") != strings.Join(tt.want, " ") {
+			t.Errorf("goStyleFlags(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
