@@ -349,3 +349,23 @@ func TestGoStyleFlags(t *testing.T) {
 		}
 	}
 }
+
+// A command with a PersistentPreRunE of its own (evolve, worker may bring
+// one) still gets the root's setup: the logger exists when it runs.
+func TestRootSetupRunsBeforeCommandHooks(t *testing.T) {
+	var sawLogger bool
+	ctor := func(c *cli) *cobra.Command {
+		return &cobra.Command{
+			Use:               "hooked",
+			Short:             "test command",
+			PersistentPreRunE: func(*cobra.Command, []string) error { sawLogger = c.logger != nil; return nil },
+			RunE:              func(*cobra.Command, []string) error { return nil },
+		}
+	}
+	saved := commands
+	commands = append(append([]commandCtor(nil), commands...), ctor)
+	defer func() { commands = saved }()
+	if _, _, err := runCLI(t, "hooked", "--log-level", "warn"); err != nil || !sawLogger {
+		t.Fatalf("err %v, logger set before the command's hook: %v", err, sawLogger)
+	}
+}

@@ -51,6 +51,11 @@ var commands []commandCtor
 
 func register(ctor commandCtor) { commands = append(commands, ctor) }
 
+// A command may bring its own PersistentPreRunE; the root's (flags from the
+// environment, the logger) must still run first, which cobra does only when
+// told to traverse.
+func init() { cobra.EnableTraverseRunHooks = true }
+
 // logLevels are the values --log-level accepts.
 var logLevels = []string{"debug", "info", "warn", "error"}
 
