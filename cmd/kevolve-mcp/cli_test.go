@@ -64,10 +64,16 @@ func TestHelpForEveryCommand(t *testing.T) {
 			t.Errorf("no command %q", want)
 		}
 	}
+	if out, _, err := runCLI(t, "--version"); err != nil || !strings.Contains(out, "kevolve-mcp version") {
+		t.Errorf("--version: %v %q", err, out)
+	}
 	// `help CMD` is the same as `CMD --help`.
 	out, _, err := runCLI(t, "help", "eval")
 	if err != nil || !strings.Contains(out, "--candidate") {
 		t.Errorf("help eval: %v\n%s", err, out)
+	}
+	if out, _, err := runCLI(t, "help", "kb", "search"); err != nil || !strings.Contains(out, "kb search QUERY") {
+		t.Errorf("help kb search: %v\n%s", err, out)
 	}
 }
 
@@ -116,6 +122,8 @@ func TestCompletionCandidates(t *testing.T) {
 		{args: []string{"profile", "--mode", ""}, want: []string{"kernel", "model"}},
 		{args: []string{"--log-level", ""}, want: []string{"debug", "error"}},
 		{args: []string{"kb", ""}, want: []string{"search", "list"}},
+		{args: []string{"help", "k"}, want: []string{"kb"}},
+		{args: []string{"sol", "--device", ""}, want: []string{"h100-sxm", "mi300x"}},
 		{args: []string{"corpus", ""}, want: []string{"list", "import-kernelbench"}},
 		{args: []string{"eval", "--"}, want: []string{"--candidate", "--ref", "--db", "--python"}},
 	}
@@ -259,6 +267,10 @@ func TestBadFlagValuesFailClearly(t *testing.T) {
 		{[]string{"--log-level", "loud", "doctor"}, []string{`--log-level "loud"`, "debug, info, warn, error"}},
 		{[]string{"doctor", "--log-level", "loud"}, []string{`--log-level "loud"`}},
 		{[]string{"nosuch"}, []string{`unknown command "nosuch"`}},
+		{[]string{"help", "nosuch"}, []string{`help: no command "nosuch"`}},
+		{[]string{"help", "kb", "delete"}, []string{`help: no command "kb delete"`}},
+		{[]string{"completion"}, []string{"name a subcommand: bash, fish, powershell, zsh"}},
+		{[]string{"eval", "--ref"}, []string{"flag needs an argument: --ref"}},
 		{[]string{"corpus"}, []string{"name a subcommand", "import-kernelbench, list"}},
 		{[]string{"kb", "delete"}, []string{`unknown subcommand "delete"`, "list, search"}},
 		{[]string{"corpus", "import-kernelbench"}, []string{"want one DIR"}},
@@ -319,5 +331,41 @@ func TestBinaryGlobalFlagAfterSubcommand(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || stdout.Len() != 0 ||
 		!strings.HasPrefix(stderr.String(), "kevolve-mcp: kb search: -k -3: want a number of results between 1 and 50") {
 		t.Fatalf("kb search -k -3: %v, stdout %q, stderr %q", err, stdout.String(), stderr.String())
+	}
+}
+
+func TestGoStyleFlags(t *testing.T) {
+	root := newRootCmd(&bytes.Buffer{}, &bytes.Buffer{})
+	tests := []struct{ in, want []string }{
+		{[]string{"-db", "x", "eval", "-json", "-ref=a.py"}, []string{"--db", "x", "eval", "--json", "--ref=a.py"}},
+		{[]string{"kb", "search", "-k", "-3", "tiles"}, []string{"kb", "search", "-k", "-3", "tiles"}},
+		{[]string{"compile", "--flag", "-DTILE=64", "-lang", "c", "k.c"}, []string{"compile", "--flag", "-DTILE=64", "--lang", "c", "k.c"}},
+		{[]string{"kb", "search", "--", "-json"}, []string{"kb", "search", "--", "-json"}},
+		{[]string{"-h"}, []string{"-h"}},
+	}
+	for _, tt := range tests {
+		if got := goStyleFlags(root, tt.in); strings.Join(got, " ") != strings.Join(tt.want, " ") {
+			t.Errorf("goStyleFlags(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// A command with a PersistentPreRunE of its own (evolve, worker may bring
+// one) still gets the root's setup: the logger exists when it runs.
+func TestRootSetupRunsBeforeCommandHooks(t *testing.T) {
+	var sawLogger bool
+	ctor := func(c *cli) *cobra.Command {
+		return &cobra.Command{
+			Use:               "hooked",
+			Short:             "test command",
+			PersistentPreRunE: func(*cobra.Command, []string) error { sawLogger = c.logger != nil; return nil },
+			RunE:              func(*cobra.Command, []string) error { return nil },
+		}
+	}
+	saved := commands
+	commands = append(append([]commandCtor(nil), commands...), ctor)
+	defer func() { commands = saved }()
+	if _, _, err := runCLI(t, "hooked", "--log-level", "warn"); err != nil || !sawLogger {
+		t.Fatalf("err %v, logger set before the command's hook: %v", err, sawLogger)
 	}
 }

@@ -129,3 +129,47 @@ func TestConstantValue(t *testing.T) {
 		}
 	}
 }
+
+const tritonDot = `import triton
+import triton.language as tl
+
+@triton.jit
+def mm(a_ptr, b_ptr, c_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    a = tl.load(a_ptr + offs[:, None] * BLOCK + offs[None, :])
+    b = tl.load(b_ptr + offs[:, None] * BLOCK + offs[None, :])
+    tl.store(c_ptr + offs[:, None] * BLOCK + offs[None, :], tl.dot(a, b))
+`
+
+// Issue 10's acceptance: `kevolve-mcp compile --lang triton --arch gfx942
+// FILE` works on a machine without a GPU and reports MFMA for a tl.dot
+// kernel; HIP C++ compiles device-only for gfx942 with clang-19.
+func TestCompileCommandAMD(t *testing.T) {
+	toolchaintest.Python(t)
+	src := writeSource(t, "dot.py", tritonDot)
+	args := []string{"--lang", "triton", "--arch", "gfx942", "--signature", "a_ptr=*fp16,b_ptr=*fp16,c_ptr=*fp32", "--constant", "BLOCK=64"}
+	out, errs, code := compileBinary(t, append(args, "--json", src)...)
+	var r compile.Result
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || !r.OK || r.Arch != "gfx942" {
+		t.Fatalf("exit %d %+v\n%s\n%s", code, r, out, errs)
+	}
+	if r.AMDGCN == nil || !r.AMDGCN.MFMA || len(r.Kernels) != 1 || r.Kernels[0].AMD == nil || r.Kernels[0].AMD.WavefrontSize != 64 {
+		t.Fatalf("no MFMA or AMD resources reported:\n%s", out)
+	}
+	out, errs, code = compileBinary(t, append(args, src)...)
+	for _, want := range []string{"gfx942", "AMDGCN, wave64", "MFMA yes (v_mfma_", "kb://hardware/amd/"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("table lacks %q (exit %d):\n%s\n%s", want, code, out, errs)
+		}
+	}
+
+	if _, err := exec.LookPath("clang-19"); err != nil {
+		toolchaintest.Require(t, err)
+	}
+	hip := writeSource(t, "add.hip", "extern \"C\" __global__ void add(float* a, const float* b, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) a[i] += b[i];\n}\n")
+	out, errs, code = compileBinary(t, "--lang", "hip", "--arch", "gfx942", "--json", hip)
+	r = compile.Result{}
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || !r.OK || len(r.Kernels) != 1 || r.Kernels[0].AMD == nil || r.AMDGCN == nil || r.AMDGCN.MFMA {
+		t.Fatalf("hip gfx942: exit %d\n%s\n%s", code, out, errs)
+	}
+}

@@ -71,6 +71,7 @@ constraints of an operator family listed beside the results.`,
 	f.StringArrayVar(&q.Bottlenecks, "bottleneck", nil, "diagnosed bottleneck (repeatable)")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	_ = cmd.RegisterFlagCompletionFunc("language", fixedCompletion("cuda", "triton", "hip", "c"))
+	_ = cmd.RegisterFlagCompletionFunc("device", completeSpecKey)
 	return cmd
 }
 

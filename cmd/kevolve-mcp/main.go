@@ -10,6 +10,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func main() {
@@ -23,6 +27,37 @@ func main() {
 // (in server mode, only MCP messages), everything else goes to stderr.
 func run(args []string, stdout, stderr io.Writer) error {
 	root := newRootCmd(stdout, stderr)
-	root.SetArgs(args)
+	root.SetArgs(goStyleFlags(root, args))
 	return root.Execute()
+}
+
+// goStyleFlags keeps command lines written for the CLI before cobra working:
+// Go's flag package took long flags with one dash (-json, -ref FILE), pflag
+// wants two. A single-dash word that names a long flag of the tree (and
+// follows no "--") gets its second dash; -k and other shorthands are left.
+func goStyleFlags(root *cobra.Command, args []string) []string {
+	long := map[string]bool{}
+	walkFlags := func(fs *pflag.FlagSet) { fs.VisitAll(func(f *pflag.Flag) { long[f.Name] = len(f.Name) > 1 }) }
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		walkFlags(c.Flags())
+		walkFlags(c.PersistentFlags())
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if a == "--" {
+			copy(out[i:], args[i:])
+			break
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "-"), "=")
+		if len(a) > 2 && a[0] == '-' && a[1] != '-' && long[name] {
+			out[i] = "-" + a
+		}
+	}
+	return out
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kevolve/kevolve-mcp/corpus"
+	"github.com/kevolve/kevolve-mcp/harness/spec"
 )
 
 // Helpers the commands share: output, progress, cancellation, completion.
@@ -82,4 +83,14 @@ func completeReference(_ *cobra.Command, _ []string, toComplete string) ([]cobra
 		return nil, cobra.ShellCompDirectiveDefault
 	}
 	return names, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeSpecKey completes a device key of the spec table (h100-sxm,
+// mi300x, ...), each with its full name.
+func completeSpecKey(_ *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	var keys []cobra.Completion
+	for _, r := range spec.All() {
+		keys = append(keys, cobra.CompletionWithDesc(r.Key, r.Name))
+	}
+	return keys, cobra.ShellCompDirectiveNoFileComp
 }

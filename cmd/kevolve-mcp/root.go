@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/kevolve/kevolve-mcp/tools"
 )
 
 // globalFlags are the root's flags. The server's own (stdio, http, token,
@@ -49,6 +51,11 @@ var commands []commandCtor
 
 func register(ctor commandCtor) { commands = append(commands, ctor) }
 
+// A command may bring its own PersistentPreRunE; the root's (flags from the
+// environment, the logger) must still run first, which cobra does only when
+// told to traverse.
+func init() { cobra.EnableTraverseRunHooks = true }
+
 // logLevels are the values --log-level accepts.
 var logLevels = []string{"debug", "info", "warn", "error"}
 
@@ -71,6 +78,7 @@ The subcommands run the same jobs from a shell. Global flags (--db, --python,
   kevolve-mcp --http 127.0.0.1:8765
   kevolve-mcp eval --ref llm/rmsnorm --candidate my_kernel.py
   kevolve-mcp completion bash > /etc/bash_completion.d/kevolve-mcp`,
+		Version:       tools.Version,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true, // a failed job prints its error, not the flag list
 		SilenceErrors: true, // main prints the error once, prefixed
@@ -113,6 +121,7 @@ The subcommands run the same jobs from a shell. Global flags (--db, --python,
 	// cobra adds `completion` and `help` when it executes; adding them now
 	// makes the tree whole for tests and lets `completion` refuse a shell it
 	// does not know instead of printing help and exiting 0.
+	root.SetHelpCommand(newHelpCmd())
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
 	for _, sub := range root.Commands() {
@@ -191,6 +200,35 @@ func requireSubcommand(cmd *cobra.Command) {
 			return fmt.Errorf("%s: name a subcommand: %s (see '%s --help')", cmd.CommandPath(), strings.Join(names, ", "), cmd.CommandPath())
 		}
 		return fmt.Errorf("%s: unknown subcommand %q: want one of %s", cmd.CommandPath(), args[0], strings.Join(names, ", "))
+	}
+}
+
+// newHelpCmd is `help [command]`. Cobra's own prints the root's help and
+// exits 0 for a command that does not exist; a typo should fail.
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			target, _, err := cmd.Root().Find(args)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var names []cobra.Completion
+			for _, c := range target.Commands() {
+				if c.IsAvailableCommand() {
+					names = append(names, cobra.CompletionWithDesc(c.Name(), c.Short))
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			target, rest, err := cmd.Root().Find(args)
+			if err != nil || len(rest) > 0 {
+				return fmt.Errorf("help: no command %q (see '%s --help')", strings.Join(args, " "), cmd.Root().Name())
+			}
+			return target.Help()
+		},
 	}
 }
 

@@ -91,6 +91,8 @@ candidate is evaluated first and scored against the bound.`,
 	_ = cmd.RegisterFlagCompletionFunc("ref", completeReference)
 	_ = cmd.MarkFlagFilename("candidate", "py")
 	_ = cmd.MarkFlagFilename("svg", "svg")
+	_ = cmd.RegisterFlagCompletionFunc("device", completeSpecKey)
+	_ = cmd.RegisterFlagCompletionFunc("dtype", fixedCompletion("bf16", "fp16", "fp32", "tf32", "fp8"))
 	_ = cmd.RegisterFlagCompletionFunc("target", fixedCompletion("auto", "cpu", "nvidia"))
 	_ = cmd.RegisterFlagCompletionFunc("shapes", fixedCompletion("large", "small"))
 	return cmd

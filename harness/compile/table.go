@@ -86,6 +86,26 @@ func WriteTable(w io.Writer, r *Result) error {
 			yesNo(s.TensorCore, s.TensorCoreOps), yesNo(s.Vector16Load, nil), yesNo(s.Vector16Store, nil),
 			yesNo(s.AsyncCopy, s.AsyncCopyOps), s.LocalLoads, s.LocalStores)
 	}
+	for _, k := range r.Kernels {
+		if a := k.AMD; a != nil {
+			fmt.Fprintf(w, "\n%s (AMDGCN, wave%d): VGPR %d (arch %d, AGPR %d), SGPR %d, LDS %d B, scratch %d B, spills VGPR %d / SGPR %d, waves/SIMD %d\n",
+				k.Name, a.WavefrontSize, a.VGPRs, a.ArchVGPRs, a.AGPRs, a.SGPRs, a.LDSBytes, a.ScratchBytes, a.VGPRSpills, a.SGPRSpills, a.WavesPerSIMD)
+		}
+	}
+	if g := r.AMDGCN; g != nil {
+		fmt.Fprintf(w, "\ninstructions: %d (AMDGCN)\n", g.Instructions)
+		fmt.Fprintf(w, "  MFMA %s, 16-byte loads %s, 16-byte stores %s, scratch ops %d, cross-lane ops %d\n",
+			yesNo(g.MFMA, g.MFMAOps), yesNo(g.Vector16Load, nil), yesNo(g.Vector16Store, nil), g.ScratchOps, g.CrossLaneOps)
+	}
+	if len(r.Lint) > 0 {
+		fmt.Fprintln(w, "\n64-lane wavefront lint:")
+		for _, l := range r.Lint {
+			fmt.Fprintf(w, "  line %d:%d: %s: %s (%s)\n    fix: %s\n", l.Line, l.Col, l.Severity, l.Message, l.Rule, l.Fix)
+		}
+	}
+	if len(r.See) > 0 {
+		fmt.Fprintf(w, "\nsee: %s\n", strings.Join(r.See, ", "))
+	}
 	if len(r.Vectorized) > 0 {
 		fmt.Fprintln(w, "\nvectorized loops:")
 		for _, v := range r.Vectorized {
