@@ -99,7 +99,7 @@ def main(args, ctx):
 
 def _out_of_memory(e, state, checks, res, stage):
     side = state["side"]
-    who = side.now if side is not None else "harness"
+    who = (side.oom_side or side.now) if side is not None else "harness"
     if side is not None and side.device.type == "cuda":
         try:
             torch.cuda.empty_cache()
@@ -109,6 +109,8 @@ def _out_of_memory(e, state, checks, res, stage):
     detail = "the %s ran out of memory in stage %s: %s; peak device memory: reference %s, candidate %s" % (
         who, stage or "?", str(e).splitlines()[0][:400] if str(e) else type(e).__name__,
         _fmt_bytes(mem.get("reference_peak_bytes")), _fmt_bytes(mem.get("candidate_peak_bytes")))
+    if mem.get("process_peak_rss_bytes"):
+        detail += " (per-side peaks are measured on CUDA only); process peak RSS %s" % _fmt_bytes(mem["process_peak_rss_bytes"])
     checks.add("out_of_memory", False, detail, "runtime_error")
     res["verdict"] = "runtime_error"
     res["stage"] = stage or "init"
@@ -399,9 +401,12 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
                                "integrity_violation")
                     break
             break
-        # One earlier trial is enough to recognise replayed outputs; keeping
-        # every trial's outputs would hold trials x output size.
-        prev = [([t.clone() for t in tensors_of(ref_out)], [t.clone() for t in tensors_of(out)])]
+        # Earlier trials' outputs recognise replayed ones. Above 256 MiB of
+        # output only the last trial is kept: every trial's would hold
+        # trials x output size, more than KernelBench ever does.
+        pair = ([t.clone() for t in tensors_of(ref_out)], [t.clone() for t in tensors_of(out)])
+        small = sum(t.numel() * t.element_size() for t in pair[0]) < (256 << 20)
+        prev = (prev + [pair]) if small else [pair]
         ctx.progress("correctness", trial + 1, trials)
         del out, ref_out, cand_in, ref_in, inputs, outs, refs
     res["trials"] = trials

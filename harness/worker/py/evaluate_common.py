@@ -69,6 +69,7 @@ class Side:
     def __init__(self, device):
         self.device = device
         self.now = "harness"
+        self.oom_side = None
         self.peak = {"reference": None, "candidate": None}
 
     def run(self, side, fn, *a):
@@ -79,6 +80,11 @@ class Side:
             torch.cuda.reset_peak_memory_stats(self.device)
         try:
             return fn(*a)
+        except BaseException as e:
+            # The side is restored below; remember whose memory ran out.
+            if is_oom(e) and self.oom_side is None:
+                self.oom_side = side
+            raise
         finally:
             if cuda:
                 p = int(torch.cuda.max_memory_allocated(self.device))
@@ -107,8 +113,13 @@ class Side:
 
 
 def is_oom(e):
-    return isinstance(e, (MemoryError, torch.OutOfMemoryError)) or \
-        (isinstance(e, RuntimeError) and "out of memory" in str(e).lower() and "CUDA" in str(e))
+    if isinstance(e, (MemoryError, torch.OutOfMemoryError)):
+        return True
+    if not isinstance(e, RuntimeError):
+        return False
+    # The CPU allocator raises a plain RuntimeError; so do some CUDA paths.
+    m = str(e)
+    return "out of memory" in m.lower() or "can't allocate memory" in m or "not enough memory" in m
 
 
 # ---------------------------------------------------------------- errors
