@@ -99,6 +99,14 @@ class OpTrace(TorchDispatchMode):
     such as aten.mm.default). Nested dispatch (an op's decomposition) is
     seen too: the trace is what actually ran, not only top-level calls."""
 
+    @classmethod
+    def _should_skip_dynamo(cls):
+        # torch wraps a mode's __torch_dispatch__ in dynamo.disable by
+        # default, which imports torch._dynamo on first use: ~5 s per
+        # evaluation child on the GPU box (the parent cannot preload dynamo
+        # there). Nothing here is compiled, so the wrapper is not needed.
+        return False
+
     def __init__(self):
         super().__init__()
         self.ops = []

@@ -82,6 +82,14 @@ def numel(t):
 
 
 class Counter(TorchDispatchMode):
+    @classmethod
+    def _should_skip_dynamo(cls):
+        # torch wraps a mode's __torch_dispatch__ in dynamo.disable by
+        # default, which imports torch._dynamo on first use: ~5 s per
+        # evaluation child on the GPU box (the parent cannot preload dynamo
+        # there). Nothing here is compiled, so the wrapper is not needed.
+        return False
+
     def __init__(self):
         super().__init__()
         self.ops = {}
