@@ -509,7 +509,7 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
         ctx.progress("stream_check")
         side.now = "candidate"
         try:
-            ok, detail, kind = stream_work_check(cand_fn, ref_fn, refresher, ref_call, tol, device)
+            ok, detail, kind = stream_work_check(cand_fn, ref_fn, refresher, ref_call, tol, device, rng=rng)
         except ReferenceFailure:
             raise
         except BaseException as e:  # noqa: BLE001

@@ -14,9 +14,10 @@ they rely on what it cannot know before a call returns:
 - Audits: each timed iteration is audited with probability p, drawn from a
   private RNG independently per iteration, so knowing which earlier calls
   were audited says nothing about the next. An audit acts only after the
-  call returned and its end event was recorded: it clones the output on the
-  current stream (right after the end event, so work still running on
-  another stream is caught mid-write) and runs the reference on the same
+  call returned and its end event was recorded: it copies the output on the
+  current stream right after the end event, in a random chunk order (see
+  snapshot), so work still running on another stream is caught mid-write,
+  and runs the reference on the same
   values; outputs are compared at the batch's synchronize, which happens for
   every batch anyway. A candidate that cheats on a fraction f of its timed
   calls survives k audits with probability (1-f)^k, and it must cheat on
@@ -45,6 +46,38 @@ import torch
 
 from evaluate_common import clone_tree, flatten, same_tensor_values, tensors_of
 from evaluate_compare import compare, compare_outputs
+
+
+def snapshot(out, rng, pieces=16):
+    """Copies of out's tensors, each read in a random order of chunks.
+
+    A plain clone reads front to back, and so does a kernel writing the
+    output on another stream: started together, the clone trails the hidden
+    kernel block by block and reads every element just after it is written
+    (seen on the H100: a Triton kernel on a side stream and one launched from
+    a thread both passed a clone-based check). In a random chunk order,
+    chosen after the call returned, the first chunk read is anywhere in the
+    output, so the copy matches only if the output was complete when it
+    began."""
+    res = []
+    for o in flatten(out):
+        if not isinstance(o, torch.Tensor):
+            res.append(o)
+            continue
+        n = o.numel()
+        k = min(pieces, n // 256)
+        if k < 2 or not o.is_contiguous():
+            res.append(o.clone())
+            continue
+        src = o.reshape(-1)
+        dst = torch.empty_like(src)
+        step = -(-n // k)
+        starts = list(range(0, n, step))
+        rng.shuffle(starts)
+        for a in starts:
+            dst[a:a + step].copy_(src[a:a + step])
+        res.append(dst.view(o.shape))
+    return res
 
 
 class InputRefresher:
@@ -96,7 +129,7 @@ class Auditor:
         return {k for k in range(batch) if self.rng.random() < p}
 
     def take(self, tok, out, iteration):
-        outs = [o.clone() if isinstance(o, torch.Tensor) else o for o in flatten(out)]
+        outs = snapshot(out, self.rng)
         if tok is None:
             if self.fixed_ref is None:
                 self.fixed_ref = flatten(self.ref_call(clone_tree(self.fixed)))
@@ -166,7 +199,7 @@ def _join_new(before, timeout_s):
     return alive
 
 
-def _idle_call(fn, device):
+def _idle_call(fn, device, rng):
     """One call on an idle device. Returns (out, o1, event_s, tail_s, alive
     threads): o1 is the output read on the current stream right after the
     end event; tail is device time from the end event until the whole device
@@ -179,7 +212,7 @@ def _idle_call(fn, device):
     s.record()
     out = fn()
     e.record()
-    o1 = [o.clone() if isinstance(o, torch.Tensor) else o for o in flatten(out)]
+    o1 = snapshot(out, rng)
     alive = _join_new(before, 10.0)
     torch.cuda.synchronize(device)
     idle.record()
@@ -187,19 +220,20 @@ def _idle_call(fn, device):
     return out, o1, s.elapsed_time(e) / 1e3, e.elapsed_time(idle) / 1e3, alive
 
 
-def stream_work_check(cand_fn, ref_fn, refresher, ref_call, tol, device, calls=3):
+def stream_work_check(cand_fn, ref_fn, refresher, ref_call, tol, device, calls=3, rng=None):
     """Work outside the measured stream or thread (module docstring).
     Returns (ok, detail, kind) with kind 'stream_work', 'audit' or 'threads'."""
+    rng = rng or random.Random()
     base_tails = []
     for _ in range(calls):  # the platform's own tail: plain torch on the current stream
-        _out, _o1, _ev, tail, _alive = _idle_call(ref_fn, device)
+        _out, _o1, _ev, tail, _alive = _idle_call(ref_fn, device, rng)
         base_tails.append(tail)
         del _out, _o1
     base = sorted(base_tails)[len(base_tails) // 2]
     evs, tails = [], []
     for k in range(calls):
         tok = refresher()
-        out, o1, ev, tail, alive = _idle_call(cand_fn, device)
+        out, o1, ev, tail, alive = _idle_call(cand_fn, device, rng)
         evs.append(ev)
         tails.append(tail)
         if alive:
