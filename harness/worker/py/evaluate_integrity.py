@@ -123,6 +123,7 @@ class Auditor:
         self.p = p
         self.pending = []
         self.audited = []
+        self.max_pending_bytes = 1 << 30
 
     def pick(self, batch, done):
         p = self.p if done < 200 else self.p / 2
@@ -132,12 +133,19 @@ class Auditor:
         outs = snapshot(out, self.rng)
         if tok is None:
             if self.fixed_ref is None:
-                self.fixed_ref = flatten(self.ref_call(clone_tree(self.fixed)))
+                # No copy of the inputs: refreshing is off because they are large.
+                self.fixed_ref = flatten(self.ref_call(self.fixed))
             ref = self.fixed_ref
         else:
             ref = flatten(self.ref_call(tok))
         self.pending.append((iteration, outs, ref))
         self.audited.append(iteration)
+        # Multi-GB outputs: compare now rather than hold several copies
+        # until the batch ends (a synchronize here only tells the candidate
+        # that a call it already returned from was audited).
+        held = sum(t.numel() * t.element_size() for _, o, r in self.pending for t in o + r if isinstance(t, torch.Tensor))
+        if held > self.max_pending_bytes:
+            self.settle()
 
     def settle(self):
         from evaluate_timing import AuditFailed
