@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -110,7 +112,8 @@ func TestIntegrityGPUCorpusStartKernels(t *testing.T) {
 		name := strings.TrimPrefix(dir, filepath.Join("..", "corpus", "problems")+"/") + "/" + filepath.Base(s)
 		t.Run(name, func(t *testing.T) {
 			res, err := ev.Evaluate(context.Background(), EvalRequest{Reference: Source{Path: filepath.Join(dir, "reference.py")},
-				Candidate: Source{Path: s}, Target: "nvidia", Timeout: 170 * time.Second, CompileReference: new(bool)}, nil)
+				Candidate: Source{Path: s}, Target: "nvidia", Timeout: 170 * time.Second, CompileReference: new(bool),
+				Tolerance: metaTolerance(t, filepath.Join(dir, "meta.yaml"))}, nil)
 			if err != nil {
 				t.Fatalf("Evaluate: %v", err)
 			}
@@ -129,4 +132,25 @@ func TestIntegrityGPUCorpusStartKernels(t *testing.T) {
 			}
 		})
 	}
+}
+
+var toleranceLine = regexp.MustCompile(`(?m)^tolerance:\s*\{atol:\s*([0-9.eE+-]+),\s*rtol:\s*([0-9.eE+-]+)\}`)
+
+// metaTolerance reads a corpus problem's declared tolerance (the resolver
+// passes it in real runs; this test evaluates the files directly).
+func metaTolerance(t *testing.T, path string) *Tolerance {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	m := toleranceLine.FindSubmatch(b)
+	if m == nil {
+		return nil
+	}
+	atol, err1 := strconv.ParseFloat(string(m[1]), 64)
+	rtol, err2 := strconv.ParseFloat(string(m[2]), 64)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("%s: tolerance %q", path, m[0])
+	}
+	return &Tolerance{Atol: atol, Rtol: rtol}
 }
