@@ -63,6 +63,8 @@ func TestIntegrityHostileCandidates(t *testing.T) {
 		{"compute_only_unseen_inputs", "ref_normalize.py", "seen_inputs.py", VerdictIntegrityViolation, "memoization", false},
 		// Looks for the timing loop on the call stack and skips the work there.
 		{"cheats_inside_the_timing_loop", "ref_normalize.py", "timed_by_stack.py", VerdictIntegrityViolation, "audit", false},
+		// Replaces the auditor's settle and torch.equal from inside the process.
+		{"patches_the_harness", "ref_normalize.py", "patches_harness.py", VerdictIntegrityViolation, "harness_patched", false},
 		// KernelBench level 1 problem 12 (CPU-sized), Model renamed ModelNew.
 		{"reference_as_candidate_diag_matmul", "ref_diag_matmul.py", "rename:ref_diag_matmul.py", VerdictIntegrityViolation, "reference_ops", false},
 		{"reference_as_candidate_conv_relu", "ref_conv_relu.py", "rename:ref_conv_relu.py", VerdictIntegrityViolation, "reference_ops", false},

@@ -21,8 +21,8 @@ import time
 import torch
 
 from evaluate_common import (Check, HarnessError, KernelFailure, ReferenceFailure, Side, clone_tree, flatten,
-                             fmt_exc, is_compile_exception, is_oom, load_module, overlaps, same_tensor_values,
-                             short_trace, tensors_of, to_device, where_in)
+                             fmt_exc, guard_changed, guard_snapshot, is_compile_exception, is_oom, load_module,
+                             overlaps, same_tensor_values, short_trace, tensors_of, to_device, where_in)
 from evaluate_compare import compare, nan_fill, poison_allocator
 from evaluate_hooks import LaunchCounter, install_launch_hooks, triton_interpreter
 from evaluate_integrity import (Auditor, InputRefresher, memoization_check, post_timing_call, private_rng,
@@ -156,6 +156,7 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
     orig_timers = {"perf_counter": time.perf_counter, "perf_counter_ns": time.perf_counter_ns,
                    "Event.elapsed_time": torch.cuda.Event.elapsed_time,
                    "cuda.synchronize": torch.cuda.synchronize}
+    guard = guard_snapshot()
 
     # ---- reference: import
     ctx.progress("load_reference")
@@ -450,6 +451,9 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
                {"perf_counter": time.perf_counter, "perf_counter_ns": time.perf_counter_ns,
                 "Event.elapsed_time": torch.cuda.Event.elapsed_time, "cuda.synchronize": torch.cuda.synchronize}[k] is not f]
     checks.add("timers", not patched, ("candidate patched %s" % patched) if patched else "", "integrity_violation")
+    changed = guard_changed(guard)
+    checks.add("harness_patched", not changed, ("candidate replaced functions the checks use: %s" % changed[:10]) if changed else "",
+               "integrity_violation")
     if checks.failed() or args.get("skip_timing"):
         return
 
@@ -530,6 +534,11 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
             detail += "; timed with a " + timer.spin.note
         checks.add(kind, ok, detail, "runtime_error" if kind == "run_candidate" else "integrity_violation")
 
+    changed = guard_changed(guard)
+    if changed:
+        checks.add("harness_patched", False, "during timing the candidate replaced functions the checks use: %s" % changed[:10],
+                   "integrity_violation")
+        return
     sol = float(args.get("sol_seconds") or 0)
     if sol > 0:
         med = res["candidate"]["median_s"]

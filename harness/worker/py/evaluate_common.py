@@ -276,3 +276,47 @@ def overlaps(a, b):
     if ra is None or rb is None or a.device != b.device:
         return False
     return ra[0] < rb[1] and rb[0] < ra[1]
+
+
+# ---------------------------------------------------------------- patch guard
+
+# torch functions and methods the comparisons and timing rely on: a candidate
+# running in this process could replace torch.equal with "return True".
+_TORCH_FUNCS = ("equal", "isfinite", "isnan", "where", "maximum", "zeros", "empty_like", "nan_to_num",
+                "view_as_real", "allclose")
+_TENSOR_METHODS = ("sum", "max", "abs", "argmax", "item", "clone", "copy_", "reshape", "to", "masked_fill",
+                   "__sub__", "__mul__", "__add__", "__gt__", "__ne__", "__le__", "__invert__", "__and__",
+                   "__getitem__", "__setitem__", "numel", "element_size", "is_contiguous", "view", "tolist")
+_HARNESS_MODULES = ("evaluate", "evaluate_common", "evaluate_compare", "evaluate_integrity", "evaluate_timing",
+                    "evaluate_ops", "evaluate_hooks", "workcount")
+
+
+def guard_snapshot():
+    """The identity of every function the checks use: torch's, time's and
+    the harness modules' own (functions, classes and their methods). Taken
+    before the candidate is imported."""
+    import time as _time
+    owners = [(torch, n) for n in _TORCH_FUNCS] + [(torch.Tensor, n) for n in _TENSOR_METHODS]
+    owners += [(torch.cuda, "synchronize"), (torch.cuda.Event, "record"), (torch.cuda.Event, "elapsed_time"),
+               (torch.cuda.Event, "synchronize"), (_time, "perf_counter"), (_time, "perf_counter_ns"), (_time, "monotonic")]
+    for mname in _HARNESS_MODULES:
+        mod = sys.modules.get(mname)
+        if mod is None:
+            continue
+        for name, v in list(vars(mod).items()):
+            if getattr(v, "__module__", None) != mname:
+                continue
+            if callable(v):
+                owners.append((mod, name))
+            if isinstance(v, type):
+                owners += [(v, k) for k, f in vars(v).items() if callable(f) and not k.startswith("__")]
+    snap = {}
+    for owner, name in owners:
+        label = "%s.%s" % (getattr(owner, "__name__", repr(owner)), name)
+        snap[label] = (owner, name, getattr(owner, name, None))
+    return snap
+
+
+def guard_changed(snap):
+    """Labels of guarded functions that are no longer what they were."""
+    return sorted(label for label, (owner, name, f) in snap.items() if getattr(owner, name, None) is not f)
