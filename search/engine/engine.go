@@ -178,7 +178,7 @@ func Stop(ctx context.Context, st search.Store, runID, why string) error {
 	return st.UpdateRun(ctx, run)
 }
 
-func supervisorFor(cfg Config, current string) *termination.Supervisor {
+func supervisorFor(cfg Config) *termination.Supervisor {
 	if cfg.SupervisorWindow <= 0 {
 		return nil
 	}

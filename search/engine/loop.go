@@ -72,7 +72,7 @@ func (e *Engine) Drive(ctx context.Context, runID string) error {
 		return err
 	}
 	d := &driver{e: e, run: run, cfg: cfg, g: search.NewGraph(nodes), pol: pol, polName: run.Policy,
-		term: termination.FromBudget(run.Budget), sup: supervisorFor(cfg, run.Policy),
+		term: termination.FromBudget(run.Budget), sup: supervisorFor(cfg),
 		baseElapsed: run.ElapsedS, t0: time.Now()}
 	resumed := run.Status != search.RunPaused || d.g.EvalCount() > 0
 	run.Status = search.RunRunning
