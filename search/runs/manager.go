@@ -1,0 +1,204 @@
+// Package runs keeps the searches an MCP server drives: it starts runs on
+// search/engine in goroutines of the server process, lets an MCP client act
+// as the operator of a run (the "mcp" operator: evolve_next hands out the
+// node to expand, evolve_submit takes the kernel back), answers long polls
+// for status, and pauses every run when the server ends. Every node is
+// checkpointed by the engine, so a paused run resumes where it stopped.
+package runs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/kevolve/kevolve-mcp/search"
+	"github.com/kevolve/kevolve-mcp/search/engine"
+)
+
+// Options are the manager's dependencies, injected by the server's wiring.
+type Options struct {
+	// Store is the search store (required).
+	Store search.Store
+	// Evaluator returns the evaluation service; it is asked when a run
+	// starts, so a server without Python still serves everything else.
+	Evaluator func(ctx context.Context) (search.Evaluator, error)
+	// Resolve turns a problem spec into a problem and its start kernel
+	// (engine.ResolveProblem with the corpus registry).
+	Resolve func(ctx context.Context, spec engine.ProblemSpec) (search.Problem, string, error)
+	// DetectTarget answers target "auto" (cpu when nil).
+	DetectTarget func(ctx context.Context) string
+	// Operator returns a server-side operator by name (the tuner, later
+	// the LLM operators); nil allows only mcp runs.
+	Operator func(name string) (search.Operator, error)
+	// Report writes a run's report and returns its path (nil = none).
+	Report func(ctx context.Context, st search.Store, runID string) (string, error)
+	// WorkDir holds inline problems and start kernels given as source.
+	WorkDir string
+	Log     *slog.Logger
+}
+
+// Manager drives runs inside the server process.
+type Manager struct {
+	o       Options
+	log     *slog.Logger
+	changed *broadcast
+	ctx     context.Context
+	cancel  context.CancelFunc
+
+	mu     sync.Mutex
+	active map[string]*drive
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// drive is one goroutine driving one run.
+type drive struct {
+	runID  string
+	agent  *agentOperator // nil for server-side operators
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+// New returns a manager; Close pauses its runs.
+func New(o Options) (*Manager, error) {
+	if o.Store == nil {
+		return nil, errors.New("runs: no store")
+	}
+	log := o.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Manager{o: o, log: log, changed: newBroadcast(), ctx: ctx, cancel: cancel, active: map[string]*drive{}}, nil
+}
+
+// Close pauses every run this manager drives and waits (bounded) until
+// each has recorded it: the run loop sees its context end, leaves the node
+// in flight to be evaluated again on resume, and marks the run paused.
+func (m *Manager) Close() {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	m.cancel()
+	done := make(chan struct{})
+	go func() { m.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		m.log.Warn("runs: some runs did not pause within 20 s; they resume from their last checkpoint")
+	}
+}
+
+// Store is the manager's store (read-only use by callers).
+func (m *Manager) Store() search.Store { return m.o.Store }
+
+func (m *Manager) activeDrive(id string) *drive {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.active[id]
+}
+
+// Active reports whether this server drives the run now.
+func (m *Manager) Active(id string) bool { return m.activeDrive(id) != nil }
+
+// launch starts a goroutine driving runID with op; resume continues a run
+// that existed before (budget, when non-nil, replaces its budget).
+func (m *Manager) launch(runID string, op search.Operator, ev search.Evaluator, resume bool, budget *search.Budget) (*drive, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, errors.New("the server is shutting down")
+	}
+	if d := m.active[runID]; d != nil {
+		return d, nil
+	}
+	ctx, cancel := context.WithCancel(m.ctx)
+	d := &drive{runID: runID, cancel: cancel, done: make(chan struct{})}
+	if a, ok := op.(*agentOperator); ok {
+		d.agent = a
+	}
+	st := &watchedStore{Store: m.o.Store, changed: m.changed, agent: d.agent}
+	eng := &engine.Engine{Store: st, Eval: ev, Operator: op, Log: m.log.With("run", runID)}
+	m.active[runID] = d
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		defer cancel()
+		var err error
+		if resume {
+			err = eng.Resume(ctx, runID, budget)
+		} else {
+			err = eng.Drive(ctx, runID)
+		}
+		d.err = err
+		if err != nil {
+			m.log.Warn("run ended with an error", "run", runID, "err", err)
+		}
+		m.writeReport(runID)
+		m.mu.Lock()
+		if m.active[runID] == d {
+			delete(m.active, runID)
+		}
+		m.mu.Unlock()
+		close(d.done)
+		m.changed.notify()
+	}()
+	return d, nil
+}
+
+// writeReport refreshes a run's report when its drive ends (best effort:
+// the report is derived from the store and can be written again).
+func (m *Manager) writeReport(runID string) {
+	if m.o.Report == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := m.o.Report(ctx, m.o.Store, runID); err != nil {
+		m.log.Warn("run report not written", "run", runID, "err", err)
+	}
+}
+
+// Report writes the run's report now and returns its path.
+func (m *Manager) Report(ctx context.Context, runID string) (string, error) {
+	if m.o.Report == nil {
+		return "", errors.New("reports are not available in this server")
+	}
+	if _, err := m.run(ctx, runID); err != nil {
+		return "", err
+	}
+	return m.o.Report(ctx, m.o.Store, runID)
+}
+
+// run loads a run with an error an agent can act on.
+func (m *Manager) run(ctx context.Context, id string) (*search.Run, error) {
+	if id == "" {
+		return nil, errors.New("run_id is required: evolve_start or evolve return one")
+	}
+	r, err := m.o.Store.Run(ctx, id)
+	if errors.Is(err, search.ErrNotFound) {
+		return nil, fmt.Errorf("unknown run %q: evolve_start (you propose the kernels) or evolve (a server-side operator) create runs", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// finished reports whether a run's status is final.
+func finished(s search.RunStatus) bool {
+	return s == search.RunDone || s == search.RunStopped || s == search.RunFailed
+}
+
+// finishedError is the error for acting on a run that has ended.
+func finishedError(r *search.Run) error {
+	hint := "call evolve_best for its best kernel, or start a new run"
+	if r.Status == search.RunDone {
+		hint = "call evolve_best for its best kernel, or evolve_resume with a larger budget to continue it"
+	}
+	return fmt.Errorf("run %s has ended (%s: %s): %s", r.ID, r.Status, r.StopReason, hint)
+}

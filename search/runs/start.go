@@ -1,0 +1,236 @@
+package runs
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/kevolve/kevolve-mcp/search"
+	"github.com/kevolve/kevolve-mcp/search/engine"
+)
+
+// StartRequest describes a new run.
+type StartRequest struct {
+	// Problem is a corpus name or a KernelBench-format file; ProblemSource
+	// the same file's contents inline (one of the two).
+	Problem       string
+	ProblemSource string
+	// Start is the root candidate's file, StartSource its code inline;
+	// neither = the corpus start kernel for the target.
+	Start       string
+	StartSource string
+	// Target is cpu, nvidia or auto; Language the corpus start kernel's
+	// kind; Shapes the corpus shape set.
+	Target, Language, Shapes string
+	Policy                   string
+	Baseline                 string
+	// Operator is mcp (the client proposes) or a server-side operator.
+	Operator string
+	Budget   search.Budget
+	// Draft is the number of independent children of the start kernel
+	// before the policy proper (-1 = the policy's default).
+	Draft  int
+	Seed   int64
+	Memory search.MemoryMode
+}
+
+// Start creates a run and starts driving it; it returns as soon as the run
+// and its root node are written (the start kernel is evaluated first).
+func (m *Manager) Start(ctx context.Context, req StartRequest) (*search.Run, error) {
+	if req.Operator == "" {
+		req.Operator = OperatorName
+	}
+	op, err := m.operator(req.Operator)
+	if err != nil {
+		return nil, err
+	}
+	ev, err := m.evaluator(ctx)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := m.spec(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if m.o.Resolve == nil {
+		return nil, errors.New("this server cannot resolve problems")
+	}
+	prob, start, err := m.o.Resolve(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	o := engine.StartOptions{Problem: prob, StartCode: start, Policy: req.Policy, Baseline: req.Baseline, Budget: req.Budget, Seed: req.Seed}
+	o.Config.Memory = req.Memory
+	o.Config.Policy.Draft = max(req.Draft, 0)
+	if req.Draft < 0 && req.Policy == "evolve" {
+		o.Config.Policy.Draft = 4 // one per island, as the CLI does
+	}
+	eng := &engine.Engine{Store: &watchedStore{Store: m.o.Store, changed: m.changed}, Eval: ev, Operator: op, Log: m.log}
+	run, err := eng.Create(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := m.launch(run.ID, op, ev, false, nil); err != nil {
+		return nil, err
+	}
+	return run, nil
+}
+
+// operator returns a fresh operator for one drive: the agent operator for
+// mcp runs, a server-side one otherwise.
+func (m *Manager) operator(name string) (search.Operator, error) {
+	if name == OperatorName {
+		return newAgentOperator(m.changed), nil
+	}
+	if m.o.Operator == nil {
+		return nil, fmt.Errorf("operator %q is not available in this server: use evolve_start to propose kernels yourself", name)
+	}
+	return m.o.Operator(name)
+}
+
+func (m *Manager) evaluator(ctx context.Context) (search.Evaluator, error) {
+	if m.o.Evaluator == nil {
+		return nil, errors.New("no evaluation service: this server found no Python with torch (see device_info)")
+	}
+	ev, err := m.o.Evaluator(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("evaluation service unavailable: %w", err)
+	}
+	return ev, nil
+}
+
+// spec turns a request into the engine's problem spec, writing inline
+// sources to files (the harness and the report read files).
+func (m *Manager) spec(ctx context.Context, req StartRequest) (engine.ProblemSpec, error) {
+	s := engine.ProblemSpec{Name: req.Problem, Language: req.Language, StartFile: req.Start, ShapeSet: req.Shapes}
+	switch {
+	case req.Problem != "" && req.ProblemSource != "":
+		return s, errors.New("give problem or problem_source, not both")
+	case req.ProblemSource != "":
+		p, err := m.inline(req.ProblemSource, "reference")
+		if err != nil {
+			return s, err
+		}
+		s.Name = p
+	}
+	switch {
+	case req.Start != "" && req.StartSource != "":
+		return s, errors.New("give start or start_source, not both")
+	case req.StartSource != "":
+		if !strings.Contains(req.StartSource, "ModelNew") {
+			return s, errors.New("start_source defines no ModelNew: a start kernel is a Python module with class ModelNew")
+		}
+		p, err := m.inline(req.StartSource, "start")
+		if err != nil {
+			return s, err
+		}
+		s.StartFile = p
+	}
+	switch t := strings.ToLower(req.Target); t {
+	case "", "auto":
+		s.Target = "cpu"
+		if m.o.DetectTarget != nil {
+			s.Target = m.o.DetectTarget(ctx)
+		}
+	case "cuda", "nvidia":
+		s.Target = "nvidia"
+	case "cpu":
+		s.Target = "cpu"
+	default:
+		return s, fmt.Errorf("target %q: use cpu, nvidia or auto", req.Target)
+	}
+	switch req.Shapes {
+	case "", "small", "large":
+	default:
+		return s, fmt.Errorf("shapes %q: use small or large", req.Shapes)
+	}
+	return s, nil
+}
+
+// inline writes source to WorkDir/inline/KIND-HASH.py (content-addressed,
+// so the same source is one file) and returns the path.
+func (m *Manager) inline(src, kind string) (string, error) {
+	if m.o.WorkDir == "" {
+		return "", fmt.Errorf("inline %s source is not supported by this server: give a file path", kind)
+	}
+	dir := filepath.Join(m.o.WorkDir, "inline")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("inline %s: %w", kind, err)
+	}
+	sum := sha256.Sum256([]byte(src))
+	path := filepath.Join(dir, kind+"-"+hex.EncodeToString(sum[:8])+".py")
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(src), 0o644); err != nil {
+		return "", fmt.Errorf("inline %s: %w", kind, err)
+	}
+	return path, os.Rename(tmp, path)
+}
+
+// Resume continues a paused run in this server (or takes over one marked
+// running whose process is gone); budget, when non-nil, replaces the run's
+// budget, which also continues a run that ended on its budget.
+func (m *Manager) Resume(ctx context.Context, id string, budget *search.Budget) (*search.Run, error) {
+	run, err := m.run(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if m.Active(id) {
+		if budget != nil {
+			return nil, fmt.Errorf("run %s is running in this server: a new budget applies to a paused or finished run (evolve_stop it first)", id)
+		}
+		return run, nil
+	}
+	switch {
+	case run.Status == search.RunStopped || run.Status == search.RunFailed:
+		return nil, fmt.Errorf("run %s %s (%s) and cannot be resumed: start a new run (its best kernel is in evolve_best)", id, run.Status, run.StopReason)
+	case run.Status == search.RunDone && budget == nil:
+		return nil, fmt.Errorf("run %s is done (%s): give a larger budget to continue it", id, run.StopReason)
+	}
+	op, err := m.operator(run.Operator)
+	if err != nil {
+		return nil, err
+	}
+	ev, err := m.evaluator(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := m.launch(id, op, ev, true, budget); err != nil {
+		return nil, err
+	}
+	return m.o.Store.Run(ctx, id)
+}
+
+// Stop ends a run. A run waiting for its agent's kernel stops at once; a
+// run evaluating a kernel finishes that evaluation first (nothing in flight
+// is thrown away).
+func (m *Manager) Stop(ctx context.Context, id, why string) (*search.Run, error) {
+	run, err := m.run(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if finished(run.Status) {
+		return run, nil
+	}
+	if why == "" {
+		why = "stopped by the client"
+	}
+	if err := engine.Stop(ctx, &watchedStore{Store: m.o.Store, changed: m.changed}, id, why); err != nil {
+		return nil, err
+	}
+	if d := m.activeDrive(id); d != nil && d.agent != nil && d.agent.current() != nil {
+		d.cancel()
+		select {
+		case <-d.done:
+		case <-ctx.Done():
+		}
+	}
+	return m.o.Store.Run(ctx, id)
+}

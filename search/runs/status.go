@@ -1,0 +1,147 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kevolve/kevolve-mcp/search"
+)
+
+// MaxStatusWait bounds a status long poll: under every client's tool
+// timeout (Codex: 60 s), long enough to see a CPU evaluation finish.
+const MaxStatusWait = 45 * time.Second
+
+// maxEvents bounds the events one status answer carries.
+const maxEvents = 50
+
+// StatusResult is evolve_status's answer.
+type StatusResult struct {
+	RunID      string           `json:"run_id"`
+	Status     search.RunStatus `json:"status"`
+	StopReason string           `json:"stop_reason,omitempty"`
+	// Active says whether this server drives the run now.
+	Active  bool           `json:"active"`
+	Summary search.Summary `json:"summary"`
+	Budget  search.Budget  `json:"budget"`
+	// Events are the run's events after `since`, oldest first; NextSince
+	// is the seq to pass next time.
+	Events    []*search.Event `json:"events"`
+	NextSince int64           `json:"next_since"`
+	// AwaitingNode is the node an mcp run waits for a kernel for (0 = none).
+	AwaitingNode int64  `json:"awaiting_node,omitempty"`
+	Hint         string `json:"hint,omitempty"`
+}
+
+// Status answers at once when the run has events after since, else waits
+// up to wait (at most MaxStatusWait) for one. progress, when set, hears
+// about every event while the call waits.
+func (m *Manager) Status(ctx context.Context, id string, since int64, wait time.Duration, progress func(string)) (StatusResult, error) {
+	if _, err := m.run(ctx, id); err != nil {
+		return StatusResult{RunID: id}, err
+	}
+	wait = min(max(wait, 0), MaxStatusWait)
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	// Runs driven by another process (the CLI) change the store without
+	// waking this one's waiters: look again every second.
+	poll := time.NewTicker(time.Second)
+	defer poll.Stop()
+	for {
+		changed := m.changed.wait()
+		evs, err := m.o.Store.Events(ctx, id, since, maxEvents)
+		if err != nil {
+			return StatusResult{RunID: id}, fmt.Errorf("run %s events: %w", id, err)
+		}
+		run, err := m.run(ctx, id)
+		if err != nil {
+			return StatusResult{RunID: id}, err
+		}
+		if len(evs) > 0 || wait == 0 || finished(run.Status) {
+			return m.status(ctx, run, since, evs)
+		}
+		select {
+		case <-changed:
+		case <-poll.C:
+		case <-deadline.C:
+			return m.status(ctx, run, since, evs)
+		case <-ctx.Done():
+			return StatusResult{RunID: id}, ctx.Err()
+		}
+		if progress != nil {
+			if more, err := m.o.Store.Events(ctx, id, since, maxEvents); err == nil && len(more) > 0 {
+				progress(more[len(more)-1].Message)
+			}
+		}
+	}
+}
+
+func (m *Manager) status(ctx context.Context, run *search.Run, since int64, evs []*search.Event) (StatusResult, error) {
+	nodes, err := m.o.Store.Nodes(ctx, run.ID)
+	if err != nil {
+		return StatusResult{RunID: run.ID}, err
+	}
+	r := StatusResult{RunID: run.ID, Status: run.Status, StopReason: run.StopReason, Summary: search.Summarize(run, nodes),
+		Budget: run.Budget, Events: evs, NextSince: since}
+	if r.Events == nil {
+		r.Events = []*search.Event{}
+	}
+	if len(evs) > 0 {
+		r.NextSince = evs[len(evs)-1].Seq
+	}
+	d := m.activeDrive(run.ID)
+	r.Active = d != nil
+	if d != nil && d.agent != nil {
+		if t := d.agent.current(); t != nil {
+			r.AwaitingNode = t.NodeID
+			r.Hint = fmt.Sprintf("the run waits for your kernel for node %d: evolve_next shows it", t.NodeID)
+		}
+	}
+	switch {
+	case finished(run.Status):
+		r.Hint = "the run has ended: evolve_best returns its best kernel"
+	case d == nil && run.Status == search.RunPaused:
+		r.Hint = "the run is paused: evolve_resume continues it"
+	case d == nil && run.Status == search.RunRunning:
+		r.Hint = "no drive of this run is in this server (another process drives it, or its server ended without pausing it): evolve_resume takes it over"
+	}
+	return r, nil
+}
+
+// BestResult is evolve_best's answer.
+type BestResult struct {
+	RunID   string           `json:"run_id"`
+	Status  search.RunStatus `json:"status"`
+	Node    NodeView         `json:"node"`
+	Summary search.Summary   `json:"summary"`
+}
+
+// Best returns the run's best kernel with its code and result.
+func (m *Manager) Best(ctx context.Context, id string) (BestResult, error) {
+	run, err := m.run(ctx, id)
+	if err != nil {
+		return BestResult{RunID: id}, err
+	}
+	nodes, err := m.o.Store.Nodes(ctx, id)
+	if err != nil {
+		return BestResult{RunID: id}, err
+	}
+	g := search.NewGraph(nodes)
+	best := g.Node(run.BestNode)
+	if best == nil || !best.Evaluated() {
+		best = g.Best()
+	}
+	if best == nil {
+		return BestResult{RunID: id}, errors.New("run " + id + " has no correct kernel yet: evolve_status shows its progress")
+	}
+	return BestResult{RunID: id, Status: run.Status, Node: viewOf(best), Summary: search.Summarize(run, nodes)}, nil
+}
+
+// Summary is a run's summary (the run://ID resource).
+func (m *Manager) Summary(ctx context.Context, id string) (search.Summary, error) {
+	return m.summary(ctx, id)
+}
+
+// List returns every run in the store, newest first as the store orders.
+func (m *Manager) List(ctx context.Context) ([]*search.Run, error) { return m.o.Store.Runs(ctx) }
