@@ -12,6 +12,7 @@ import (
 	"github.com/kevolve/kevolve-mcp/harness/profile"
 	"github.com/kevolve/kevolve-mcp/harness/sol"
 	"github.com/kevolve/kevolve-mcp/retrieval"
+	"github.com/kevolve/kevolve-mcp/search/runs"
 )
 
 //go:embed instructions.md
@@ -34,6 +35,8 @@ type Deps struct {
 	Ceilings  CeilingsProvider
 	Trace     sol.TraceOptions
 	Profile   profile.Options
+	// Runs drives the searches (evolve, evolve_start...); nil = no store.
+	Runs *runs.Manager
 }
 
 // New builds the MCP server with every tool and resource registered.
@@ -53,6 +56,7 @@ func New(d Deps) *server.MCPServer {
 	problems, problemTemplate := ProblemResources()
 	s.AddResources(append(docs, problems...)...)
 	s.AddResourceTemplates(docTemplate, problemTemplate)
+	s.AddResourceTemplates(RunResources(d.Runs)...)
 	return s
 }
 
@@ -73,5 +77,13 @@ func All(d Deps) []server.ServerTool {
 		ProfileKernel(d.Profile, acquire),
 		SolAnalysis(d.Ceilings, d.Trace, d.Resolve, d.Evaluator),
 		SearchKnowledge(d.Knowledge),
+		Evolve(d.Runs),
+		EvolveStart(d.Runs),
+		EvolveNext(d.Runs),
+		EvolveSubmit(d.Runs),
+		EvolveStatus(d.Runs),
+		EvolveStop(d.Runs),
+		EvolveResume(d.Runs),
+		EvolveBest(d.Runs),
 	}
 }

@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -100,9 +101,11 @@ func (m *Manager) agentDrive(ctx context.Context, id string, resume bool) (*driv
 
 // SubmitRequest is a kernel for the pending node.
 type SubmitRequest struct {
-	RunID    string
-	NodeID   int64
+	RunID  string
+	NodeID int64
+	// Code is the kernel; Path a file holding it (one of the two).
 	Code     string
+	Path     string
 	Language string
 	Notes    string
 	// Wait bounds how long Submit waits for the evaluation.
@@ -140,6 +143,16 @@ const heartbeat = 5 * time.Second
 // store for evolve_status, evolve_next and evolve_best.
 func (m *Manager) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, error) {
 	res := SubmitResult{RunID: req.RunID}
+	switch {
+	case req.Code != "" && req.Path != "":
+		return res, fmt.Errorf("give code or path, not both")
+	case req.Path != "":
+		b, err := os.ReadFile(req.Path)
+		if err != nil {
+			return res, fmt.Errorf("kernel file: %w", err)
+		}
+		req.Code = string(b)
+	}
 	if strings.TrimSpace(req.Code) == "" {
 		return res, fmt.Errorf("no kernel: give code (a Python module defining class ModelNew) or a path to one")
 	}

@@ -138,7 +138,6 @@ func (m *Manager) launch(runID string, op search.Operator, ev search.Evaluator, 
 		if err != nil {
 			m.log.Warn("run ended with an error", "run", runID, "err", err)
 		}
-		m.writeReport(runID)
 		m.mu.Lock()
 		if m.active[runID] == d {
 			delete(m.active, runID)
@@ -146,6 +145,7 @@ func (m *Manager) launch(runID string, op search.Operator, ev search.Evaluator, 
 		m.mu.Unlock()
 		close(d.done)
 		m.changed.notify()
+		m.writeReport(runID)
 	}()
 	return d, nil
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/engine"
@@ -182,6 +183,43 @@ func (m *Manager) Resume(ctx context.Context, id string, budget *search.Budget) 
 	if err != nil {
 		return nil, err
 	}
+	return m.resume(ctx, run, budget)
+}
+
+// ResumeWith resumes a run with the non-zero fields of patch replacing its
+// budget's (a nil patch keeps the budget).
+func (m *Manager) ResumeWith(ctx context.Context, id string, patch *BudgetView) (*search.Run, error) {
+	run, err := m.run(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if patch == nil || *patch == (BudgetView{}) {
+		return m.resume(ctx, run, nil)
+	}
+	b := run.Budget
+	if patch.Evals > 0 {
+		b.Evals = patch.Evals
+	}
+	if patch.TimeS > 0 {
+		b.Time = time.Duration(patch.TimeS * float64(time.Second))
+	}
+	if patch.Tokens > 0 {
+		b.Tokens = patch.Tokens
+	}
+	if patch.Plateau > 0 {
+		b.Plateau = patch.Plateau
+	}
+	if patch.SOLEpsilon > 0 {
+		b.SOLEpsilon = patch.SOLEpsilon
+	}
+	if patch.TargetSpeedup > 0 {
+		b.TargetSpeedup = patch.TargetSpeedup
+	}
+	return m.resume(ctx, run, &b)
+}
+
+func (m *Manager) resume(ctx context.Context, run *search.Run, budget *search.Budget) (*search.Run, error) {
+	id := run.ID
 	if m.Active(id) {
 		if budget != nil {
 			return nil, fmt.Errorf("run %s is running in this server: a new budget applies to a paused or finished run (evolve_stop it first)", id)

@@ -24,11 +24,11 @@ type StatusResult struct {
 	// Active says whether this server drives the run now.
 	Active  bool           `json:"active"`
 	Summary search.Summary `json:"summary"`
-	Budget  search.Budget  `json:"budget"`
+	Budget  BudgetView     `json:"budget"`
 	// Events are the run's events after `since`, oldest first; NextSince
 	// is the seq to pass next time.
-	Events    []*search.Event `json:"events"`
-	NextSince int64           `json:"next_since"`
+	Events    []EventView `json:"events"`
+	NextSince int64       `json:"next_since"`
 	// AwaitingNode is the node an mcp run waits for a kernel for (0 = none).
 	AwaitingNode int64  `json:"awaiting_node,omitempty"`
 	Hint         string `json:"hint,omitempty"`
@@ -83,14 +83,17 @@ func (m *Manager) status(ctx context.Context, run *search.Run, since int64, evs 
 		return StatusResult{RunID: run.ID}, err
 	}
 	r := StatusResult{RunID: run.ID, Status: run.Status, StopReason: run.StopReason, Summary: search.Summarize(run, nodes),
-		Budget: run.Budget, Events: evs, NextSince: since}
-	if r.Events == nil {
-		r.Events = []*search.Event{}
+		Budget: budgetView(run.Budget), Events: []EventView{}, NextSince: since}
+	for _, e := range evs {
+		r.Events = append(r.Events, EventView{Seq: e.Seq, Kind: e.Kind, Message: e.Message, At: e.At})
 	}
 	if len(evs) > 0 {
 		r.NextSince = evs[len(evs)-1].Seq
 	}
 	d := m.activeDrive(run.ID)
+	if finished(run.Status) {
+		d = nil // its drive is recording the end
+	}
 	r.Active = d != nil
 	if d != nil && d.agent != nil {
 		if t := d.agent.current(); t != nil {
@@ -107,6 +110,28 @@ func (m *Manager) status(ctx context.Context, run *search.Run, since int64, evs 
 		r.Hint = "no drive of this run is in this server (another process drives it, or its server ended without pausing it): evolve_resume takes it over"
 	}
 	return r, nil
+}
+
+// EventView is one line of a run's feed.
+type EventView struct {
+	Seq     int64     `json:"seq"`
+	Kind    string    `json:"kind"`
+	Message string    `json:"message"`
+	At      time.Time `json:"at"`
+}
+
+// BudgetView is a run's budget in plain units (0 = no limit).
+type BudgetView struct {
+	Evals         int     `json:"evals,omitempty"`
+	TimeS         float64 `json:"time_s,omitempty"`
+	Tokens        int     `json:"tokens,omitempty"`
+	Plateau       int     `json:"plateau,omitempty"`
+	SOLEpsilon    float64 `json:"sol_epsilon,omitempty"`
+	TargetSpeedup float64 `json:"target_speedup,omitempty"`
+}
+
+func budgetView(b search.Budget) BudgetView {
+	return BudgetView{Evals: b.Evals, TimeS: b.Time.Seconds(), Tokens: b.Tokens, Plateau: b.Plateau, SOLEpsilon: b.SOLEpsilon, TargetSpeedup: b.TargetSpeedup}
 }
 
 // BestResult is evolve_best's answer.
@@ -145,3 +170,30 @@ func (m *Manager) Summary(ctx context.Context, id string) (search.Summary, error
 
 // List returns every run in the store, newest first as the store orders.
 func (m *Manager) List(ctx context.Context) ([]*search.Run, error) { return m.o.Store.Runs(ctx) }
+
+// RunInfo is a run's identity and settings, as evolve_start, evolve,
+// evolve_stop and evolve_resume return it.
+type RunInfo struct {
+	RunID      string           `json:"run_id"`
+	Status     search.RunStatus `json:"status"`
+	StopReason string           `json:"stop_reason,omitempty"`
+	Problem    string           `json:"problem"`
+	Target     string           `json:"target"`
+	Language   string           `json:"language"`
+	ShapeSet   string           `json:"shape_set,omitempty"`
+	Policy     string           `json:"policy"`
+	Operator   string           `json:"operator"`
+	Baseline   string           `json:"baseline"`
+	Budget     BudgetView       `json:"budget"`
+	Seed       int64            `json:"seed"`
+	// Active says whether this server drives the run now.
+	Active  bool   `json:"active"`
+	Message string `json:"message"`
+}
+
+// Info describes a run.
+func (m *Manager) Info(r *search.Run, message string) RunInfo {
+	return RunInfo{RunID: r.ID, Status: r.Status, StopReason: r.StopReason, Problem: r.Problem.Name, Target: r.Problem.Target,
+		Language: r.Problem.Language, ShapeSet: r.Problem.ShapeSet, Policy: r.Policy, Operator: r.Operator, Baseline: r.Baseline,
+		Budget: budgetView(r.Budget), Seed: r.Seed, Active: m.Active(r.ID) && !finished(r.Status), Message: message}
+}
