@@ -49,7 +49,14 @@ func deps(ctx context.Context, g globalFlags, logger *slog.Logger) (tools.Deps, 
 	d.Ceilings = func(ctx context.Context, key string) (sol.Ceilings, error) {
 		return sol.ForDevice(ctx, a.db, a.devices.Get(ctx, false), key)
 	}
-	return d, a.close
+	closeAll := a.close
+	if m, err := a.runManager(ctx); err != nil {
+		logger.Error("search store unavailable: evolve tools are off", "err", err)
+	} else {
+		// Runs pause (and record it) before the database closes.
+		d.Runs, closeAll = m, func() { m.Close(); a.close() }
+	}
+	return d, closeAll
 }
 
 // serve is the root command's action: MCP on stdio, or over HTTP with --http.

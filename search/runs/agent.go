@@ -79,9 +79,6 @@ func (o *agentOperator) current() *Task {
 	return o.pending
 }
 
-// errNotPending says a submission does not answer the pending task.
-var errNotPending = errors.New("not the node to expand")
-
 // submit hands a kernel to the waiting Propose; it returns the ticket the
 // node will carry. It never blocks.
 func (o *agentOperator) submit(nodeID int64, code, language, notes string) (int64, error) {
@@ -89,15 +86,15 @@ func (o *agentOperator) submit(nodeID int64, code, language, notes string) (int6
 	defer o.mu.Unlock()
 	t := o.pending
 	if t == nil {
-		return 0, fmt.Errorf("%w: the run is not waiting for a kernel right now (it is evaluating or has ended)", errNotPending)
+		return 0, errors.New("the run is not waiting for a kernel right now (it is evaluating one, or has just ended)")
 	}
 	if t.NodeID != nodeID {
-		return 0, fmt.Errorf("%w: node %d is not the node to expand; the run waits for a child of node %d", errNotPending, nodeID, t.NodeID)
+		return 0, fmt.Errorf("node %d is not the node to expand: the run waits for a child of node %d", nodeID, t.NodeID)
 	}
 	select {
 	case o.inbox <- submission{ticket: t.Ticket, code: code, language: language, notes: notes}:
 	default:
-		return 0, fmt.Errorf("%w: a kernel for node %d was already submitted", errNotPending, nodeID)
+		return 0, fmt.Errorf("a kernel for node %d was already submitted", nodeID)
 	}
 	o.pending = nil
 	return t.Ticket, nil
