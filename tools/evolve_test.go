@@ -199,6 +199,28 @@ func TestEvolveAgentLoopOverMCP(t *testing.T) {
 	if err != nil || len(rc.Contents) != 1 || !strings.Contains(rc.Contents[0].(mcp.TextResourceContents).Text, `"evaluations": 4`) {
 		t.Fatalf("run resource: %+v %v", rc, err)
 	}
+	// Stopping a finished run changes nothing; a larger budget continues
+	// it, and evolve_stop ends a run waiting for its agent at once.
+	var ri runs.RunInfo
+	toolstest.Decode(t, toolstest.Call(t, c, "evolve_stop", map[string]any{"run_id": id}), &ri)
+	if ri.Status != search.RunDone {
+		t.Fatalf("stop of a finished run: %+v", ri)
+	}
+	res = toolstest.Call(t, c, "evolve_resume", map[string]any{"run_id": id})
+	if !res.IsError || !strings.Contains(toolstest.Text(res), "larger budget") {
+		t.Fatalf("resume of a finished run: %s", toolstest.Text(res))
+	}
+	toolstest.Decode(t, toolstest.Call(t, c, "evolve_resume", map[string]any{"run_id": id, "budget": 5}), &ri)
+	if !ri.Active || ri.Budget.Evals != 5 {
+		t.Fatalf("resume with a budget: %+v", ri)
+	}
+	if task := nextTask(t, c, id); task.EvalsLeft != 1 {
+		t.Fatalf("after the new budget: %+v", task)
+	}
+	toolstest.Decode(t, toolstest.Call(t, c, "evolve_stop", map[string]any{"run_id": id, "reason": "enough"}), &ri)
+	if ri.Status != search.RunStopped || ri.StopReason != "enough" || ri.Active {
+		t.Fatalf("stop: %+v", ri)
+	}
 	res = toolstest.Call(t, c, "evolve_status", map[string]any{"run_id": "r-missing"})
 	if !res.IsError || !strings.Contains(toolstest.Text(res), "evolve_start") {
 		t.Fatalf("unknown run: %s", toolstest.Text(res))

@@ -135,7 +135,7 @@ func (m *Manager) launch(runID string, op search.Operator, ev search.Evaluator, 
 			err = eng.Drive(ctx, runID)
 		}
 		d.err = err
-		if err != nil {
+		if err != nil && ctx.Err() == nil {
 			m.log.Warn("run ended with an error", "run", runID, "err", err)
 		}
 		m.mu.Lock()

@@ -279,3 +279,88 @@ func TestStopAndErrors(t *testing.T) {
 		t.Fatal("resumed a stopped run")
 	}
 }
+
+// A server killed with kill -9 leaves its run marked running: the next
+// server says so and evolve_resume takes it over.
+func TestTakeOverARunWhoseServerDied(t *testing.T) {
+	f := newFixture(t, 10*time.Millisecond)
+	ctx := context.Background()
+	m1 := f.manager(t)
+	run, err := m1.Start(ctx, StartRequest{Problem: "test/speed", Target: "cpu", Budget: search.Budget{Evals: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next(t, m1, run.ID)
+	m1.Close()
+	r, _ := f.st.Run(ctx, run.ID)
+	r.Status = search.RunRunning // what a killed server leaves behind
+	if err := f.st.UpdateRun(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	m2 := f.manager(t)
+	if _, err := m2.Next(ctx, run.ID, time.Second); err == nil || !strings.Contains(err.Error(), "evolve_resume") {
+		t.Fatalf("next on an orphaned run: %v", err)
+	}
+	st, err := m2.Status(ctx, run.ID, 0, 0, nil)
+	if err != nil || st.Active || !strings.Contains(st.Hint, "evolve_resume") {
+		t.Fatalf("status of an orphaned run: %+v %v", st, err)
+	}
+	if _, err := m2.Resume(ctx, run.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	task := next(t, m2, run.ID)
+	if _, err := m2.Submit(ctx, SubmitRequest{RunID: run.ID, NodeID: task.NodeID, Code: kernel(2), Wait: 10 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	// Extending a finished run's budget continues it.
+	task = next(t, m2, run.ID)
+	if _, err := m2.Submit(ctx, SubmitRequest{RunID: run.ID, NodeID: task.NodeID, Code: kernel(3), Wait: 10 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m2.Next(ctx, run.ID, 5*time.Second); err == nil {
+		t.Fatal("run did not end on its budget")
+	}
+	if _, err := m2.ResumeWith(ctx, run.ID, &BudgetView{Evals: 4}); err != nil {
+		t.Fatal(err)
+	}
+	task = next(t, m2, run.ID)
+	if task.EvalsLeft != 1 {
+		t.Fatalf("after extending the budget: %d evaluations left", task.EvalsLeft)
+	}
+}
+
+// Inline sources become files the harness can read, and a start kernel
+// without ModelNew is refused before anything runs.
+func TestInlineSources(t *testing.T) {
+	f := newFixture(t, 10*time.Millisecond)
+	var got engine.ProblemSpec
+	m, err := New(Options{Store: f.st, WorkDir: f.work,
+		Evaluator: func(context.Context) (search.Evaluator, error) { return f.ev, nil },
+		Resolve: func(_ context.Context, s engine.ProblemSpec) (search.Problem, string, error) {
+			got = s
+			b, err := os.ReadFile(s.StartFile)
+			return search.Problem{Name: s.Name, ReferencePath: s.Name, Target: s.Target, Language: "c"}, string(b), err
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ctx := context.Background()
+	if _, err := m.Start(ctx, StartRequest{ProblemSource: "class Model: pass\n", StartSource: "x = 1\n", Budget: search.Budget{Evals: 2}}); err == nil || !strings.Contains(err.Error(), "ModelNew") {
+		t.Fatalf("start without ModelNew: %v", err)
+	}
+	if _, err := m.Start(ctx, StartRequest{Problem: "a", ProblemSource: "b", Budget: search.Budget{Evals: 2}}); err == nil {
+		t.Fatal("problem and problem_source both accepted")
+	}
+	run, err := m.Start(ctx, StartRequest{ProblemSource: "class Model: pass\n", StartSource: kernel(1), Budget: search.Budget{Evals: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := os.ReadFile(got.Name)
+	if err != nil || string(ref) != "class Model: pass\n" || got.Target != "cpu" {
+		t.Fatalf("inline reference: %q %v (%+v)", ref, err, got)
+	}
+	if task := next(t, m, run.ID); task.Problem.Reference != "class Model: pass\n" {
+		t.Fatalf("task reference: %q", task.Problem.Reference)
+	}
+}

@@ -240,7 +240,18 @@ func (m *Manager) resume(ctx context.Context, run *search.Run, budget *search.Bu
 	if err != nil {
 		return nil, err
 	}
-	if _, err := m.launch(id, op, ev, true, budget); err != nil {
+	if budget != nil {
+		// Written here, not in the drive, so the answer shows it (the
+		// engine's Resume would do the same).
+		run.Budget = *budget
+		if run.Status == search.RunDone {
+			run.Status, run.StopReason = search.RunPaused, ""
+		}
+		if err := m.o.Store.UpdateRun(ctx, run); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := m.launch(id, op, ev, true, nil); err != nil {
 		return nil, err
 	}
 	return m.o.Store.Run(ctx, id)
