@@ -163,18 +163,36 @@ func (m *Manager) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, 
 	if err != nil {
 		return res, err
 	}
-	ticket, err := d.agent.submit(req.NodeID, req.Code, req.Language, req.Notes)
-	if err != nil {
-		return res, fmt.Errorf("run %s: %v; call evolve_next for the node to expand", req.RunID, err)
-	}
+	deadline := time.NewTimer(req.Wait)
+	defer deadline.Stop()
 	say := func(string) {}
 	if req.Progress != nil {
 		say = req.Progress
 	}
+	// A kernel submitted while the run is still evaluating (the start
+	// kernel, or a kernel whose caller left) waits for the run to be ready
+	// for it, then is checked against the node the run actually expands.
+	for d.agent.current() == nil {
+		changed := m.changed.wait()
+		if d.agent.current() != nil {
+			break
+		}
+		select {
+		case <-d.done:
+			return res, fmt.Errorf("run %s ended before it was ready for your kernel: see evolve_status", req.RunID)
+		case <-changed:
+		case <-deadline.C:
+			return res, fmt.Errorf("run %s is still evaluating and not ready for a kernel: call evolve_next (it waits) and submit for its node", req.RunID)
+		case <-ctx.Done():
+			return res, ctx.Err()
+		}
+	}
+	ticket, err := d.agent.submit(req.NodeID, req.Code, req.Language, req.Notes)
+	if err != nil {
+		return res, fmt.Errorf("run %s: %v; call evolve_next for the node to expand", req.RunID, err)
+	}
 	say(fmt.Sprintf("kernel accepted for node %d; evaluating", req.NodeID))
 	t0 := time.Now()
-	deadline := time.NewTimer(req.Wait)
-	defer deadline.Stop()
 	tick := time.NewTicker(heartbeat)
 	defer tick.Stop()
 	var nodeID int64

@@ -190,12 +190,26 @@ func TestSubmitSurvivesTheClientLeaving(t *testing.T) {
 	if task.Parent.Result == nil || task.Parent.Result.Fitness < 3.9 || !strings.Contains(task.Parent.Code, "SPEED = 4") {
 		t.Fatalf("the kernel submitted by a client that left was lost: %+v", task.Parent)
 	}
-	// Submitting twice for one task: the second is refused.
+	// Submitting twice for one task: the second waits for the run to be
+	// ready, then is refused because the run expands another node.
 	if _, err := m.Submit(ctx, SubmitRequest{RunID: run.ID, NodeID: task.NodeID, Code: kernel(6), Wait: 10 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Submit(ctx, SubmitRequest{RunID: run.ID, NodeID: task.NodeID, Code: kernel(8), Wait: time.Second}); err == nil || !strings.Contains(err.Error(), "evolve_next") {
+	if _, err := m.Submit(ctx, SubmitRequest{RunID: run.ID, NodeID: task.NodeID, Code: kernel(8), Wait: 5 * time.Second}); err == nil || !strings.Contains(err.Error(), "evolve_next") {
 		t.Fatalf("second submit: %v", err)
+	}
+	// Submitting for the start kernel before its evaluation ends waits.
+	run2, err := m.Start(ctx, StartRequest{Problem: "test/speed", Target: "cpu", Budget: search.Budget{Evals: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := m.Submit(ctx, SubmitRequest{RunID: run2.ID, NodeID: 1 + mustRoot(t, f, run2.ID), Code: kernel(2), Wait: 5 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "not the node to expand") {
+		t.Fatalf("early submit for the wrong node: %+v %v", res, err)
+	}
+	res, err = m.Submit(ctx, SubmitRequest{RunID: run2.ID, NodeID: mustRoot(t, f, run2.ID), Code: kernel(2), Wait: 5 * time.Second})
+	if err != nil || res.State != SubmitEvaluated {
+		t.Fatalf("early submit: %+v %v", res, err)
 	}
 }
 
@@ -363,4 +377,13 @@ func TestInlineSources(t *testing.T) {
 	if task := next(t, m, run.ID); task.Problem.Reference != "class Model: pass\n" {
 		t.Fatalf("task reference: %q", task.Problem.Reference)
 	}
+}
+
+func mustRoot(t *testing.T, f *fixture, runID string) int64 {
+	t.Helper()
+	nodes, err := f.st.Nodes(context.Background(), runID)
+	if err != nil || len(nodes) == 0 {
+		t.Fatalf("nodes of %s: %v", runID, err)
+	}
+	return nodes[0].ID
 }
