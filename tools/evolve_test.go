@@ -221,6 +221,20 @@ func TestEvolveAgentLoopOverMCP(t *testing.T) {
 	if ri.Status != search.RunStopped || ri.StopReason != "enough" || ri.Active {
 		t.Fatalf("stop: %+v", ri)
 	}
+	// The report resource: HTML where this build renders it, else an error
+	// that says so and points at the summary.
+	rr.Params.URI = "run://" + id + "/report.html"
+	if rc, err := c.ReadResource(context.Background(), rr); err == nil {
+		if html := rc.Contents[0].(mcp.TextResourceContents).Text; !strings.Contains(html, "<html") {
+			t.Fatalf("report.html is not HTML: %.200s", html)
+		}
+	} else if !strings.Contains(err.Error(), "HTML") {
+		t.Fatalf("report.html: %v", err)
+	}
+	rr.Params.URI = "run://r-missing"
+	if _, err := c.ReadResource(context.Background(), rr); err == nil {
+		t.Fatal("an unknown run's resource was served")
+	}
 	res = toolstest.Call(t, c, "evolve_status", map[string]any{"run_id": "r-missing"})
 	if !res.IsError || !strings.Contains(toolstest.Text(res), "evolve_start") {
 		t.Fatalf("unknown run: %s", toolstest.Text(res))
