@@ -221,15 +221,14 @@ func TestEvolveAgentLoopOverMCP(t *testing.T) {
 	if ri.Status != search.RunStopped || ri.StopReason != "enough" || ri.Active {
 		t.Fatalf("stop: %+v", ri)
 	}
-	// The report resource: HTML where this build renders it, else an error
-	// that says so and points at the summary.
+	// The report resource: search/report's self-contained page.
 	rr.Params.URI = "run://" + id + "/report.html"
-	if rc, err := c.ReadResource(context.Background(), rr); err == nil {
-		if html := rc.Contents[0].(mcp.TextResourceContents).Text; !strings.Contains(html, "<html") {
-			t.Fatalf("report.html is not HTML: %.200s", html)
-		}
-	} else if !strings.Contains(err.Error(), "HTML") {
+	rc, err = c.ReadResource(context.Background(), rr)
+	if err != nil {
 		t.Fatalf("report.html: %v", err)
+	}
+	if tc := rc.Contents[0].(mcp.TextResourceContents); tc.MIMEType != "text/html" || !strings.Contains(tc.Text, "<html") || !strings.Contains(tc.Text, id) {
+		t.Fatalf("report.html is not the run's page: %s %.200s", tc.MIMEType, tc.Text)
 	}
 	rr.Params.URI = "run://r-missing"
 	if _, err := c.ReadResource(context.Background(), rr); err == nil {
