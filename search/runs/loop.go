@@ -54,7 +54,7 @@ func (m *Manager) Next(ctx context.Context, id string, wait time.Duration) (Next
 				return res, err
 			}
 			if finished(run.Status) {
-				return res, finishedError(run)
+				return res, m.endedError(ctx, run)
 			}
 			return res, fmt.Errorf("run %s paused (%s): call evolve_resume, then evolve_next", id, run.StopReason)
 		case <-changed:
@@ -83,7 +83,7 @@ func (m *Manager) agentDrive(ctx context.Context, id string, resume bool) (*driv
 	}
 	switch {
 	case finished(run.Status):
-		return nil, false, finishedError(run)
+		return nil, false, m.endedError(ctx, run)
 	case run.Status == search.RunRunning:
 		return nil, false, fmt.Errorf("run %s is marked running but no drive of it is in this server (its server ended without pausing it, or another process drives it): call evolve_resume to take it over", id)
 	case !resume:
@@ -293,4 +293,19 @@ func (m *Manager) summary(ctx context.Context, id string) (search.Summary, error
 		return search.Summary{}, err
 	}
 	return search.Summarize(run, nodes), nil
+}
+
+// endedError is finishedError, with the start kernel's failure when that
+// is why the run ended (nothing to expand).
+func (m *Manager) endedError(ctx context.Context, run *search.Run) error {
+	err := finishedError(run)
+	nodes, nerr := m.o.Store.Nodes(ctx, run.ID)
+	if nerr != nil || len(nodes) == 0 {
+		return err
+	}
+	g := search.NewGraph(nodes)
+	if root := g.Root(); root != nil && root.State == search.NodeFailed && g.EvalCount() == 0 {
+		return fmt.Errorf("%w; its start kernel could not be evaluated: %s", err, firstLine(root.Error))
+	}
+	return err
 }

@@ -36,6 +36,9 @@ func (e *speedEval) Evaluate(ctx context.Context, p search.Problem, code string)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+	if strings.Contains(code, "NOSERVICE") {
+		return nil, errors.New("no worker for this target")
+	}
 	if strings.Contains(code, "BROKEN") {
 		return &search.Result{Verdict: search.VerdictIncorrect, Checks: []search.Check{{Name: "allclose", Detail: "max abs err 1"}}}, nil
 	}
@@ -386,4 +389,33 @@ func mustRoot(t *testing.T, f *fixture, runID string) int64 {
 		t.Fatalf("nodes of %s: %v", runID, err)
 	}
 	return nodes[0].ID
+}
+
+// A start kernel the service cannot evaluate ends the run with a reason an
+// agent can act on; a target the server lacks is refused up front.
+func TestStartKernelFailureAndMissingTarget(t *testing.T) {
+	f := newFixture(t, 10*time.Millisecond)
+	m, err := New(Options{Store: f.st, WorkDir: f.work,
+		Evaluator:    func(context.Context) (search.Evaluator, error) { return f.ev, nil },
+		DetectTarget: func(context.Context) string { return "cpu" },
+		Resolve: func(_ context.Context, s engine.ProblemSpec) (search.Problem, string, error) {
+			b, err := os.ReadFile(s.StartFile)
+			return search.Problem{Name: "p", ReferencePath: f.ref, Target: s.Target, Language: "c"}, string(b), err
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ctx := context.Background()
+	if _, err := m.Start(ctx, StartRequest{Problem: "p", StartSource: kernel(1), Target: "nvidia", Budget: search.Budget{Evals: 2}}); err == nil || !strings.Contains(err.Error(), "no usable NVIDIA GPU") {
+		t.Fatalf("nvidia on a CPU server: %v", err)
+	}
+	run, err := m.Start(ctx, StartRequest{Problem: "p", StartSource: "NOSERVICE\n" + kernel(1), Budget: search.Budget{Evals: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.Next(ctx, run.ID, 5*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "start kernel could not be evaluated: no worker for this target") {
+		t.Fatalf("next after the start kernel failed: %v", err)
+	}
 }

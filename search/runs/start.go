@@ -140,6 +140,11 @@ func (m *Manager) spec(ctx context.Context, req StartRequest) (engine.ProblemSpe
 		}
 	case "cuda", "nvidia":
 		s.Target = "nvidia"
+		// A run on a device that is not there would fail its start kernel
+		// and end at once; say so before creating it.
+		if m.o.DetectTarget != nil && m.o.DetectTarget(ctx) != "nvidia" {
+			return s, errors.New("target nvidia: this server found no usable NVIDIA GPU (device_info shows what it found); use target cpu")
+		}
 	case "cpu":
 		s.Target = "cpu"
 	default:
