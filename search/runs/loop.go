@@ -84,11 +84,13 @@ func (m *Manager) agentDrive(ctx context.Context, id string, resume bool) (*driv
 	switch {
 	case finished(run.Status):
 		return nil, false, m.endedError(ctx, run)
-	case run.Status == search.RunRunning:
-		return nil, false, fmt.Errorf("run %s is marked running but no drive of it is in this server (its server ended without pausing it, or another process drives it): call evolve_resume to take it over", id)
+	case !resume && run.Status == search.RunRunning:
+		return nil, false, fmt.Errorf("run %s is marked running but not driven by this server (its server was killed, or another process drives it): call evolve_next or evolve_resume to take it over, then submit for the node evolve_next gives", id)
 	case !resume:
-		return nil, false, fmt.Errorf("run %s is paused (%s): call evolve_resume, then evolve_next for the node to expand", id, run.StopReason)
+		return nil, false, fmt.Errorf("run %s is paused (%s): call evolve_next (it resumes the run) and submit for the node it gives", id, run.StopReason)
 	}
+	// Paused, or marked running by a process that is gone: continue it
+	// here (the engine refuses when another live process drives it).
 	if _, err := m.Resume(ctx, id, nil); err != nil {
 		return nil, false, err
 	}

@@ -59,9 +59,15 @@ type drive struct {
 	runID  string
 	agent  *agentOperator // nil for server-side operators
 	cancel context.CancelFunc
-	done   chan struct{}
-	err    error
+	// started closes once the engine holds the run (its first write);
+	// done when the drive ends, with err.
+	started   chan struct{}
+	startOnce sync.Once
+	done      chan struct{}
+	err       error
 }
+
+func (d *drive) markStarted() { d.startOnce.Do(func() { close(d.started) }) }
 
 // New returns a manager; Close pauses its runs.
 func New(o Options) (*Manager, error) {
@@ -117,11 +123,11 @@ func (m *Manager) launch(runID string, op search.Operator, ev search.Evaluator, 
 		return d, nil
 	}
 	ctx, cancel := context.WithCancel(m.ctx)
-	d := &drive{runID: runID, cancel: cancel, done: make(chan struct{})}
+	d := &drive{runID: runID, cancel: cancel, started: make(chan struct{}), done: make(chan struct{})}
 	if a, ok := op.(*agentOperator); ok {
 		d.agent = a
 	}
-	st := &watchedStore{Store: m.o.Store, changed: m.changed, agent: d.agent}
+	st := &watchedStore{Store: m.o.Store, changed: m.changed, agent: d.agent, wrote: d.markStarted}
 	eng := &engine.Engine{Store: st, Eval: ev, Operator: op, Log: m.log.With("run", runID)}
 	m.active[runID] = d
 	m.wg.Add(1)
@@ -148,6 +154,28 @@ func (m *Manager) launch(runID string, op search.Operator, ev search.Evaluator, 
 		m.writeReport(runID)
 	}()
 	return d, nil
+}
+
+// startTimeout bounds the wait for a drive to take hold of its run (a
+// claim and a few reads of the store).
+const startTimeout = 15 * time.Second
+
+// awaitStart waits until d holds its run or has ended; a drive that ended
+// at once (another process drives the run) returns why.
+func (m *Manager) awaitStart(ctx context.Context, d *drive) error {
+	select {
+	case <-d.started:
+		return nil
+	case <-d.done:
+		if errors.Is(d.err, search.ErrRunBusy) {
+			return fmt.Errorf("%w: wait for that process to finish or pause it, or stop the run there", d.err)
+		}
+		return d.err
+	case <-time.After(startTimeout):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // writeReport refreshes a run's report when its drive ends (best effort:

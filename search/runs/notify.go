@@ -40,6 +40,9 @@ type watchedStore struct {
 	search.Store
 	changed *broadcast
 	agent   *agentOperator // nil for server-side operators
+	// wrote, when set, is called after every successful run update: the
+	// drive's first one says the engine holds the run.
+	wrote func()
 }
 
 func (s *watchedStore) InsertNode(ctx context.Context, n *search.Node) error {
@@ -70,6 +73,9 @@ func (s *watchedStore) SetNodeState(ctx context.Context, id int64, st search.Nod
 
 func (s *watchedStore) UpdateRun(ctx context.Context, r *search.Run) error {
 	err := s.Store.UpdateRun(ctx, r)
+	if err == nil && s.wrote != nil {
+		s.wrote()
+	}
 	s.changed.notify()
 	return err
 }

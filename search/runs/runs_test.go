@@ -239,7 +239,7 @@ func TestServerRestartPausesAndResumes(t *testing.T) {
 	}
 	m2 := f.manager(t)
 	// submit does not resume on its own: the node to expand may change.
-	if _, err := m2.Submit(ctx, SubmitRequest{RunID: run.ID, NodeID: task.NodeID, Code: kernel(3), Wait: time.Second}); err == nil || !strings.Contains(err.Error(), "evolve_resume") {
+	if _, err := m2.Submit(ctx, SubmitRequest{RunID: run.ID, NodeID: task.NodeID, Code: kernel(3), Wait: time.Second}); err == nil || !strings.Contains(err.Error(), "evolve_next") {
 		t.Fatalf("submit to a paused run: %v", err)
 	}
 	nr, err := m2.Next(ctx, run.ID, 5*time.Second)
@@ -315,15 +315,15 @@ func TestTakeOverARunWhoseServerDied(t *testing.T) {
 		t.Fatal(err)
 	}
 	m2 := f.manager(t)
-	if _, err := m2.Next(ctx, run.ID, time.Second); err == nil || !strings.Contains(err.Error(), "evolve_resume") {
-		t.Fatalf("next on an orphaned run: %v", err)
+	if _, err := m2.Submit(ctx, SubmitRequest{RunID: run.ID, NodeID: 1, Code: kernel(2), Wait: time.Second}); err == nil || !strings.Contains(err.Error(), "take it over") {
+		t.Fatalf("submit on an orphaned run: %v", err)
 	}
 	st, err := m2.Status(ctx, run.ID, 0, 0, nil)
 	if err != nil || st.Active || !strings.Contains(st.Hint, "evolve_resume") {
 		t.Fatalf("status of an orphaned run: %+v %v", st, err)
 	}
-	if _, err := m2.Resume(ctx, run.ID, nil); err != nil {
-		t.Fatal(err)
+	if nr, err := m2.Next(ctx, run.ID, 5*time.Second); err != nil || !nr.Resumed {
+		t.Fatalf("next on an orphaned run: %+v %v", nr, err)
 	}
 	task := next(t, m2, run.ID)
 	if _, err := m2.Submit(ctx, SubmitRequest{RunID: run.ID, NodeID: task.NodeID, Code: kernel(2), Wait: 10 * time.Second}); err != nil {
@@ -417,5 +417,31 @@ func TestStartKernelFailureAndMissingTarget(t *testing.T) {
 	_, err = m.Next(ctx, run.ID, 5*time.Second)
 	if err == nil || !strings.Contains(err.Error(), "start kernel could not be evaluated: no worker for this target") {
 		t.Fatalf("next after the start kernel failed: %v", err)
+	}
+}
+
+// A run another live process drives is refused with the reason, not
+// driven twice.
+func TestRunDrivenElsewhereIsRefused(t *testing.T) {
+	f := newFixture(t, 10*time.Millisecond)
+	ctx := context.Background()
+	m := f.manager(t)
+	run, err := m.Start(ctx, StartRequest{Problem: "test/speed", Target: "cpu", Budget: search.Budget{Evals: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next(t, m, run.ID)
+	m.Close()
+	// Another host's process claims it (alive until its heartbeat is stale).
+	if err := f.st.AcquireRun(ctx, run.ID, "elsewhere:1:1", time.Minute, nil); err != nil {
+		t.Fatal(err)
+	}
+	m2 := f.manager(t)
+	_, err = m2.Next(ctx, run.ID, time.Second)
+	if !errors.Is(err, search.ErrRunBusy) || !strings.Contains(err.Error(), "elsewhere") {
+		t.Fatalf("next on a run driven elsewhere: %v", err)
+	}
+	if m2.Active(run.ID) {
+		t.Fatal("the refused drive is still registered")
 	}
 }

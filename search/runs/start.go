@@ -76,10 +76,14 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (*search.Run, err
 	if err != nil {
 		return nil, err
 	}
-	if _, err := m.launch(run.ID, op, ev, false, nil); err != nil {
+	d, err := m.launch(run.ID, op, ev, false, nil)
+	if err != nil {
 		return nil, err
 	}
-	return run, nil
+	if err := m.awaitStart(ctx, d); err != nil {
+		return nil, err
+	}
+	return m.o.Store.Run(ctx, run.ID)
 }
 
 // operator returns a fresh operator for one drive: the agent operator for
@@ -256,7 +260,11 @@ func (m *Manager) resume(ctx context.Context, run *search.Run, budget *search.Bu
 			return nil, err
 		}
 	}
-	if _, err := m.launch(id, op, ev, true, nil); err != nil {
+	d, err := m.launch(id, op, ev, true, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.awaitStart(ctx, d); err != nil {
 		return nil, err
 	}
 	return m.o.Store.Run(ctx, id)

@@ -107,7 +107,7 @@ func (m *Manager) status(ctx context.Context, run *search.Run, since int64, evs 
 	case d == nil && run.Status == search.RunPaused:
 		r.Hint = "the run is paused: evolve_resume continues it"
 	case d == nil && run.Status == search.RunRunning:
-		r.Hint = "no drive of this run is in this server (another process drives it, or its server ended without pausing it): evolve_resume takes it over"
+		r.Hint = "this server does not drive the run (another process does, or its server was killed): evolve_resume takes it over once its driver is gone"
 	}
 	return r, nil
 }
