@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
@@ -236,5 +237,124 @@ func TestEvolveRunPausesWithItsServer(t *testing.T) {
 	}
 	if st.Status != "done" || st.Summary.Evaluations != 2 {
 		t.Fatalf("resumed run: %+v", st)
+	}
+}
+
+// A server SIGKILLed while a submitted kernel is being evaluated: the next
+// server takes the run over (its driver is dead), evaluates that kernel
+// again (the one in flight), and the run goes on with nothing lost.
+func TestEvolveServerKilledMidSubmit(t *testing.T) {
+	py := toolchaintest.Python(t)
+	db := filepath.Join(t.TempDir(), "k.db")
+	open := func() (*client.Client, *exec.Cmd) {
+		var proc *exec.Cmd
+		tr := transport.NewStdioWithOptions(binary, nil, []string{"--db", db, "--python", py, "--stdio"},
+			transport.WithCommandFunc(func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
+				proc = exec.CommandContext(ctx, command, args...)
+				proc.Env = append(os.Environ(), env...)
+				return proc, nil
+			}))
+		c := client.NewClient(tr)
+		if err := c.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		req := mcp.InitializeRequest{}
+		req.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+		if _, err := c.Initialize(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		return c, proc
+	}
+	type nextResult struct {
+		State   string `json:"state"`
+		Resumed bool   `json:"resumed"`
+		Task    *struct {
+			NodeID int64 `json:"node_id"`
+			Parent struct {
+				Code string `json:"code"`
+			} `json:"parent"`
+		} `json:"task"`
+	}
+	next := func(c *client.Client, id string) nextResult {
+		resumed := false
+		for i := 0; i < 10; i++ {
+			var r nextResult
+			if msg := callTool(t, c, "evolve_next", map[string]any{"run_id": id, "wait_s": 45}, &r); msg != "" {
+				t.Fatalf("evolve_next: %s", msg)
+			}
+			resumed = resumed || r.Resumed
+			if r.State == "ready" {
+				r.Resumed = resumed
+				return r
+			}
+		}
+		t.Fatal("never ready")
+		return nextResult{}
+	}
+	c, proc := open()
+	var info struct {
+		RunID string `json:"run_id"`
+	}
+	if msg := callTool(t, c, "evolve_start", map[string]any{"problem": "other/relu", "target": "cpu", "budget": 3}, &info); msg != "" {
+		t.Fatal(msg)
+	}
+	task := next(c, info.RunID)
+	var sub struct {
+		State string `json:"state"`
+		Node  struct {
+			ID int64 `json:"id"`
+		} `json:"node"`
+	}
+	code := strings.Replace(task.Task.Parent.Code, "THREADS = 0", "THREADS = 1", 1)
+	if msg := callTool(t, c, "evolve_submit", map[string]any{"run_id": info.RunID, "node_id": task.Task.NodeID, "code": code, "wait_s": 0.5}, &sub); msg != "" {
+		t.Fatal(msg)
+	}
+	if sub.State != "evaluating" || sub.Node.ID == 0 {
+		t.Fatalf("submit answered %+v: the evaluation was not in flight when the server was killed", sub)
+	}
+	if err := proc.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = proc.Wait()
+	c.Close()
+
+	c, _ = open()
+	defer c.Close()
+	var st struct {
+		Status  string `json:"status"`
+		Active  bool   `json:"active"`
+		Summary struct {
+			Evaluations int `json:"evaluations"`
+			InFlight    int `json:"in_flight"`
+		} `json:"summary"`
+	}
+	if msg := callTool(t, c, "evolve_status", map[string]any{"run_id": info.RunID}, &st); msg != "" {
+		t.Fatal(msg)
+	}
+	if st.Status != "running" || st.Active || st.Summary.InFlight != 1 {
+		t.Fatalf("after the kill: %+v", st)
+	}
+	again := next(c, info.RunID)
+	if !again.Resumed {
+		t.Fatalf("the killed server's run was not taken over: %+v", again)
+	}
+	if msg := callTool(t, c, "evolve_status", map[string]any{"run_id": info.RunID}, &st); msg != "" {
+		t.Fatal(msg)
+	}
+	if st.Summary.Evaluations != 2 || st.Summary.InFlight != 0 || !st.Active {
+		t.Fatalf("after the takeover: %+v", st)
+	}
+	code = strings.Replace(again.Task.Parent.Code, "THREADS = 1", "THREADS = 2", 1)
+	code = strings.Replace(code, "THREADS = 0", "THREADS = 2", 1)
+	if msg := callTool(t, c, "evolve_submit", map[string]any{"run_id": info.RunID, "node_id": again.Task.NodeID, "code": code, "wait_s": 300}, &sub); msg != "" {
+		t.Fatal(msg)
+	}
+	for deadline := time.Now().Add(time.Minute); st.Status != "done" && time.Now().Before(deadline); {
+		if msg := callTool(t, c, "evolve_status", map[string]any{"run_id": info.RunID, "wait_s": 5}, &st); msg != "" {
+			t.Fatal(msg)
+		}
+	}
+	if st.Status != "done" || st.Summary.Evaluations != 3 {
+		t.Fatalf("the run after the kill: %+v", st)
 	}
 }
