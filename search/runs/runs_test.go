@@ -445,3 +445,41 @@ func TestRunDrivenElsewhereIsRefused(t *testing.T) {
 		t.Fatal("the refused drive is still registered")
 	}
 }
+
+// A corpus reference removed since the run started (a cache cleanup) is
+// written again when the run resumes.
+func TestResumeRewritesAMissingReference(t *testing.T) {
+	f := newFixture(t, 10*time.Millisecond)
+	ctx := context.Background()
+	opts := func() Options {
+		return Options{Store: f.st, WorkDir: f.work,
+			Evaluator: func(context.Context) (search.Evaluator, error) { return f.ev, nil },
+			Resolve: func(_ context.Context, s engine.ProblemSpec) (search.Problem, string, error) {
+				if err := os.WriteFile(f.ref, []byte("class Model: pass\n"), 0o644); err != nil {
+					return search.Problem{}, "", err
+				}
+				return search.Problem{Name: s.Name, ReferencePath: f.ref, Target: s.Target, Language: "c"}, kernel(1), nil
+			}}
+	}
+	m1, err := New(opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := m1.Start(ctx, StartRequest{Problem: "test/speed", Target: "cpu", Budget: search.Budget{Evals: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next(t, m1, run.ID)
+	m1.Close()
+	if err := os.Remove(f.ref); err != nil {
+		t.Fatal(err)
+	}
+	m2, err := New(opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	if task := next(t, m2, run.ID); task.Problem.Reference == "" {
+		t.Fatal("the reference was not written again")
+	}
+}

@@ -249,6 +249,9 @@ func (m *Manager) resume(ctx context.Context, run *search.Run, budget *search.Bu
 	if err != nil {
 		return nil, err
 	}
+	if err := m.rematerialize(ctx, run); err != nil {
+		return nil, err
+	}
 	if budget != nil {
 		// Written here, not in the drive, so the answer shows it (the
 		// engine's Resume would do the same).
@@ -295,4 +298,21 @@ func (m *Manager) Stop(ctx context.Context, id, why string) (*search.Run, error)
 		}
 	}
 	return m.o.Store.Run(ctx, id)
+}
+
+// rematerialize writes a corpus problem's reference again when it is gone
+// (a cache cleanup since the run started): resolving the problem by name
+// puts it back at the same place.
+func (m *Manager) rematerialize(ctx context.Context, run *search.Run) error {
+	p := run.Problem
+	if _, err := os.Stat(p.ReferencePath); err == nil || m.o.Resolve == nil || p.Name == p.ReferencePath {
+		return nil
+	}
+	// The start kernel does not matter here (the run has its nodes): an
+	// error about it still leaves the reference written.
+	_, _, rerr := m.o.Resolve(ctx, engine.ProblemSpec{Name: p.Name, Target: p.Target, Language: p.Language, ShapeSet: p.ShapeSet})
+	if _, err := os.Stat(p.ReferencePath); err != nil {
+		return fmt.Errorf("run %s: its reference %s is gone and could not be written again: %w", run.ID, p.ReferencePath, errors.Join(rerr, err))
+	}
+	return nil
 }
