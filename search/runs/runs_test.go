@@ -285,6 +285,17 @@ func TestStopAndErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	next(t, m, run.ID)
+	// A long poll with nothing new waits its time, with heartbeats.
+	st, err := m.Status(ctx, run.ID, 0, 0, nil)
+	if err != nil || st.AwaitingNode == 0 {
+		t.Fatalf("status: %+v %v", st, err)
+	}
+	var beats atomic.Int64
+	t0 := time.Now()
+	st, err = m.Status(ctx, run.ID, st.NextSince, 6*time.Second, func(string) { beats.Add(1) })
+	if err != nil || len(st.Events) != 0 || time.Since(t0) < 6*time.Second || beats.Load() == 0 {
+		t.Fatalf("long poll: %d events after %s, %d heartbeats, %v", len(st.Events), time.Since(t0), beats.Load(), err)
+	}
 	r, err := m.Stop(ctx, run.ID, "")
 	if err != nil || r.Status != search.RunStopped {
 		t.Fatalf("stop: %+v %v", r, err)

@@ -48,6 +48,7 @@ func (m *Manager) Status(ctx context.Context, id string, since int64, wait time.
 	// waking this one's waiters: look again every second.
 	poll := time.NewTicker(time.Second)
 	defer poll.Stop()
+	t0, lastBeat := time.Now(), time.Now()
 	for {
 		changed := m.changed.wait()
 		evs, err := m.o.Store.Events(ctx, id, since, maxEvents)
@@ -69,10 +70,11 @@ func (m *Manager) Status(ctx context.Context, id string, since int64, wait time.
 		case <-ctx.Done():
 			return StatusResult{RunID: id}, ctx.Err()
 		}
-		if progress != nil {
-			if more, err := m.o.Store.Events(ctx, id, since, maxEvents); err == nil && len(more) > 0 {
-				progress(more[len(more)-1].Message)
-			}
+		// A heartbeat while nothing happens keeps the client's idle timer
+		// (Claude Code: 5 min over HTTP) from firing.
+		if progress != nil && time.Since(lastBeat) >= heartbeat {
+			lastBeat = time.Now()
+			progress(fmt.Sprintf("waiting for run %s (%.0f s)", id, time.Since(t0).Seconds()))
 		}
 	}
 }

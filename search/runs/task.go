@@ -29,10 +29,14 @@ type Task struct {
 	// Siblings are the parent's other children: what was tried from this
 	// node and how it fared. Lineage is the parent's ancestors, nearest
 	// first. Both are empty in clean-slate memory mode.
-	Siblings []Attempt          `json:"siblings"`
-	Lineage  []Attempt          `json:"lineage"`
-	Best     *Attempt           `json:"best,omitempty"`
-	Budget   search.BudgetState `json:"budget"`
+	Siblings []Attempt `json:"siblings"`
+	Lineage  []Attempt `json:"lineage"`
+	// SiblingsTotal and LineageTotal count all of them when the lists
+	// were cut to the most recent siblings and the nearest ancestors.
+	SiblingsTotal int                `json:"siblings_total"`
+	LineageTotal  int                `json:"lineage_total"`
+	Best          *Attempt           `json:"best,omitempty"`
+	Budget        search.BudgetState `json:"budget"`
 	// EvalsLeft is the evaluations left in the budget (-1 = no limit).
 	EvalsLeft int `json:"evals_left"`
 }
@@ -84,6 +88,14 @@ type Attempt struct {
 	DuplicateOf int64   `json:"duplicate_of,omitempty"`
 }
 
+// A task lists at most this many siblings (the most recent) and ancestors
+// (the nearest): enough to avoid repeating an attempt, small enough for an
+// agent's context.
+const (
+	maxSiblings = 24
+	maxLineage  = 12
+)
+
 // maxReference bounds the reference source inlined in a task; a longer one
 // is read from reference_path.
 const maxReference = 64 << 10
@@ -103,11 +115,15 @@ func buildTask(c search.Context, ticket int64) *Task {
 	}
 	g := c.Graph
 	if c.Memory != search.MemoryCleanSlate && g != nil {
-		for _, ch := range g.Children(parent.ID) {
+		kids := g.Children(parent.ID)
+		t.SiblingsTotal = len(kids)
+		for _, ch := range kids[max(0, len(kids)-maxSiblings):] {
 			t.Siblings = append(t.Siblings, attemptOf(ch))
 		}
 		if c.Memory != search.MemoryCompare {
-			for _, a := range g.Ancestors(parent.ID) {
+			anc := g.Ancestors(parent.ID)
+			t.LineageTotal = len(anc)
+			for _, a := range anc[:min(len(anc), maxLineage)] {
 				t.Lineage = append(t.Lineage, attemptOf(a))
 			}
 		}
