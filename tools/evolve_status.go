@@ -13,7 +13,7 @@ import (
 type EvolveStatusInput struct {
 	RunID string  `json:"run_id" jsonschema:"The run, from evolve or evolve_start."`
 	Since int64   `json:"since,omitempty" jsonschema:"Return events after this seq: pass the previous answer's next_since (0 = from the start)."`
-	WaitS float64 `json:"wait_s,omitempty" jsonschema:"Long poll: wait up to this many seconds for a new event (default 30, at most 45; 0 with since unset answers at once). It returns as soon as an event arrives."`
+	WaitS float64 `json:"wait_s,omitempty" jsonschema:"Long poll: wait up to this many seconds for an event after since (default 30, at most 45). It returns as soon as there is one, so since 0 answers at once with the run's first events."`
 }
 
 // EvolveStatus returns the evolve_status tool.
