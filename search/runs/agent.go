@@ -14,6 +14,9 @@ import (
 // OperatorName is the operator of runs whose MCP client proposes kernels.
 const OperatorName = "mcp"
 
+// EventAgentIdle is the event of an mcp run paused for want of a kernel.
+const EventAgentIdle = "agent_idle"
+
 // agentDeadline is how long the run loop waits for a client's kernel. An
 // agent may think for a long time; a run nobody drives costs one blocked
 // goroutine, and evolve_stop or the server's end releases it.
@@ -34,6 +37,10 @@ type submission struct {
 // are the engine's, exactly as for the tuner.
 type agentOperator struct {
 	changed *broadcast
+	// idle, when positive, is how long a task may wait for its kernel
+	// before onIdle pauses the run (evolve_next resumes it).
+	idle   time.Duration
+	onIdle func(nodeID int64)
 
 	mu      sync.Mutex
 	seq     int64
@@ -57,7 +64,24 @@ func (o *agentOperator) Propose(ctx context.Context, c search.Context) (search.P
 	o.mu.Unlock()
 	o.changed.notify()
 	defer o.changed.notify()
+	var idle <-chan time.Time
+	if o.idle > 0 && o.onIdle != nil {
+		t := time.NewTimer(o.idle)
+		defer t.Stop()
+		idle = t.C
+	}
 	select {
+	case <-idle:
+		// Nobody is driving this run: pause it rather than hold it (and
+		// its claim in the store) forever. onIdle cancels ctx.
+		o.onIdle(task.NodeID)
+		<-ctx.Done()
+		o.mu.Lock()
+		if o.pending == task {
+			o.pending = nil
+		}
+		o.mu.Unlock()
+		return search.Proposal{}, ctx.Err()
 	case sub := <-o.inbox:
 		inputs, _ := json.Marshal(map[string]any{"ticket": sub.ticket, "parent": task.NodeID})
 		return search.Proposal{Code: sub.code, Language: sub.language, Notes: sub.notes, Inputs: inputs}, nil

@@ -79,7 +79,18 @@ func (m *Manager) agentDrive(ctx context.Context, id string, resume bool) (*driv
 		return nil, false, fmt.Errorf("run %s is driven by the %s operator on the server, not by you: watch it with evolve_status and read evolve_best; evolve_start creates a run you drive", id, run.Operator)
 	}
 	if d := m.activeDrive(id); d != nil {
-		return d, false, nil
+		live, err := m.settle(ctx, d)
+		if err != nil {
+			return nil, false, err
+		}
+		if live {
+			return d, false, nil
+		}
+		// The drive was ending (paused or finished): decide on the run as
+		// it now stands.
+		if run, err = m.run(ctx, id); err != nil {
+			return nil, false, err
+		}
 	}
 	switch {
 	case finished(run.Status):
@@ -310,4 +321,32 @@ func (m *Manager) endedError(ctx context.Context, run *search.Run) error {
 		return fmt.Errorf("%w; its start kernel could not be evaluated: %s", err, firstLine(root.Error))
 	}
 	return err
+}
+
+// settle waits until a drive has either taken hold of its run or ended,
+// and, when it holds a run that is no longer running (it is pausing or
+// has finished), until it has ended. It reports whether the drive lives.
+func (m *Manager) settle(ctx context.Context, d *drive) (bool, error) {
+	select {
+	case <-d.started:
+	case <-d.done:
+		return false, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	run, err := m.run(ctx, d.runID)
+	if err != nil {
+		return false, err
+	}
+	if run.Status == search.RunRunning {
+		return true, nil
+	}
+	select {
+	case <-d.done:
+		return false, nil
+	case <-time.After(startTimeout):
+		return false, fmt.Errorf("run %s is %s but its drive in this server has not ended: try again shortly", d.runID, run.Status)
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
 }

@@ -37,8 +37,15 @@ type Options struct {
 	Report func(ctx context.Context, st search.Store, runID string) (string, error)
 	// WorkDir holds inline problems and start kernels given as source.
 	WorkDir string
-	Log     *slog.Logger
+	// AgentIdle pauses an mcp run whose agent submitted nothing for this
+	// long after being offered a node (0 = DefaultAgentIdle, <0 = never).
+	AgentIdle time.Duration
+	Log       *slog.Logger
 }
+
+// DefaultAgentIdle is how long an mcp run waits for its agent's kernel
+// before pausing.
+const DefaultAgentIdle = 2 * time.Hour
 
 // Manager drives runs inside the server process.
 type Manager struct {
@@ -126,6 +133,17 @@ func (m *Manager) launch(runID string, op search.Operator, ev search.Evaluator, 
 	d := &drive{runID: runID, cancel: cancel, started: make(chan struct{}), done: make(chan struct{})}
 	if a, ok := op.(*agentOperator); ok {
 		d.agent = a
+		a.idle = m.o.AgentIdle
+		if a.idle == 0 {
+			a.idle = DefaultAgentIdle
+		}
+		a.onIdle = func(nodeID int64) {
+			msg := fmt.Sprintf("no kernel submitted for node %d in %s: the run pauses; evolve_next resumes it", nodeID, a.idle)
+			if err := m.o.Store.AppendEvent(context.Background(), &search.Event{RunID: runID, Kind: EventAgentIdle, Message: msg}); err != nil {
+				m.log.Warn("event not recorded", "run", runID, "err", err)
+			}
+			cancel()
+		}
 	}
 	st := &watchedStore{Store: m.o.Store, changed: m.changed, agent: d.agent, wrote: d.markStarted}
 	eng := &engine.Engine{Store: st, Eval: ev, Operator: op, Log: m.log.With("run", runID)}

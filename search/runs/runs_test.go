@@ -494,3 +494,51 @@ func TestResumeRewritesAMissingReference(t *testing.T) {
 		t.Fatal("the reference was not written again")
 	}
 }
+
+// An mcp run whose agent went away pauses after AgentIdle, and evolve_next
+// resumes it with the same node to expand.
+func TestIdleAgentRunPauses(t *testing.T) {
+	f := newFixture(t, 10*time.Millisecond)
+	ctx := context.Background()
+	m, err := New(Options{Store: f.st, WorkDir: f.work, AgentIdle: 300 * time.Millisecond,
+		Evaluator: func(context.Context) (search.Evaluator, error) { return f.ev, nil },
+		Resolve: func(_ context.Context, s engine.ProblemSpec) (search.Problem, string, error) {
+			return search.Problem{Name: s.Name, ReferencePath: f.ref, Target: s.Target, Language: "c"}, kernel(1), nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	run, err := m.Start(ctx, StartRequest{Problem: "p", Budget: search.Budget{Evals: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := next(t, m, run.ID)
+	var st StatusResult
+	for deadline := time.Now().Add(10 * time.Second); st.Status != search.RunPaused; {
+		if time.Now().After(deadline) {
+			t.Fatalf("idle run not paused: %+v", st)
+		}
+		if st, err = m.Status(ctx, run.ID, st.NextSince, time.Second, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := m.Status(ctx, run.ID, 0, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle := false
+	for _, e := range all.Events {
+		idle = idle || e.Kind == EventAgentIdle
+	}
+	if !idle || all.Active {
+		t.Fatalf("paused run: %+v", all)
+	}
+	nr, err := m.Next(ctx, run.ID, 5*time.Second)
+	if err != nil || !nr.Resumed || nr.State != NextReady || nr.Task.NodeID != first.NodeID {
+		t.Fatalf("next after the idle pause: %+v %v", nr, err)
+	}
+	if _, err := m.Submit(ctx, SubmitRequest{RunID: run.ID, NodeID: nr.Task.NodeID, Code: kernel(2), Wait: 5 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+}

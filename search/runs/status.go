@@ -93,8 +93,8 @@ func (m *Manager) status(ctx context.Context, run *search.Run, since int64, evs 
 		r.NextSince = evs[len(evs)-1].Seq
 	}
 	d := m.activeDrive(run.ID)
-	if finished(run.Status) {
-		d = nil // its drive is recording the end
+	if run.Status != search.RunRunning {
+		d = nil // its drive is starting, or recording how it ended
 	}
 	r.Active = d != nil
 	if d != nil && d.agent != nil {
@@ -107,7 +107,7 @@ func (m *Manager) status(ctx context.Context, run *search.Run, since int64, evs 
 	case finished(run.Status):
 		r.Hint = "the run has ended: evolve_best returns its best kernel"
 	case d == nil && run.Status == search.RunPaused:
-		r.Hint = "the run is paused: evolve_resume continues it"
+		r.Hint = "the run is paused: evolve_resume continues it (for a run you drive, evolve_next does)"
 	case d == nil && run.Status == search.RunRunning:
 		r.Hint = "this server does not drive the run (another process does, or its server was killed): evolve_resume takes it over once its driver is gone"
 	}
@@ -197,5 +197,5 @@ type RunInfo struct {
 func (m *Manager) Info(r *search.Run, message string) RunInfo {
 	return RunInfo{RunID: r.ID, Status: r.Status, StopReason: r.StopReason, Problem: r.Problem.Name, Target: r.Problem.Target,
 		Language: r.Problem.Language, ShapeSet: r.Problem.ShapeSet, Policy: r.Policy, Operator: r.Operator, Baseline: r.Baseline,
-		Budget: budgetView(r.Budget), Seed: r.Seed, Active: m.Active(r.ID) && !finished(r.Status), Message: message}
+		Budget: budgetView(r.Budget), Seed: r.Seed, Active: m.Active(r.ID) && r.Status == search.RunRunning, Message: message}
 }
