@@ -195,10 +195,14 @@ func TestEvolveRunPausesWithItsServer(t *testing.T) {
 	}
 	c := open()
 	var info struct {
-		RunID string `json:"run_id"`
+		RunID   string   `json:"run_id"`
+		Devices []string `json:"devices"`
 	}
 	if msg := callTool(t, c, "evolve_start", map[string]any{"problem": "other/relu", "target": "cpu", "budget": 2}, &info); msg != "" {
 		t.Fatal(msg)
+	}
+	if len(info.Devices) != 1 || info.Devices[0] == "" {
+		t.Fatalf("the run records no CPU: %+v", info)
 	}
 	first := next(c, info.RunID)
 	c.Close() // the server sees EOF on stdin and ends

@@ -63,6 +63,17 @@ func (a *app) runManager(ctx context.Context) (*runs.Manager, error) {
 			}
 			return "cpu"
 		},
+		Devices: func(ctx context.Context, target string) []string {
+			rep := a.devices.Get(ctx, false)
+			if target == "cpu" {
+				return []string{rep.CPU.Model}
+			}
+			var names []string
+			for _, gpu := range rep.GPUs {
+				names = append(names, gpu.Name)
+			}
+			return names
+		},
 		Operator: operator.ByName,
 		Report: func(ctx context.Context, st search.Store, id string) (string, error) {
 			var ceil *sol.Ceilings

@@ -30,6 +30,9 @@ type Options struct {
 	Resolve func(ctx context.Context, spec engine.ProblemSpec) (search.Problem, string, error)
 	// DetectTarget answers target "auto" (cpu when nil).
 	DetectTarget func(ctx context.Context) string
+	// Devices names the devices a run on target uses, for its record and
+	// report (nil = not recorded).
+	Devices func(ctx context.Context, target string) []string
 	// Operator returns a server-side operator by name (the tuner, later
 	// the LLM operators); nil allows only mcp runs.
 	Operator func(name string) (search.Operator, error)

@@ -66,6 +66,9 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (*search.Run, err
 		return nil, err
 	}
 	o := engine.StartOptions{Problem: prob, StartCode: start, Policy: req.Policy, Baseline: req.Baseline, Budget: req.Budget, Seed: req.Seed}
+	if m.o.Devices != nil {
+		o.Devices = m.o.Devices(ctx, prob.Target)
+	}
 	o.Config.Memory = req.Memory
 	o.Config.Policy.Draft = max(req.Draft, 0)
 	if req.Draft < 0 && req.Policy == "evolve" {

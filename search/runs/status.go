@@ -183,6 +183,7 @@ type RunInfo struct {
 	Target     string           `json:"target"`
 	Language   string           `json:"language"`
 	ShapeSet   string           `json:"shape_set,omitempty"`
+	Devices    []string         `json:"devices,omitempty"`
 	Policy     string           `json:"policy"`
 	Operator   string           `json:"operator"`
 	Baseline   string           `json:"baseline"`
@@ -196,6 +197,6 @@ type RunInfo struct {
 // Info describes a run.
 func (m *Manager) Info(r *search.Run, message string) RunInfo {
 	return RunInfo{RunID: r.ID, Status: r.Status, StopReason: r.StopReason, Problem: r.Problem.Name, Target: r.Problem.Target,
-		Language: r.Problem.Language, ShapeSet: r.Problem.ShapeSet, Policy: r.Policy, Operator: r.Operator, Baseline: r.Baseline,
+		Language: r.Problem.Language, ShapeSet: r.Problem.ShapeSet, Devices: r.Devices, Policy: r.Policy, Operator: r.Operator, Baseline: r.Baseline,
 		Budget: budgetView(r.Budget), Seed: r.Seed, Active: m.Active(r.ID) && r.Status == search.RunRunning, Message: message}
 }
