@@ -67,6 +67,8 @@ func (m *Manager) Status(ctx context.Context, id string, since int64, wait time.
 		case <-poll.C:
 		case <-deadline.C:
 			return m.status(ctx, run, since, evs)
+		case <-m.ctx.Done(): // the server is ending: answer now
+			return m.status(context.WithoutCancel(ctx), run, since, evs)
 		case <-ctx.Done():
 			return StatusResult{RunID: id}, ctx.Err()
 		}
