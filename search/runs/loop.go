@@ -317,7 +317,7 @@ func (m *Manager) endedError(ctx context.Context, run *search.Run) error {
 		return err
 	}
 	g := search.NewGraph(nodes)
-	if root := g.Root(); root != nil && root.State == search.NodeFailed && g.EvalCount() == 0 {
+	if root := g.Root(); root != nil && root.State == search.NodeFailed && g.EvalCount() == 0 && !strings.Contains(run.StopReason, firstLine(root.Error)) {
 		return fmt.Errorf("%w; its start kernel could not be evaluated: %s", err, firstLine(root.Error))
 	}
 	return err
