@@ -68,8 +68,8 @@ type Config struct {
 // Op is a cmd: operator.
 type Op struct {
 	name   string
-	shell  string   // cmd:COMMAND, run with sh -c
-	preset string   // "claude", "codex" or ""
+	shell  string // cmd:COMMAND, run with sh -c
+	preset string // "claude", "codex" or ""
 	cfg    Config
 	parse  func(stdout []byte) usage
 }
@@ -115,17 +115,17 @@ func (o *Op) Deadline() time.Duration { return o.cfg.Deadline }
 
 // Input is what a node records about its proposal (its OperatorInput).
 type Input struct {
-	ContextVersion string              `json:"context_version"`
-	ContextHash    string              `json:"context_hash"`
-	ContextTokens  int                 `json:"context_tokens"`
+	ContextVersion string               `json:"context_version"`
+	ContextHash    string               `json:"context_hash"`
+	ContextTokens  int                  `json:"context_tokens"`
 	Synthesis      *searchctx.Synthesis `json:"synthesis,omitempty"`
-	Command        string              `json:"command"`
-	WorkDir        string              `json:"workdir,omitempty"`
-	DurationS      float64             `json:"duration_s"`
-	InputTokens    int                 `json:"input_tokens,omitempty"`
-	OutputTokens   int                 `json:"output_tokens,omitempty"`
-	CostUSD        float64             `json:"cost_usd,omitempty"`
-	Turns          int                 `json:"turns,omitempty"`
+	Command        string               `json:"command"`
+	WorkDir        string               `json:"workdir,omitempty"`
+	DurationS      float64              `json:"duration_s"`
+	InputTokens    int                  `json:"input_tokens,omitempty"`
+	OutputTokens   int                  `json:"output_tokens,omitempty"`
+	CostUSD        float64              `json:"cost_usd,omitempty"`
+	Turns          int                  `json:"turns,omitempty"`
 	// Context is the whole prompt, so a proposal can be replayed.
 	Context string `json:"context"`
 }
