@@ -43,6 +43,9 @@ type Context struct {
 	// Seed is this proposal's own random seed (derived from the run's seed
 	// and the node count, so a resumed run proposes the same way).
 	Seed int64
+	// Feedback is what the run says about this proposal's earlier tries
+	// (a novelty rejection: "nearly identical to node 7"); "" at first.
+	Feedback string
 }
 
 // Proposal is an operator's answer: a candidate and what it cost.

@@ -141,6 +141,7 @@ func Synthesize(ctx context.Context, c search.Context, o Options) (*Synthesis, e
 
 	parts := []*part{
 		taskPart(c, parent, syn.Scenario),
+		feedbackPart(c.Feedback),
 		devicePart(o.Device, c.Problem),
 		problemPart(c.Problem, o.Reference),
 		parentPart(parent),

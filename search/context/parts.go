@@ -213,3 +213,12 @@ func oneLine(s string, max int) string {
 	}
 	return s
 }
+
+// feedbackPart carries what the run said about this proposal's earlier
+// tries (a novelty rejection); it is never cut.
+func feedbackPart(fb string) *part {
+	if strings.TrimSpace(fb) == "" {
+		return &part{name: "feedback", prio: prioRequired}
+	}
+	return &part{name: "feedback", prio: prioRequired, levels: []string{"## Feedback on your previous answer\n\n" + strings.TrimSpace(fb) + "\n"}}
+}
