@@ -71,3 +71,17 @@ type Operator interface {
 	Deadline() time.Duration
 	Propose(ctx context.Context, c Context) (Proposal, error)
 }
+
+// ProposalError is a failed proposal that still has something to record:
+// what the operator was asked (the model, the prompt's hash), what it cost
+// and its trimmed output. The run loop writes it as a failed node, so the
+// tokens count against the budget, a bandit over models sees the failure
+// after a resume, and the run's history shows what went wrong.
+type ProposalError struct {
+	Err    error
+	Inputs json.RawMessage
+	Tokens int
+}
+
+func (e *ProposalError) Error() string { return e.Err.Error() }
+func (e *ProposalError) Unwrap() error { return e.Err }

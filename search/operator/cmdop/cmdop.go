@@ -126,6 +126,8 @@ type Input struct {
 	OutputTokens   int                  `json:"output_tokens,omitempty"`
 	CostUSD        float64              `json:"cost_usd,omitempty"`
 	Turns          int                  `json:"turns,omitempty"`
+	// Output is the command's trimmed output (failed proposals only).
+	Output string `json:"output,omitempty"`
 	// Context is the whole prompt, so a proposal can be replayed.
 	Context string `json:"context"`
 }
@@ -174,20 +176,27 @@ func (o *Op) Propose(ctx context.Context, c search.Context) (search.Proposal, er
 	u := o.parse(stdout.Bytes())
 	in.InputTokens, in.OutputTokens, in.CostUSD, in.Turns = u.In, u.Out, u.CostUSD, u.Turns
 	out := trimOutput(stdout.String(), stderr.String())
+	// A failure is recorded with its inputs, cost and output (the run loop
+	// writes it as a failed node); the working dir stays for inspection.
+	fail := func(format string, a ...any) error {
+		in.Output = out
+		raw, _ := json.Marshal(in)
+		return &search.ProposalError{Err: fmt.Errorf(format, a...), Inputs: raw, Tokens: u.In + u.Out}
+	}
 	switch {
 	case ctx.Err() != nil:
-		return search.Proposal{}, fmt.Errorf("%s: stopped at the deadline after %.0f s (process group killed; working dir %s kept); output:\n%s", o.name, in.DurationS, dir, out)
+		return search.Proposal{}, fail("%s: stopped at the deadline after %.0f s (process group killed; working dir %s kept); output:\n%s", o.name, in.DurationS, dir, out)
 	case runErr != nil:
-		return search.Proposal{}, fmt.Errorf("%s: %v%s (working dir %s kept); output:\n%s", o.name, runErr, o.hint(u, out), dir, out)
+		return search.Proposal{}, fail("%s: %v%s (working dir %s kept); output:\n%s", o.name, runErr, o.hint(u, out), dir, out)
 	case u.Err != "":
-		return search.Proposal{}, fmt.Errorf("%s: the agent reported an error: %s%s (working dir %s kept)", o.name, u.Err, o.hint(u, out), dir)
+		return search.Proposal{}, fail("%s: the agent reported an error: %s%s (working dir %s kept)", o.name, u.Err, o.hint(u, out), dir)
 	}
 	code, err := os.ReadFile(filepath.Join(dir, "kernel.py"))
 	if err != nil {
-		return search.Proposal{}, fmt.Errorf("%s: no kernel.py left in %s: %w; output:\n%s", o.name, dir, err, out)
+		return search.Proposal{}, fail("%s: no kernel.py left in %s: %v; output:\n%s", o.name, dir, err, out)
 	}
 	if search.NormalizedHash(string(code)) == search.NormalizedHash(parent.Code) {
-		return search.Proposal{}, fmt.Errorf("%s: exited 0 but left kernel.py unchanged (working dir %s kept); output:\n%s", o.name, dir, out)
+		return search.Proposal{}, fail("%s: exited 0 but left kernel.py unchanged (working dir %s kept); output:\n%s", o.name, dir, out)
 	}
 	inputs, _ := json.Marshal(in)
 	if !o.cfg.KeepDirs {

@@ -195,8 +195,19 @@ func TestEngineWithScriptedAgents(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), "quota exhausted") {
 					t.Fatalf("run error %v", err)
 				}
-				if len(nodes) != 1 || !nodes[0].Evaluated() {
-					t.Fatalf("start kernel lost: %d nodes", len(nodes))
+				if !nodes[0].Evaluated() {
+					t.Fatal("start kernel lost")
+				}
+				// Each failed proposal is a failed node with the agent's output.
+				for _, n := range nodes[1:] {
+					var in Input
+					json.Unmarshal(n.OperatorInput, &in)
+					if n.State != search.NodeFailed || !strings.Contains(n.Error, "quota exhausted") || !strings.Contains(in.Output, "quota exhausted") {
+						t.Errorf("node %d: %s %q", n.ID, n.State, n.Error)
+					}
+				}
+				if len(nodes) != 6 {
+					t.Errorf("%d nodes, want the start and 5 failed proposals", len(nodes))
 				}
 				evs, _ := st.Events(context.Background(), run.ID, 0, 100)
 				n := 0
