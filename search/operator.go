@@ -62,6 +62,12 @@ type Proposal struct {
 // The run loop asks the policy again or ends when no parent is left.
 var ErrExhausted = errors.New("operator: nothing new to propose from this parent")
 
+// ErrOperatorUnavailable marks a failure no retry can fix (an agent CLI
+// that is not logged in, a missing API key, a CLI not installed). The run
+// loop pauses the run at once, with the error as its reason, so that
+// --resume continues it once the operator works.
+var ErrOperatorUnavailable = errors.New("operator unavailable")
+
 // Operator is O: it turns parent kernels into a new candidate. Propose must
 // return by ctx's deadline; an operator that runs anything external kills
 // its process group when ctx ends (toolchain.KillGroupOnCancel).

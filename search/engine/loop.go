@@ -101,6 +101,10 @@ func (d *driver) finish(ctx context.Context, loopErr error) error {
 		case ctx.Err() != nil:
 			d.run.Status, d.run.StopReason = search.RunPaused, "interrupted: resume continues it"
 			loopErr = nil
+		case errors.Is(loopErr, search.ErrOperatorUnavailable):
+			// Nothing is lost and nothing is wrong with the run: it waits
+			// for its operator (the error says how to fix it).
+			d.run.Status, d.run.StopReason = search.RunPaused, loopErr.Error()
 		default:
 			d.run.Status, d.run.StopReason = search.RunFailed, loopErr.Error()
 		}
@@ -174,6 +178,9 @@ func (d *driver) loop(ctx context.Context) error {
 			}
 			proposeFails++
 			d.e.event(ctx, d.run, search.EventProposeErr, fmt.Sprintf("operator %s failed on node %v: %v", d.run.Operator, sel.Parents, err), nil)
+			if errors.Is(err, search.ErrOperatorUnavailable) {
+				return err
+			}
 			if proposeFails >= maxProposeFailures {
 				return fmt.Errorf("operator %s failed %d times in a row; last: %w", d.run.Operator, proposeFails, err)
 			}

@@ -181,11 +181,17 @@ func (o *Op) Propose(ctx context.Context, c search.Context) (search.Proposal, er
 	fail := func(format string, a ...any) error {
 		in.Output = out
 		raw, _ := json.Marshal(in)
-		return &search.ProposalError{Err: fmt.Errorf(format, a...), Inputs: raw, Tokens: u.In + u.Out}
+		err := fmt.Errorf(format, a...)
+		if o.hint(u, out) != "" {
+			err = fmt.Errorf("%w: %w", search.ErrOperatorUnavailable, err)
+		}
+		return &search.ProposalError{Err: err, Inputs: raw, Tokens: u.In + u.Out}
 	}
 	switch {
 	case ctx.Err() != nil:
 		return search.Proposal{}, fail("%s: stopped at the deadline after %.0f s (process group killed; working dir %s kept); output:\n%s", o.name, in.DurationS, dir, out)
+	case runErr != nil && u.Err != "":
+		return search.Proposal{}, fail("%s: %v: %s%s (working dir %s kept); output:\n%s", o.name, runErr, u.Err, o.hint(u, out), dir, out)
 	case runErr != nil:
 		return search.Proposal{}, fail("%s: %v%s (working dir %s kept); output:\n%s", o.name, runErr, o.hint(u, out), dir, out)
 	case u.Err != "":
@@ -213,7 +219,7 @@ func (o *Op) Propose(ctx context.Context, c search.Context) (search.Proposal, er
 func (o *Op) hint(u usage, out string) string {
 	s := strings.ToLower(u.Err + " " + out)
 	switch {
-	case o.preset == "claude" && (strings.Contains(s, "api key") || strings.Contains(s, "/login") || strings.Contains(s, "authentication")):
+	case o.preset == "claude" && (strings.Contains(s, "api key") || strings.Contains(s, "/login") || strings.Contains(s, "not logged in") || strings.Contains(s, "authentication")):
 		return " — Claude Code is not logged in: set ANTHROPIC_API_KEY (or run `claude` once and /login), then resume the run with --resume"
 	case o.preset == "codex" && (strings.Contains(s, "api key") || strings.Contains(s, "login") || strings.Contains(s, "401")):
 		return " — Codex is not logged in: set OPENAI_API_KEY (or run `codex login`), then resume the run with --resume"
@@ -324,7 +330,7 @@ func (o *Op) find(name string) (string, error) {
 		}
 	}
 	pkg := map[string]string{"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex"}[name]
-	return "", fmt.Errorf("operator %s: the %s CLI is not installed: npm install -g %s (or put it on PATH)", o.name, name, pkg)
+	return "", fmt.Errorf("%w: operator %s: the %s CLI is not installed: npm install -g %s (or put it on PATH, or set KEVOLVE_NODE_DIR)", search.ErrOperatorUnavailable, o.name, name, pkg)
 }
 
 // trimOutput keeps the head and tail of what the command printed.

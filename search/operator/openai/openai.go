@@ -15,6 +15,7 @@ package openai
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -185,6 +186,11 @@ func (o *Op) Propose(ctx context.Context, c search.Context) (search.Proposal, er
 	if err != nil {
 		if ctx.Err() != nil {
 			return search.Proposal{}, o.fail(m, syn, 0, fmt.Errorf("%s at %s: no answer within the deadline (%.0f s): %w", m.Name, m.BaseURL, took, err))
+		}
+		var apiErr *oai.Error
+		if errors.As(err, &apiErr) && (apiErr.StatusCode == 401 || apiErr.StatusCode == 403) {
+			// No retry fixes a key: the run pauses and says how to resume.
+			err = fmt.Errorf("%w: %w — set OPENAI_API_KEY for this endpoint, then resume the run with --resume", search.ErrOperatorUnavailable, err)
 		}
 		return search.Proposal{}, o.fail(m, syn, 0, fmt.Errorf("%s at %s: %w", m.Name, m.BaseURL, err))
 	}

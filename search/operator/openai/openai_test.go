@@ -78,6 +78,11 @@ func newEndpoint(t *testing.T) *endpoint {
 				return
 			}
 		}
+		if r.Header.Get("Authorization") != "Bearer test" {
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprint(w, `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}`)
+			return
+		}
 		content, ok := reply[req.Model]
 		if !ok {
 			w.WriteHeader(http.StatusNotFound)
@@ -184,6 +189,16 @@ func TestReplies(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), "deadline") {
 			t.Errorf("error does not say deadline: %v", err)
+		}
+	})
+	t.Run("bad key", func(t *testing.T) {
+		o, err := New("openai:file-model@"+e.URL+"/v1", Config{Deadline: 10 * time.Second, APIKey: "wrong", Context: ctxOpts()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = propose(o, c)
+		if !errors.Is(err, search.ErrOperatorUnavailable) || !strings.Contains(err.Error(), "OPENAI_API_KEY") {
+			t.Fatalf("%v", err)
 		}
 	})
 	t.Run("unknown model", func(t *testing.T) {
