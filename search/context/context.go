@@ -68,6 +68,18 @@ type Options struct {
 	OutputContract string
 	// MaxHistory bounds the sibling/ancestor entries (0 = 6).
 	MaxHistory int
+	// Ports are earlier runs' best kernels for this problem on other
+	// arches (search/memory), shown near the root for the operator to port.
+	Ports []Port
+}
+
+// Port is a kernel from another arch.
+type Port struct {
+	Problem  string  `json:"problem"`
+	Arch     string  `json:"arch"`
+	Language string  `json:"language"`
+	Fitness  float64 `json:"fitness"`
+	Code     string  `json:"code"`
 }
 
 // Section says what one part of the context cost and whether it was cut.
@@ -149,6 +161,7 @@ func Synthesize(ctx context.Context, c search.Context, o Options) (*Synthesis, e
 		logPart(parent),
 		diagnosisPart(parent),
 		historyPart(c, parent, mem, o.MaxHistory),
+		portsPart(o.Ports, parent),
 	}
 	cons, docs, q := knowledgeParts(ctx, c, parent, o)
 	syn.Query = q

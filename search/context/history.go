@@ -76,3 +76,22 @@ func historyLine(n *search.Node) string {
 	b.WriteString("\n")
 	return b.String()
 }
+
+// portsPart shows other arches' winners to nodes near the root (a draft
+// or its first children), one whole kernel per level.
+func portsPart(ports []Port, parent *search.Node) *part {
+	p := &part{name: "ports", prio: prioHistory}
+	if len(ports) == 0 || parent.Depth > 1 {
+		return p
+	}
+	title := "## Kernels that won on other devices (port what applies)\n\n"
+	var entries []string
+	for _, x := range ports {
+		entries = append(entries, fmt.Sprintf("### %s, %s on %s: %.2fx there\n\n%s", x.Problem, x.Language, x.Arch, x.Fitness, fence("python", x.Code)))
+	}
+	for k := len(entries); k >= 1; k-- {
+		p.levels = append(p.levels, title+strings.Join(entries[:k], "\n"))
+	}
+	p.levels = append(p.levels, "")
+	return p
+}
