@@ -11,13 +11,13 @@ import (
 
 // Prior is the best kernel of an earlier run of a similar problem.
 type Prior struct {
-	RunID   string         `json:"run_id"`
-	Problem string         `json:"problem"`
-	Node    *search.Node   `json:"-"`
-	NodeID  int64          `json:"node_id"`
-	Fitness float64        `json:"fitness"`
-	Arch    string         `json:"arch"`
-	Target  string         `json:"target"`
+	RunID   string       `json:"run_id"`
+	Problem string       `json:"problem"`
+	Node    *search.Node `json:"-"`
+	NodeID  int64        `json:"node_id"`
+	Fitness float64      `json:"fitness"`
+	Arch    string       `json:"arch"`
+	Target  string       `json:"target"`
 	// Port marks a kernel from another arch: offered to the operator to
 	// port, not evaluated as is.
 	Port bool   `json:"port"`
