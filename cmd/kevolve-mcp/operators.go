@@ -9,11 +9,11 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/kevolve/kevolve-mcp/retrieval"
-	"github.com/kevolve/kevolve-mcp/search/memory"
 	"github.com/kevolve/kevolve-mcp/harness/sol"
+	"github.com/kevolve/kevolve-mcp/retrieval"
 	"github.com/kevolve/kevolve-mcp/search"
 	searchctx "github.com/kevolve/kevolve-mcp/search/context"
+	"github.com/kevolve/kevolve-mcp/search/memory"
 	"github.com/kevolve/kevolve-mcp/search/operator"
 )
 
