@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +9,8 @@ import (
 	"time"
 
 	"github.com/kevolve/kevolve-mcp/harness/sol"
+	"github.com/spf13/pflag"
+
 	"github.com/kevolve/kevolve-mcp/retrieval"
 	"github.com/kevolve/kevolve-mcp/search"
 	searchctx "github.com/kevolve/kevolve-mcp/search/context"
@@ -27,15 +28,13 @@ type operatorFlags struct {
 	noWriteBack   bool
 }
 
-func operatorFlagsOn(fs *flag.FlagSet) *operatorFlags {
-	f := &operatorFlags{}
+func registerOperatorFlags(fs *pflag.FlagSet, f *operatorFlags) {
 	fs.IntVar(&f.contextTokens, "context-tokens", searchctx.DefaultBudget, "token budget of the context given to a model or agent operator")
 	fs.Float64Var(&f.novelty, "novelty", 0, "reject proposals at least this similar to an existing kernel (0 = 0.98; 1.01 = off)")
 	fs.DurationVar(&f.deadline, "op-deadline", 0, "limit per proposal of a model or agent operator (default: cmd 15m, openai 5m)")
 	fs.StringVar(&f.workDir, "op-workdir", "", "where cmd: operators get their per-proposal directories (default: the temp dir)")
 	fs.BoolVar(&f.noMemory, "no-memory", false, "do not seed the run with the best kernels of earlier runs on similar problems")
 	fs.BoolVar(&f.noWriteBack, "no-writeback", false, "do not write the run's best kernel into the user's knowledge directory")
-	return f
 }
 
 // userKnowledgeDir is where the search writes what it learns (examples/
