@@ -37,6 +37,7 @@ type evolveOptions struct {
 	calibrate bool
 	reportDir string
 	ops       operatorFlags // the model and agent operators' settings (operators.go)
+	suite     suiteFlags    // --suite (suite.go)
 }
 
 // newEvolveCmd wires `kevolve-mcp evolve` flags to search/engine; the
@@ -72,6 +73,7 @@ is a checkpoint: a killed run continues with --resume RUN.
 	f.StringVar(&o.Policy, "policy", "greedy", "selection policy: greedy, uct or evolve")
 	f.StringVar(&eo.operator, "operator", "tuner", "operator: tuner, cmd:COMMAND, claude, codex or openai:MODEL[@URL][,...]")
 	registerOperatorFlags(f, &eo.ops)
+	registerSuiteFlags(f, &eo.suite)
 	f.IntVar(&o.Budget.Evals, "budget", 30, "evaluations, the start kernel's included")
 	f.DurationVar(&o.Budget.Time, "time", 0, "wall-clock budget, e.g. 30m (0 = none)")
 	f.IntVar(&o.Budget.Tokens, "tokens", 0, "token budget (0 = none)")
@@ -116,6 +118,9 @@ func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.W
 	st, err := store.New(ctx, a.db)
 	if err != nil {
 		return err
+	}
+	if eo.suite.spec != "" {
+		return evolveSuite(ctx, c, a, eo, st, fs, stdout, stderr)
 	}
 	ev, err := a.evaluator()
 	if err != nil {
