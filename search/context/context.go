@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"sort"
 	"strings"
 
 	"github.com/kevolve/kevolve-mcp/retrieval"
@@ -68,6 +69,11 @@ type Options struct {
 	OutputContract string
 	// MaxHistory bounds the sibling/ancestor entries (0 = 6).
 	MaxHistory int
+	// Stagnation is the memory-mode supervisor's window: after this many
+	// finished nodes without a new best, an inherit context compares with
+	// siblings instead, and after twice as many it starts from a clean
+	// slate (0 = 6; <0 = off).
+	Stagnation int
 	// Ports are earlier runs' best kernels for this problem on other
 	// arches (search/memory), shown near the root for the operator to port.
 	Ports []Port
@@ -102,6 +108,8 @@ type Synthesis struct {
 	Budget   int               `json:"budget"`
 	Scenario string            `json:"scenario"`
 	Memory   search.MemoryMode `json:"memory"`
+	// MemoryWhy says why the supervisor changed the run's memory mode.
+	MemoryWhy string `json:"memory_why,omitempty"`
 	Sections []Section         `json:"sections"`
 	// Query is what the knowledge index was asked; Docs what it returned
 	// and the context kept.
@@ -148,8 +156,9 @@ func Synthesize(ctx context.Context, c search.Context, o Options) (*Synthesis, e
 	if mem == "" {
 		mem = search.MemoryInherit
 	}
+	mem, why := supervise(mem, c.Graph, o.Stagnation)
 	parent := c.Parents[0]
-	syn := &Synthesis{Version: Version, Budget: o.Budget, Memory: mem, Scenario: scenario(parent, c.Selection.Draft)}
+	syn := &Synthesis{Version: Version, Budget: o.Budget, Memory: mem, MemoryWhy: why, Scenario: scenario(parent, c.Selection.Draft)}
 
 	parts := []*part{
 		taskPart(c, parent, syn.Scenario),
@@ -206,4 +215,38 @@ func scenario(parent *search.Node, draft bool) string {
 		return ScenarioNearSOL
 	}
 	return ScenarioOptimize
+}
+
+// supervise is the memory-mode supervisor: a search that stopped improving
+// is shown less of its own history, so the operator leaves the rut (AVO's
+// stagnation supervisor, applied to the context).
+func supervise(mem search.MemoryMode, g *search.Graph, window int) (search.MemoryMode, string) {
+	if window == 0 {
+		window = 6
+	}
+	if window < 0 || g == nil || mem == search.MemoryCleanSlate {
+		return mem, ""
+	}
+	var done []*search.Node
+	for _, n := range g.Nodes {
+		if n.State.Finished() && n.EvalSeq > 0 {
+			done = append(done, n)
+		}
+	}
+	sort.Slice(done, func(i, j int) bool { return done[i].EvalSeq < done[j].EvalSeq })
+	best, since := 0.0, 0
+	for _, n := range done {
+		if n.Fitness() > best {
+			best, since = n.Fitness(), 0
+		} else {
+			since++
+		}
+	}
+	switch {
+	case since >= 2*window:
+		return search.MemoryCleanSlate, fmt.Sprintf("%d nodes without a new best: clean slate", since)
+	case since >= window && mem == search.MemoryInherit:
+		return search.MemoryCompare, fmt.Sprintf("%d nodes without a new best: compare with siblings", since)
+	}
+	return mem, ""
 }

@@ -398,3 +398,30 @@ func TestRealIndex(t *testing.T) {
 		os.WriteFile("testdata/retrieval.json", b, 0o644)
 	}
 }
+
+func TestMemorySupervisor(t *testing.T) {
+	var nodes []*search.Node
+	for i := 1; i <= 14; i++ {
+		f := 1.0
+		if i == 1 {
+			f = 2
+		}
+		nodes = append(nodes, &search.Node{ID: int64(i), EvalSeq: i, State: search.NodeDone, Result: &search.Result{Verdict: "pass", Fitness: f}})
+	}
+	cases := []struct {
+		n    int
+		in   search.MemoryMode
+		want search.MemoryMode
+	}{
+		{3, search.MemoryInherit, search.MemoryInherit},
+		{8, search.MemoryInherit, search.MemoryCompare},
+		{8, search.MemoryCompare, search.MemoryCompare},
+		{14, search.MemoryInherit, search.MemoryCleanSlate},
+	}
+	for _, c := range cases {
+		got, why := supervise(c.in, search.NewGraph(nodes[:c.n]), 6)
+		if got != c.want || (got != c.in) != (why != "") {
+			t.Errorf("%d nodes, %s: %s (%q)", c.n, c.in, got, why)
+		}
+	}
+}
