@@ -129,7 +129,7 @@ const (
 
 // ErrBudget is returned when the parts that cannot be cut (the task, the
 // parent's code, its result, the output contract) exceed the budget.
-var ErrBudget = errors.New("context: the token budget is smaller than the parent's code and the task")
+var ErrBudget = errors.New("context: the token budget is smaller than the parent's code and the task (raise --context-tokens)")
 
 // Synthesize builds the context for a proposal from c.Parents[0].
 func Synthesize(ctx context.Context, c search.Context, o Options) (*Synthesis, error) {
