@@ -43,6 +43,9 @@ type Context struct {
 	// Seed is this proposal's own random seed (derived from the run's seed
 	// and the node count, so a resumed run proposes the same way).
 	Seed int64
+	// Feedback is what the run says about this proposal's earlier tries
+	// (a novelty rejection: "nearly identical to node 7"); "" at first.
+	Feedback string
 }
 
 // Proposal is an operator's answer: a candidate and what it cost.
@@ -59,6 +62,12 @@ type Proposal struct {
 // The run loop asks the policy again or ends when no parent is left.
 var ErrExhausted = errors.New("operator: nothing new to propose from this parent")
 
+// ErrOperatorUnavailable marks a failure no retry can fix (an agent CLI
+// that is not logged in, a missing API key, a CLI not installed). The run
+// loop pauses the run at once, with the error as its reason, so that
+// --resume continues it once the operator works.
+var ErrOperatorUnavailable = errors.New("operator unavailable")
+
 // Operator is O: it turns parent kernels into a new candidate. Propose must
 // return by ctx's deadline; an operator that runs anything external kills
 // its process group when ctx ends (toolchain.KillGroupOnCancel).
@@ -68,3 +77,17 @@ type Operator interface {
 	Deadline() time.Duration
 	Propose(ctx context.Context, c Context) (Proposal, error)
 }
+
+// ProposalError is a failed proposal that still has something to record:
+// what the operator was asked (the model, the prompt's hash), what it cost
+// and its trimmed output. The run loop writes it as a failed node, so the
+// tokens count against the budget, a bandit over models sees the failure
+// after a resume, and the run's history shows what went wrong.
+type ProposalError struct {
+	Err    error
+	Inputs json.RawMessage
+	Tokens int
+}
+
+func (e *ProposalError) Error() string { return e.Err.Error() }
+func (e *ProposalError) Unwrap() error { return e.Err }

@@ -99,6 +99,7 @@ func (a *app) knowledge(ctx context.Context) (*retrieval.Index, error) {
 	for _, dir := range a.g.kbDirs {
 		sources = append(sources, retrieval.DirSource(dir))
 	}
+	sources = memorySources(a.g, sources) // the search's own winners (operators.go)
 	return retrieval.Open(ctx, a.db, emb, sources...)
 }
 

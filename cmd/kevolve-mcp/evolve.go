@@ -36,6 +36,8 @@ type evolveOptions struct {
 	asJSON    bool
 	calibrate bool
 	reportDir string
+	ops       operatorFlags // the model and agent operators' settings (operators.go)
+	suite     suiteFlags    // --suite (suite.go)
 }
 
 // newEvolveCmd wires `kevolve-mcp evolve` flags to search/engine; the
@@ -69,7 +71,9 @@ is a checkpoint: a killed run continues with --resume RUN.
 	f.StringVar(&eo.spec.Language, "language", "", "start kernel kind: c, cuda or triton (default c on cpu, cuda on nvidia)")
 	f.StringVar(&eo.spec.ShapeSet, "shapes", "", "shape set: small or large (default small on cpu, large on a GPU)")
 	f.StringVar(&o.Policy, "policy", "greedy", "selection policy: greedy, uct or evolve")
-	f.StringVar(&eo.operator, "operator", "tuner", "operator: tuner")
+	f.StringVar(&eo.operator, "operator", "tuner", "operator: tuner, cmd:COMMAND, claude, codex or openai:MODEL[@URL][,...]")
+	registerOperatorFlags(f, &eo.ops)
+	registerSuiteFlags(f, &eo.suite)
 	f.IntVar(&o.Budget.Evals, "budget", 30, "evaluations, the start kernel's included")
 	f.DurationVar(&o.Budget.Time, "time", 0, "wall-clock budget, e.g. 30m (0 = none)")
 	f.IntVar(&o.Budget.Tokens, "tokens", 0, "token budget (0 = none)")
@@ -90,7 +94,7 @@ is a checkpoint: a killed run continues with --resume RUN.
 	_ = cmd.RegisterFlagCompletionFunc("target", fixedCompletion("auto", "cpu", "nvidia"))
 	_ = cmd.RegisterFlagCompletionFunc("language", fixedCompletion("c", "cuda", "triton"))
 	_ = cmd.RegisterFlagCompletionFunc("policy", fixedCompletion(policy.Names...))
-	_ = cmd.RegisterFlagCompletionFunc("operator", fixedCompletion("tuner"))
+	_ = cmd.RegisterFlagCompletionFunc("operator", fixedCompletion("tuner", "claude", "codex", "cmd:", "openai:"))
 	_ = cmd.RegisterFlagCompletionFunc("baseline", fixedCompletion("eager", "compile"))
 	_ = cmd.MarkFlagFilename("start", "py")
 	cmd.AddCommand(newEvolveListCmd(c), newEvolveInspectCmd(c, "show"), newEvolveInspectCmd(c, "best"), newEvolveInspectCmd(c, "report"))
@@ -114,6 +118,9 @@ func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.W
 	st, err := store.New(ctx, a.db)
 	if err != nil {
 		return err
+	}
+	if eo.suite.spec != "" {
+		return evolveSuite(ctx, c, a, eo, st, fs, stdout, stderr)
 	}
 	ev, err := a.evaluator()
 	if err != nil {
@@ -169,6 +176,16 @@ func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.W
 	} else {
 		fmt.Fprintf(stderr, "no speed-of-light figures: %v\n", err)
 	}
+	// Model and agent operators get the knowledge index, the device, ports
+	// from earlier runs and this server's command line (operators.go).
+	opProblem, opDevices, opRun := o.Problem, o.Devices, ""
+	if run != nil {
+		opProblem, opDevices, opRun = run.Problem, run.Devices, run.ID
+	}
+	priors := priorsFor(ctx, st, &eo.ops, opProblem, opDevices, opRun)
+	if op, err = operatorWithContext(ctx, a, eo.operator, &eo.ops, opProblem.Target, opDevices, adapter.Ceilings, priors); err != nil {
+		return err
+	}
 	eng := &engine.Engine{Store: st, Eval: adapter, Operator: op, Log: c.logger, OnProgress: progressPrinter(stderr)}
 	if eo.resume != "" {
 		var b *search.Budget
@@ -192,6 +209,7 @@ func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.W
 	} else {
 		run, err = eng.Create(ctx, o)
 		if err == nil {
+			seedMemory(ctx, st, run.ID, priors, stderr)
 			fmt.Fprintf(stderr, "evolve run %s: %s on %s (%s start), policy %s, operator %s, budget %d evaluations\n",
 				run.ID, o.Problem.Name, o.Problem.Target, o.Problem.Language, run.Policy, run.Operator, o.Budget.Evals)
 			err = eng.Drive(ctx, run.ID)
@@ -201,6 +219,7 @@ func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.W
 	if run == nil {
 		return err
 	}
+	writeBack(context.WithoutCancel(ctx), a, st, run.ID, &eo.ops, stderr)
 	return finishEvolve(context.WithoutCancel(ctx), c.g, st, run.ID, eo.reportDir, adapter.Ceilings, eo.asJSON, stdout, err)
 }
 

@@ -101,6 +101,10 @@ func (d *driver) finish(ctx context.Context, loopErr error) error {
 		case ctx.Err() != nil:
 			d.run.Status, d.run.StopReason = search.RunPaused, "interrupted: resume continues it"
 			loopErr = nil
+		case errors.Is(loopErr, search.ErrOperatorUnavailable):
+			// Nothing is lost and nothing is wrong with the run: it waits
+			// for its operator (the error says how to fix it).
+			d.run.Status, d.run.StopReason = search.RunPaused, loopErr.Error()
 		default:
 			d.run.Status, d.run.StopReason = search.RunFailed, loopErr.Error()
 		}
@@ -174,6 +178,9 @@ func (d *driver) loop(ctx context.Context) error {
 			}
 			proposeFails++
 			d.e.event(ctx, d.run, search.EventProposeErr, fmt.Sprintf("operator %s failed on node %v: %v", d.run.Operator, sel.Parents, err), nil)
+			if errors.Is(err, search.ErrOperatorUnavailable) {
+				return err
+			}
 			if proposeFails >= maxProposeFailures {
 				return fmt.Errorf("operator %s failed %d times in a row; last: %w", d.run.Operator, proposeFails, err)
 			}
@@ -238,7 +245,10 @@ func (d *driver) propose(ctx context.Context, sel search.Selection) (*search.Nod
 	opS := time.Since(t0).Seconds()
 	if err != nil {
 		if pctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
-			return nil, fmt.Errorf("operator deadline of %s exceeded: %w", d.e.Operator.Deadline(), err)
+			err = fmt.Errorf("operator deadline of %s exceeded: %w", d.e.Operator.Deadline(), err)
+		}
+		if ctx.Err() == nil && !errors.Is(err, search.ErrExhausted) {
+			d.recordFailedProposal(ctx, sel, parents[0], depth, err, opS)
 		}
 		return nil, err
 	}
@@ -261,6 +271,32 @@ func (d *driver) propose(ctx context.Context, sel search.Selection) (*search.Nod
 	}
 	d.g.Add(n)
 	return n, nil
+}
+
+const failedProposalNote = "failed proposal"
+
+// recordFailedProposal writes a failed proposal as a failed node (the
+// parent's code, the error as its reason, the operator's inputs and
+// tokens when it gave them in a search.ProposalError): its cost counts
+// against the budget and an operator that learns from the graph (the
+// openai bandit) sees it after a resume. It is never selected or
+// evaluated. A store error here only loses this record, so it is logged.
+func (d *driver) recordFailedProposal(ctx context.Context, sel search.Selection, parent *search.Node, depth int, err error, opS float64) {
+	n := &search.Node{RunID: d.run.ID, Parents: sel.Parents, Depth: depth, Island: sel.Island, Code: parent.Code, Language: parent.Language,
+		Operator: d.e.Operator.Name(), State: search.NodeEvaluating, Notes: failedProposalNote, Cost: search.Cost{OperatorS: opS}}
+	var pe *search.ProposalError
+	if errors.As(err, &pe) {
+		n.OperatorInput, n.Cost.Tokens = pe.Inputs, pe.Tokens
+	}
+	if ierr := d.e.Store.InsertNode(ctx, n); ierr != nil {
+		d.e.log().Warn("failed proposal not recorded", "run", d.run.ID, "err", ierr)
+		return
+	}
+	d.g.Add(n)
+	n.State, n.Error = search.NodeFailed, err.Error()
+	if ferr := d.e.Store.FinishNode(context.WithoutCancel(ctx), n, d.run); ferr != nil {
+		d.e.log().Warn("failed proposal not recorded", "run", d.run.ID, "err", ferr)
+	}
 }
 
 // evaluate answers n from the store when its code was evaluated before,
@@ -311,10 +347,15 @@ func (d *driver) evaluate(ctx context.Context, n *search.Node) error {
 	return d.finishNode(ctx, n, search.EventEvaluated, describe(n))
 }
 
+// recentFailures counts the evaluation service's failures at the end of
+// the graph; failed proposals (recordFailedProposal) are the operator's,
+// not the service's, and are passed over.
 func (d *driver) recentFailures() int {
 	k := 0
 	for i := len(d.g.Nodes) - 1; i >= 0 && d.g.Nodes[i].State == search.NodeFailed; i-- {
-		k++
+		if d.g.Nodes[i].Notes != failedProposalNote {
+			k++
+		}
 	}
 	return k
 }

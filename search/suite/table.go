@@ -1,0 +1,32 @@
+package suite
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// WriteTable prints the end table: one line per problem, then fast_p vs
+// eager and vs torch.compile, the geomean, mean SOL score, tokens,
+// GPU-seconds and what SOL-guided stopping saved.
+func WriteTable(w io.Writer, r *Report) error {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "problem\tevals\tstopped\tcorrect\tvs eager\tvs compile\t% SOL\ttokens\teval s")
+	for _, row := range r.Rows {
+		why := row.Stopped
+		if why == "" {
+			why = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%v\t%.2fx\t%.2fx\t%.1f\t%d\t%.1f\n", row.Name, row.Used, why, row.Correct,
+			row.SpeedupVsEager, row.SpeedupVsCompile, row.PctOfSOL, row.Tokens, row.EvalS)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\n\tfast_0\tfast_1\tfast_1.5\tfast_2\n")
+	fmt.Fprintf(w, "vs eager\t%.2f\t%.2f\t%.2f\t%.2f\n", r.FastEager[0], r.FastEager[1], r.FastEager[2], r.FastEager[3])
+	fmt.Fprintf(w, "vs compile\t%.2f\t%.2f\t%.2f\t%.2f\n", r.FastCompile[0], r.FastCompile[1], r.FastCompile[2], r.FastCompile[3])
+	fmt.Fprintf(w, "geomean vs eager %.3fx, mean SOL score %.3f, %d tokens, %.1f GPU-seconds, %d of %d evaluations\n",
+		r.Geomean, r.MeanSOLScore, r.Tokens, r.GPUSeconds, r.Used, r.Budget)
+	_, err := fmt.Fprintf(w, "SOL-guided stopping saved %d evaluations against a fixed %d per problem (plateau: %d more); they went to the problems with the most headroom\n",
+		r.SavedBySOL, r.FixedShare, r.SavedByPlateau)
+	return err
+}
