@@ -43,6 +43,11 @@ Usage:
                                         bundled problems; register a KernelBench checkout
   kevolve-mcp kb search QUERY [--device D] [-k N] [--json]
                                         search the knowledge base (also: kb list)
+  kevolve-mcp evolve [--problem P] [--start FILE] [--target cpu|nvidia|auto] [--policy greedy|uct|evolve]
+                     [--operator tuner] [--budget N] [--time 30m] [--baseline eager|compile] [--resume RUN] [--json]
+                                        graph search for a faster kernel (evolve --help for every flag)
+  kevolve-mcp evolve list | show RUN | best RUN | report RUN
+                                        past runs, a run's nodes, its best kernel's code, its report
   kevolve-mcp demo                      what make run shows: a bundled problem's start kernel,
                                         its verdict, speedup and speed of light
 
@@ -118,6 +123,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return corpusCmd(g, logger, rest[1:], stdout, stderr)
 	case "demo":
 		return demoCmd(g, logger, rest[1:], stdout, stderr)
+	case "evolve":
+		return evolveCmd(g, logger, rest[1:], stdout, stderr)
 	case "help":
 		fs.Usage()
 		return nil
