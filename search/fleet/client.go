@@ -30,7 +30,9 @@ type statusError struct {
 	msg  string
 }
 
-func (e *statusError) Error() string { return fmt.Sprintf("coordinator answered %d: %s", e.code, e.msg) }
+func (e *statusError) Error() string {
+	return fmt.Sprintf("coordinator answered %d: %s", e.code, e.msg)
+}
 
 func isStatus(err error, code int) bool {
 	var se *statusError

@@ -17,11 +17,11 @@ type LocalLauncher struct {
 	Config LaunchConfig
 	N      int
 
-	mu      sync.Mutex
+	mu       sync.Mutex
 	procs    []*exec.Cmd
 	restarts map[int]int
 	stopped  bool
-	wg      sync.WaitGroup
+	wg       sync.WaitGroup
 }
 
 // Describe says what runs.
