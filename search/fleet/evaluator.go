@@ -25,6 +25,8 @@ type Evaluator struct {
 	Kinds []Kind
 	// Timeout per evaluation on the worker (0 = the harness default).
 	Timeout time.Duration
+	// SkipTiming evaluates correctness and integrity only (tests).
+	SkipTiming bool
 	// Poll is how often other processes' changes are looked for (default 250 ms).
 	Poll time.Duration
 }
@@ -51,7 +53,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, p search.Problem, code string)
 		if k.Target != "" {
 			kp.Target = k.Target
 		}
-		if ids[i], err = e.Queue.Enqueue(ctx, kp, k, string(ref), code, e.Timeout); err != nil {
+		if ids[i], err = e.Queue.Enqueue(ctx, kp, k, string(ref), code, e.Timeout, e.SkipTiming); err != nil {
 			return nil, err
 		}
 	}

@@ -44,6 +44,7 @@ func (h *HarnessRunner) Run(ctx context.Context, job Job, dev Device) (*search.R
 	if job.TimeoutS > 0 {
 		a.Timeout = time.Duration(job.TimeoutS * float64(time.Second))
 	}
+	a.SkipTiming = a.SkipTiming || job.SkipTiming
 	// TODO(c2-service): pin the evaluation to dev through the evaluation
 	// service's device lease once harness.Evaluate takes one; today's
 	// harness.Evaluator shares one device semaphore per host.

@@ -43,6 +43,7 @@ var migrations = []migration{
 			reference TEXT NOT NULL,
 			code TEXT NOT NULL,
 			timeout_s REAL NOT NULL DEFAULT 0,
+			skip_timing INTEGER NOT NULL DEFAULT 0,
 			state TEXT NOT NULL,                   -- queued | claimed | done | failed
 			worker_id TEXT,
 			device INTEGER,

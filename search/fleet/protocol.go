@@ -94,6 +94,8 @@ type Job struct {
 	Attempt int `json:"attempt"`
 	// TimeoutS bounds the evaluation on the worker (0 = the harness default).
 	TimeoutS float64 `json:"timeout_s,omitempty"`
+	// SkipTiming asks for correctness and integrity checks only.
+	SkipTiming bool `json:"skip_timing,omitempty"`
 }
 
 // ClaimResponse carries the claimed jobs (possibly none).

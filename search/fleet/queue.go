@@ -110,13 +110,13 @@ type JobRecord struct {
 
 // Enqueue adds the job for (problem, kind, code) unless one exists, and
 // returns the job's id either way.
-func (q *Queue) Enqueue(ctx context.Context, p search.Problem, k Kind, reference, code string, timeout time.Duration) (string, error) {
+func (q *Queue) Enqueue(ctx context.Context, p search.Problem, k Kind, reference, code string, timeout time.Duration, skipTiming bool) (string, error) {
 	key := JobKey(p, k, code)
 	kind, _ := json.Marshal(k)
 	prob, _ := json.Marshal(p)
 	id := randomID("j-")
-	res, err := q.db.ExecContext(ctx, `INSERT OR IGNORE INTO fleet_jobs(id, job_key, problem_key, code_hash, kind, kind_label, problem, reference, code, timeout_s, state, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?)`, id, key, p.Key(), search.NormalizedHash(code), string(kind), k.String(), string(prob), reference, code, timeout.Seconds(), q.unix())
+	res, err := q.db.ExecContext(ctx, `INSERT OR IGNORE INTO fleet_jobs(id, job_key, problem_key, code_hash, kind, kind_label, problem, reference, code, timeout_s, skip_timing, state, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?)`, id, key, p.Key(), search.NormalizedHash(code), string(kind), k.String(), string(prob), reference, code, timeout.Seconds(), skipTiming, q.unix())
 	if err != nil {
 		return "", fmt.Errorf("enqueue: %w", err)
 	}
@@ -289,7 +289,7 @@ func (q *Queue) Claim(ctx context.Context, workerID string, free []int) ([]Job, 
 		for _, d := range devs {
 			byIndex[d.Index] = d
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT id, kind, problem, reference, code, timeout_s, claims FROM fleet_jobs WHERE state = 'queued' ORDER BY created_at, id LIMIT 500`)
+		rows, err := tx.QueryContext(ctx, `SELECT id, kind, problem, reference, code, timeout_s, skip_timing, claims FROM fleet_jobs WHERE state = 'queued' ORDER BY created_at, id LIMIT 500`)
 		if err != nil {
 			return err
 		}
@@ -301,7 +301,7 @@ func (q *Queue) Claim(ctx context.Context, workerID string, free []int) ([]Job, 
 		for rows.Next() {
 			var c cand
 			var prob string
-			if err := rows.Scan(&c.job.ID, &c.kind, &prob, &c.job.Reference, &c.job.Code, &c.job.TimeoutS, &c.job.Attempt); err != nil {
+			if err := rows.Scan(&c.job.ID, &c.kind, &prob, &c.job.Reference, &c.job.Code, &c.job.TimeoutS, &c.job.SkipTiming, &c.job.Attempt); err != nil {
 				rows.Close()
 				return err
 			}

@@ -120,10 +120,10 @@ func TestClaimMatchesTargetAndArch(t *testing.T) {
 	q := newTestQueue(t, nil)
 	register(t, q, "nv", Device{Index: 0, Target: "nvidia", Arch: "sm_90", Name: "NVIDIA H100"}, Device{Index: 1, Target: "nvidia", Arch: "sm_90", Name: "NVIDIA H100"})
 	register(t, q, "amd", Device{Index: 0, Target: "amd", Arch: "gfx942", Name: "MI300X"})
-	idA, _ := q.Enqueue(ctx, testProblem, Kind{Target: "amd", Arch: "gfx942"}, "ref", "code-a", 0)
-	idN, _ := q.Enqueue(ctx, testProblem, Kind{Target: "nvidia", Arch: "sm_90"}, "ref", "code-n", 0)
-	idN2, _ := q.Enqueue(ctx, testProblem, Kind{Target: "nvidia", Model: "h100"}, "ref", "code-n2", 0)
-	again, _ := q.Enqueue(ctx, testProblem, Kind{Target: "nvidia", Arch: "sm_90"}, "ref", "code-n", 0)
+	idA, _ := q.Enqueue(ctx, testProblem, Kind{Target: "amd", Arch: "gfx942"}, "ref", "code-a", 0, false)
+	idN, _ := q.Enqueue(ctx, testProblem, Kind{Target: "nvidia", Arch: "sm_90"}, "ref", "code-n", 0, false)
+	idN2, _ := q.Enqueue(ctx, testProblem, Kind{Target: "nvidia", Model: "h100"}, "ref", "code-n2", 0, false)
+	again, _ := q.Enqueue(ctx, testProblem, Kind{Target: "nvidia", Arch: "sm_90"}, "ref", "code-n", 0, false)
 	if again != idN {
 		t.Fatalf("the same code on the same kind made a second job: %s vs %s", again, idN)
 	}
@@ -153,7 +153,7 @@ func TestClaimIsAtomic(t *testing.T) {
 	q := newTestQueue(t, openTestDB(t, filepath.Join(dir, "f.db")))
 	const jobs, workers = 60, 6
 	for i := 0; i < jobs; i++ {
-		q.Enqueue(ctx, testProblem, Kind{Target: "cpu"}, "ref", fmt.Sprintf("code %d", i), 0)
+		q.Enqueue(ctx, testProblem, Kind{Target: "cpu"}, "ref", fmt.Sprintf("code %d", i), 0, false)
 	}
 	var mu sync.Mutex
 	got := map[string]string{}
@@ -200,7 +200,7 @@ func TestLeaseExpiryRequeuesThenCrashes(t *testing.T) {
 	q.Lease = 2 * time.Second
 	register(t, q, "a", Device{Index: 0, Target: "cpu"})
 	register(t, q, "b", Device{Index: 0, Target: "cpu"})
-	id, _ := q.Enqueue(ctx, testProblem, Kind{Target: "cpu"}, "ref", "code", 0)
+	id, _ := q.Enqueue(ctx, testProblem, Kind{Target: "cpu"}, "ref", "code", 0, false)
 
 	ja, _ := q.Claim(ctx, "a", []int{0})
 	c.add(1500 * time.Millisecond)
@@ -255,7 +255,7 @@ func TestResultsIdempotentAndReleases(t *testing.T) {
 	ctx := context.Background()
 	q := newTestQueue(t, nil)
 	register(t, q, "a", Device{Index: 0, Target: "cpu"})
-	id, _ := q.Enqueue(ctx, testProblem, Kind{Target: "cpu"}, "ref", "code", 0)
+	id, _ := q.Enqueue(ctx, testProblem, Kind{Target: "cpu"}, "ref", "code", 0, false)
 	j, _ := q.Claim(ctx, "a", []int{0})
 	if err := q.Release(ctx, "a", []JobLease{{id, j[0].LeaseToken}}, "drain"); err != nil {
 		t.Fatal(err)
@@ -275,7 +275,7 @@ func TestResultsIdempotentAndReleases(t *testing.T) {
 		t.Fatalf("after three reports: %+v", r)
 	}
 	// A worker that cannot evaluate puts the job back, then fails it.
-	id2, _ := q.Enqueue(ctx, testProblem, Kind{Target: "cpu"}, "ref", "code 2", 0)
+	id2, _ := q.Enqueue(ctx, testProblem, Kind{Target: "cpu"}, "ref", "code 2", 0, false)
 	for i := 0; i < q.MaxErrors; i++ {
 		j, _ := q.Claim(ctx, "a", []int{0})
 		q.Complete(ctx, ResultRequest{WorkerID: "a", JobID: id2, LeaseToken: j[0].LeaseToken, Error: "no python"})
@@ -295,7 +295,7 @@ func TestQueueSurvivesRestart(t *testing.T) {
 	c := &clock{t: time.Unix(1_700_000_000, 0)}
 	q1.now = c.now
 	register(t, q1, "a", Device{Index: 0, Target: "cpu"})
-	id, _ := q1.Enqueue(ctx, testProblem, Kind{Target: "cpu"}, "ref", "code", 0)
+	id, _ := q1.Enqueue(ctx, testProblem, Kind{Target: "cpu"}, "ref", "code", 0, false)
 	j, _ := q1.Claim(ctx, "a", []int{0})
 	db1.Close()
 

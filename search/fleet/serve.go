@@ -64,6 +64,17 @@ func ServeWorker(ctx context.Context, o WorkerOptions) error {
 		return fmt.Errorf("worker: %w", err)
 	}
 	defer ev.Close()
+	// Warm before taking work: the Python parent imports torch once here
+	// (seconds), so a worker that registers is ready to evaluate.
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	_, werr := ev.WorkerInfo(wctx)
+	cancel()
+	if werr != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("worker: the evaluation service did not start: %w", werr)
+	}
 	w := &Worker{Coordinator: o.Coordinator, Token: o.Token, Name: o.Name, Devices: devs, Log: o.Log, Drain: o.Drain,
 		Runner: &HarnessRunner{Adapter: &harnesseval.Adapter{Ev: ev, Ceilings: o.Ceilings}, Dir: filepath.Join(o.CacheDir, "fleet")}}
 	return w.Run(ctx)

@@ -124,7 +124,7 @@ func (s *FleetStatus) WriteTable(w io.Writer) error {
 	fmt.Fprintf(&b, "%s; %d done (%d crash), %d failed, %d requeued, %d late results ignored\n", s.Line(), s.Done, s.Crashed, s.Failed, s.Requeued, s.Late)
 	ws := append([]WorkerStatus(nil), s.Workers...)
 	sort.SliceStable(ws, func(i, j int) bool { return ws[i].Name < ws[j].Name })
-	fmt.Fprintf(&b, "%-20s %-16s %-6s %-40s %6s %6s %6s %6s\n", "worker", "host", "state", "devices", "done", "busy", "lost", "util")
+	fmt.Fprintf(&b, "%-20s %-16s %-6s %-40s %6s %6s %6s %6s\n", "worker", "host", "state", "devices", "done", "run", "lost", "util")
 	for _, x := range ws {
 		fmt.Fprintf(&b, "%-20s %-16s %-6s %-40s %6d %6d %6d %5.0f%%\n", x.Name, x.Host, x.State, devicesLabel(x.Devices), x.JobsDone, x.InFlight, x.LeasesLost, 100*x.Utilization)
 	}
