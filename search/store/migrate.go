@@ -1,0 +1,159 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// component names this package's rows in schema_migrations, a table other
+// packages may share: each migrates its own tables under its own name.
+const component = "search"
+
+// migration is one numbered, append-only schema change. A released
+// migration is never edited or removed: the search graph is a record, not a
+// cache, so the schema moves forward and never drops and rebuilds.
+type migration struct {
+	version int
+	name    string
+	stmts   []string
+}
+
+// migrations run in version order, each in one transaction with its
+// schema_migrations row. The fleet (jobs, leases, workers) appends its own.
+var migrations = []migration{
+	{1, "runs, nodes, edges, events", []string{
+		`CREATE TABLE search_runs (
+			id TEXT PRIMARY KEY,
+			problem_key TEXT NOT NULL,
+			problem TEXT NOT NULL,          -- JSON search.Problem
+			target TEXT NOT NULL,
+			devices TEXT NOT NULL DEFAULT '[]',
+			policy TEXT NOT NULL,
+			operator TEXT NOT NULL,
+			baseline TEXT NOT NULL,
+			budget TEXT NOT NULL,           -- JSON search.Budget
+			seed INTEGER NOT NULL,
+			config TEXT NOT NULL DEFAULT '{}',
+			status TEXT NOT NULL,
+			stop_reason TEXT NOT NULL DEFAULT '',
+			best_node INTEGER,
+			elapsed_s REAL NOT NULL DEFAULT 0,
+			created_at TEXT NOT NULL,
+			updated_at TEXT NOT NULL)`,
+		`CREATE INDEX search_runs_problem ON search_runs(problem_key)`,
+		`CREATE TABLE search_nodes (
+			id INTEGER PRIMARY KEY AUTOINCREMENT,
+			run_id TEXT NOT NULL REFERENCES search_runs(id),
+			parents TEXT NOT NULL DEFAULT '[]',
+			depth INTEGER NOT NULL DEFAULT 0,
+			island INTEGER NOT NULL DEFAULT 0,
+			code TEXT NOT NULL,
+			hash TEXT NOT NULL,
+			language TEXT NOT NULL DEFAULT '',
+			operator TEXT NOT NULL DEFAULT '',
+			operator_input TEXT,
+			state TEXT NOT NULL,
+			result TEXT,                    -- JSON search.Result
+			verdict TEXT,                   -- copied out of result for queries
+			fitness REAL,
+			duplicate_of INTEGER,
+			eval_seq INTEGER,
+			profile TEXT NOT NULL DEFAULT '',
+			diagnosis TEXT NOT NULL DEFAULT '',
+			notes TEXT NOT NULL DEFAULT '',
+			error TEXT NOT NULL DEFAULT '',
+			eval_s REAL NOT NULL DEFAULT 0,
+			operator_s REAL NOT NULL DEFAULT 0,
+			tokens INTEGER NOT NULL DEFAULT 0,
+			created_at TEXT NOT NULL,
+			updated_at TEXT NOT NULL)`,
+		`CREATE INDEX search_nodes_run ON search_nodes(run_id, id)`,
+		`CREATE INDEX search_nodes_hash ON search_nodes(hash)`,
+		// One row per "derived from" edge, beside the parents column, so
+		// reports and the fleet can walk the graph in SQL.
+		`CREATE TABLE search_edges (
+			run_id TEXT NOT NULL,
+			parent_id INTEGER NOT NULL REFERENCES search_nodes(id),
+			child_id INTEGER NOT NULL REFERENCES search_nodes(id),
+			PRIMARY KEY (child_id, parent_id))`,
+		`CREATE TABLE search_events (
+			run_id TEXT NOT NULL REFERENCES search_runs(id),
+			seq INTEGER NOT NULL,
+			kind TEXT NOT NULL,
+			message TEXT NOT NULL,
+			data TEXT,
+			at TEXT NOT NULL,
+			PRIMARY KEY (run_id, seq))`,
+	}},
+	// An evaluation's seq is unique within its run: the invariant the
+	// kill -9 tests check, enforced by the database as well.
+	{2, "unique evaluation order per run", []string{
+		`CREATE UNIQUE INDEX search_nodes_eval_seq ON search_nodes(run_id, eval_seq) WHERE eval_seq IS NOT NULL`,
+	}},
+}
+
+// Migrate brings the search tables up to the newest version. It is safe to
+// call from several processes at once: each migration runs in an immediate
+// transaction that re-checks the version inside it.
+func Migrate(ctx context.Context, db *sql.DB) error {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		component TEXT NOT NULL,
+		version INTEGER NOT NULL,
+		name TEXT NOT NULL,
+		applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+		PRIMARY KEY (component, version))`); err != nil {
+		return fmt.Errorf("migrate search: schema_migrations: %w", err)
+	}
+	for _, m := range migrations {
+		if err := apply(ctx, db, m); err != nil {
+			return fmt.Errorf("migrate search to version %d (%s): %w", m.version, m.name, err)
+		}
+	}
+	return nil
+}
+
+func apply(ctx context.Context, db *sql.DB, m migration) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	// BEGIN IMMEDIATE takes the write lock up front, so two processes
+	// migrating at once serialize instead of both applying a version.
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		return err
+	}
+	done := false
+	defer func() {
+		if !done {
+			conn.ExecContext(context.Background(), `ROLLBACK`)
+		}
+	}()
+	var n int
+	if err := conn.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE component = ? AND version = ?`, component, m.version).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		for _, s := range m.stmts {
+			if _, err := conn.ExecContext(ctx, s); err != nil {
+				return err
+			}
+		}
+		if _, err := conn.ExecContext(ctx, `INSERT INTO schema_migrations(component, version, name) VALUES (?, ?, ?)`, component, m.version, m.name); err != nil {
+			return err
+		}
+	}
+	if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
+		return err
+	}
+	done = true
+	return nil
+}
+
+// Version is the newest applied migration of the search tables (0 = none).
+func Version(ctx context.Context, db *sql.DB) (int, error) {
+	var v sql.NullInt64
+	err := db.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations WHERE component = ?`, component).Scan(&v)
+	return int(v.Int64), err
+}

@@ -1,0 +1,156 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/kevolve/kevolve-mcp/search"
+)
+
+func openTest(t *testing.T) *SQLite {
+	t.Helper()
+	db, err := Open(filepath.Join(t.TempDir(), "k.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	s, err := New(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestMigrateIsVersionedAndIdempotent(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "k.db")
+	// Several processes' worth of connections migrating at once.
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			db, err := Open(path)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer db.Close()
+			_, err = New(ctx, db)
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, _ := Open(path)
+	defer db.Close()
+	v, err := Version(ctx, db)
+	if err != nil || v != migrations[len(migrations)-1].version {
+		t.Fatalf("version %d, %v; want %d", v, err, migrations[len(migrations)-1].version)
+	}
+	var n int
+	db.QueryRow(`SELECT COUNT(*) FROM schema_migrations WHERE component='search'`).Scan(&n)
+	if n != len(migrations) {
+		t.Fatalf("%d migration rows, want %d", n, len(migrations))
+	}
+	for i, m := range migrations {
+		if m.version != i+1 {
+			t.Fatalf("migration %d has version %d: versions must be 1..n in order", i, m.version)
+		}
+	}
+}
+
+func TestNodeLifecycle(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	run := &search.Run{Problem: search.Problem{Name: "llm/rmsnorm", Target: "cpu"}, Policy: "greedy", Operator: "tuner",
+		Baseline: "eager", Budget: search.Budget{Evals: 5}, Seed: 7}
+	if err := s.CreateRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	root := &search.Node{RunID: run.ID, Code: "A = 1\n", Language: "c", State: search.NodeEvaluating}
+	if err := s.InsertNode(ctx, root); err != nil {
+		t.Fatal(err)
+	}
+	root.State = search.NodeDone
+	root.Result = &search.Result{Verdict: "pass", Correct: true, TimeS: 1, EagerS: 2, Fitness: 2}
+	run.BestNode = root.ID
+	run.ElapsedS = 3.5
+	if err := s.FinishNode(ctx, root, run); err != nil {
+		t.Fatal(err)
+	}
+	if root.EvalSeq != 1 {
+		t.Fatalf("eval seq %d", root.EvalSeq)
+	}
+	if err := s.FinishNode(ctx, root, run); err == nil {
+		t.Fatal("finishing a node twice must fail: it would count an evaluation twice")
+	}
+	child := &search.Node{RunID: run.ID, Parents: []int64{root.ID}, Depth: 1, Code: "A = 2\n", Language: "c"}
+	if err := s.InsertNode(ctx, child); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetNodeState(ctx, child.ID, search.NodeEvaluating); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Run(ctx, run.ID)
+	if err != nil || got.BestNode != root.ID || got.ElapsedS != 3.5 || got.Budget.Evals != 5 || got.Problem.Name != "llm/rmsnorm" {
+		t.Fatalf("run %+v, %v", got, err)
+	}
+	nodes, err := s.Nodes(ctx, run.ID)
+	if err != nil || len(nodes) != 2 || nodes[1].State != search.NodeEvaluating || nodes[1].Parents[0] != root.ID || nodes[0].Result.Fitness != 2 {
+		t.Fatalf("nodes %+v, %v", nodes, err)
+	}
+	var edges int
+	s.DB().QueryRow(`SELECT COUNT(*) FROM search_edges WHERE child_id=?`, child.ID).Scan(&edges)
+	if edges != 1 {
+		t.Fatalf("%d edges", edges)
+	}
+	// Dedup: the same code (modulo blank lines and trailing spaces) is found in this run and in another run of the problem.
+	dup, err := s.EvaluatedByHash(ctx, run.ID, run.Problem.Key(), search.NormalizedHash("A = 1   \n\n"))
+	if err != nil || dup == nil || dup.ID != root.ID {
+		t.Fatalf("dup %+v, %v", dup, err)
+	}
+	other := &search.Run{Problem: run.Problem, Policy: "greedy", Operator: "tuner", Baseline: "eager"}
+	s.CreateRun(ctx, other)
+	if dup, _ := s.EvaluatedByHash(ctx, other.ID, other.Problem.Key(), root.Hash); dup == nil || dup.ID != root.ID {
+		t.Fatal("a second run of the same problem must find the first run's evaluation")
+	}
+	third := &search.Run{Problem: search.Problem{Name: "llm/softmax", Target: "cpu"}, Policy: "greedy", Operator: "tuner", Baseline: "eager"}
+	s.CreateRun(ctx, third)
+	if dup, _ := s.EvaluatedByHash(ctx, third.ID, third.Problem.Key(), root.Hash); dup != nil {
+		t.Fatal("another problem must not share evaluations")
+	}
+	if _, err := s.Run(ctx, "nope"); !errors.Is(err, search.ErrNotFound) {
+		t.Fatalf("missing run: %v", err)
+	}
+	runs, _ := s.Runs(ctx)
+	if len(runs) != 3 {
+		t.Fatalf("%d runs", len(runs))
+	}
+}
+
+func TestEventsAreSequenced(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	run := &search.Run{Problem: search.Problem{Name: "p", Target: "cpu"}, Policy: "greedy", Operator: "tuner", Baseline: "eager"}
+	s.CreateRun(ctx, run)
+	for i := 0; i < 5; i++ {
+		e := &search.Event{RunID: run.ID, Kind: search.EventEvaluated, Message: "x"}
+		if err := s.AppendEvent(ctx, e); err != nil || e.Seq != int64(i+1) {
+			t.Fatalf("event %d: seq %d, %v", i, e.Seq, err)
+		}
+	}
+	evs, err := s.Events(ctx, run.ID, 2, 2)
+	if err != nil || len(evs) != 2 || evs[0].Seq != 3 || evs[1].Seq != 4 {
+		t.Fatalf("events %+v, %v", evs, err)
+	}
+}
