@@ -44,7 +44,7 @@ type Result struct {
 	SpeedupVsCompile float64 `json:"speedup_vs_compile,omitempty"`
 
 	// SOLSeconds is the roofline bound t_SOL for the problem on this device
-	// (0 = unknown); PctOfSOL = t_SOL / t_candidate; SOLScore is the harness's
+	// (0 = unknown); PctOfSOL = 100·t_SOL/t_candidate (percent); SOLScore is the harness's
 	// score in [0,1] (0 for an incorrect candidate).
 	SOLSeconds float64 `json:"sol_s,omitempty"`
 	PctOfSOL   float64 `json:"pct_of_sol,omitempty"`

@@ -1,0 +1,117 @@
+// Package harnesseval adapts today's harness.Evaluator to search.Evaluator.
+// It is the one place the search meets the harness, so that moving to the
+// evaluation service (problem + device lease + SOL + fitness) changes this
+// file alone.
+package harnesseval
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/kevolve/kevolve-mcp/harness"
+	"github.com/kevolve/kevolve-mcp/harness/sol"
+	"github.com/kevolve/kevolve-mcp/harness/spec"
+	"github.com/kevolve/kevolve-mcp/search"
+)
+
+// Adapter evaluates candidates through a harness.Evaluator.
+type Adapter struct {
+	Ev *harness.Evaluator
+	// Ceilings bound the problem's declared work (nil = no SOL figures).
+	Ceilings *sol.Ceilings
+	// Timeout per evaluation (0 = the harness default); Trials of fresh
+	// inputs (0 = the harness default of 5).
+	Timeout time.Duration
+	Trials  int
+	// Progress, when set, sees the harness's stages.
+	Progress func(stage string, done, total int)
+}
+
+var _ search.Evaluator = (*Adapter)(nil)
+
+// Evaluate runs code as the candidate against p's reference.
+func (a *Adapter) Evaluate(ctx context.Context, p search.Problem, code string) (*search.Result, error) {
+	if a.Ev == nil {
+		return nil, fmt.Errorf("evaluate: no evaluator")
+	}
+	req := harness.EvalRequest{
+		Reference: harness.Source{Path: p.ReferencePath},
+		Candidate: harness.Source{Code: code},
+		Target:    p.Target,
+		Shapes:    p.ShapeSet,
+		Timeout:   a.Timeout,
+		Trials:    a.Trials,
+	}
+	if t := p.Tolerance; t != nil {
+		req.Tolerance = &harness.Tolerance{Atol: t.Atol, Rtol: t.Rtol}
+	}
+	tsol := a.solSeconds(p)
+	req.SOLSeconds = tsol
+	hr, err := a.Ev.Evaluate(ctx, req, a.Progress)
+	if err != nil {
+		return nil, err
+	}
+	return convert(hr, p, a.Ceilings, tsol), nil
+}
+
+func (a *Adapter) work(p search.Problem) (sol.Work, bool) {
+	if a.Ceilings == nil || (p.FLOPs <= 0 && p.Bytes <= 0) {
+		return sol.Work{}, false
+	}
+	dtype := spec.NormalizeDtype(p.Dtype)
+	if dtype == "" {
+		dtype = spec.FP32
+	}
+	return sol.Work{FLOPs: p.FLOPs, Bytes: p.Bytes, Dtype: dtype, Source: "declared"}, true
+}
+
+func (a *Adapter) solSeconds(p search.Problem) float64 {
+	w, ok := a.work(p)
+	if !ok {
+		return 0
+	}
+	return sol.Analyze(w, *a.Ceilings, 0, 0, false).TSolS
+}
+
+func convert(hr *harness.EvalResult, p search.Problem, ceil *sol.Ceilings, tsol float64) *search.Result {
+	r := &search.Result{Verdict: hr.Verdict, Correct: hr.Correct, Stage: hr.Stage, Device: hr.Device,
+		Log: hr.Log, WallS: hr.WallS, Cached: hr.Cached, SOLSeconds: tsol}
+	for _, c := range hr.Checks {
+		r.Checks = append(r.Checks, search.Check{Name: c.Name, Passed: c.Passed, Detail: c.Detail})
+	}
+	if hr.Candidate != nil {
+		r.TimeS, r.CV = hr.Candidate.MedianS, hr.Candidate.CV
+	}
+	if hr.RefEager != nil {
+		r.EagerS = hr.RefEager.MedianS
+	}
+	if hr.RefCompile != nil {
+		r.CompileS = hr.RefCompile.MedianS
+	}
+	if hr.SpeedupVsEager != nil {
+		r.SpeedupVsEager = *hr.SpeedupVsEager
+	}
+	if hr.SpeedupVsCompile != nil {
+		r.SpeedupVsCompile = *hr.SpeedupVsCompile
+	}
+	if tsol > 0 && ceil != nil && r.TimeS > 0 {
+		dtype := spec.NormalizeDtype(p.Dtype)
+		if dtype == "" {
+			dtype = spec.FP32
+		}
+		s := sol.Analyze(sol.Work{FLOPs: p.FLOPs, Bytes: p.Bytes, Dtype: dtype, Source: "declared"}, *ceil, r.TimeS, r.EagerS, r.Correct && r.Verdict == search.VerdictPass)
+		r.SOLBound = s.Bound
+		if s.PctOfSol != nil {
+			r.PctOfSOL = *s.PctOfSol
+		}
+		if s.SolScore != nil {
+			r.SOLScore = *s.SolScore
+		}
+	}
+	if raw, err := json.Marshal(hr); err == nil {
+		r.Raw = raw
+	}
+	return r
+}

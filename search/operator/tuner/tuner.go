@@ -1,0 +1,173 @@
+// Package tuner is the built-in operator that needs no LLM, the offline
+// default: it rewrites a candidate's tunables (see Parse) and leaves the
+// rest of the code alone. Its search is coordinate descent over the
+// parent's neighbourhood (nearest values first, one knob at a time), with
+// random restarts when that neighbourhood is used up, never exhaustive
+// enumeration. It keeps no state: what was tried is read from the graph, so
+// a resumed run continues where it stopped.
+package tuner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand"
+	"time"
+
+	"github.com/kevolve/kevolve-mcp/search"
+)
+
+// Name is the operator's name on the command line.
+const Name = "tuner"
+
+// Tuner implements search.Operator.
+type Tuner struct {
+	// RestartProb is the chance of a random restart even while the
+	// parent's neighbourhood has untried moves (default 0.1).
+	RestartProb float64
+}
+
+var _ search.Operator = (*Tuner)(nil)
+
+// New returns a tuner with default settings.
+func New() *Tuner { return &Tuner{RestartProb: 0.1} }
+
+func (t *Tuner) Name() string { return Name }
+
+// Deadline: proposing is string rewriting, done in microseconds.
+func (t *Tuner) Deadline() time.Duration { return 10 * time.Second }
+
+// Input is what the tuner records as a node's OperatorInput.
+type Input struct {
+	Assign Assignment `json:"assign"`
+	Move   string     `json:"move"` // "coordinate" | "restart"
+}
+
+// ErrNoTunables is returned for a parent without TUNABLES or literal
+// launch-site knobs.
+var ErrNoTunables = errors.New("tuner: the parent kernel has no tunables: declare TUNABLES = {\"NAME\": [values...]} over module-level NAME = value assignments, or use literal num_warps=/num_stages=/BLOCK...= (Triton) or block=(N,) (kevolve) launch arguments")
+
+// Propose returns an untried variant of the first parent.
+func (t *Tuner) Propose(ctx context.Context, c search.Context) (search.Proposal, error) {
+	if len(c.Parents) == 0 {
+		return search.Proposal{}, errors.New("tuner: no parent to tune")
+	}
+	parent := c.Parents[0]
+	space, err := Parse(parent.Code)
+	if err != nil {
+		return search.Proposal{}, fmt.Errorf("tuner: node %d: %w", parent.ID, err)
+	}
+	if len(space.Tunables) == 0 {
+		return search.Proposal{}, ErrNoTunables
+	}
+	tried := map[string]bool{}
+	if c.Graph != nil {
+		for _, n := range c.Graph.Nodes {
+			tried[n.Hash] = true
+		}
+	}
+	tried[search.NormalizedHash(parent.Code)] = true
+	rng := rand.New(rand.NewSource(c.Seed))
+	base := space.Current()
+	names := make([]string, len(space.Tunables))
+	for i, tn := range space.Tunables {
+		names[i] = tn.Name
+	}
+	try := func(a Assignment, move string) (search.Proposal, bool, error) {
+		if err := ctx.Err(); err != nil {
+			return search.Proposal{}, false, err
+		}
+		code, err := space.Apply(parent.Code, a)
+		if err != nil {
+			return search.Proposal{}, false, err
+		}
+		if tried[search.NormalizedHash(code)] {
+			return search.Proposal{}, false, nil
+		}
+		in, _ := json.Marshal(Input{Assign: a, Move: move})
+		return search.Proposal{Code: code, Inputs: in, Notes: move + ": " + Describe(base, a, names)}, true, nil
+	}
+
+	restart := func() (search.Proposal, bool, error) {
+		for attempt := 0; attempt < 256; attempt++ {
+			a := Assignment{}
+			for _, tn := range space.Tunables {
+				a[tn.Name] = tn.Values[rng.Intn(len(tn.Values))]
+			}
+			if p, ok, err := try(a, "restart"); ok || err != nil {
+				return p, ok, err
+			}
+		}
+		return search.Proposal{}, false, nil
+	}
+	if rng.Float64() < t.RestartProb {
+		if p, ok, err := restart(); ok || err != nil {
+			return p, err
+		}
+	}
+	// Coordinate moves, nearest first; the starting knob rotates with the
+	// parent's child count so that successive proposals sweep every knob.
+	n := len(space.Tunables)
+	offset := 0
+	if c.Graph != nil {
+		offset = len(c.Graph.Children(parent.ID)) % n
+	}
+	maxLen := 0
+	for _, tn := range space.Tunables {
+		maxLen = max(maxLen, len(tn.Values))
+	}
+	for dist := 1; dist < maxLen; dist++ {
+		for k := 0; k < n; k++ {
+			tn := space.Tunables[(k+offset)%n]
+			for _, sign := range []int{+1, -1} {
+				idx := tn.Current + sign*dist
+				if idx < 0 || idx >= len(tn.Values) {
+					continue
+				}
+				a := copyAssign(base)
+				a[tn.Name] = tn.Values[idx]
+				if p, ok, err := try(a, "coordinate"); ok || err != nil {
+					return p, err
+				}
+			}
+		}
+	}
+	if p, ok, err := restart(); ok || err != nil {
+		return p, err
+	}
+	// Random restarts found nothing new: the space is small and nearly
+	// used up, so walk it in order for what is left.
+	if space.Size() <= 1<<16 {
+		idx := make([]int, n)
+		for {
+			a := Assignment{}
+			for i, tn := range space.Tunables {
+				a[tn.Name] = tn.Values[idx[i]]
+			}
+			if p, ok, err := try(a, "restart"); ok || err != nil {
+				return p, err
+			}
+			i := 0
+			for ; i < n; i++ {
+				idx[i]++
+				if idx[i] < len(space.Tunables[i].Values) {
+					break
+				}
+				idx[i] = 0
+			}
+			if i == n {
+				break
+			}
+		}
+	}
+	return search.Proposal{}, search.ErrExhausted
+}
+
+func copyAssign(a Assignment) Assignment {
+	out := Assignment{}
+	for k, v := range a {
+		out[k] = v
+	}
+	return out
+}
