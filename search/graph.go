@@ -6,14 +6,18 @@ import "sort"
 // reason over. It is rebuilt from the store, so every decision a policy makes
 // can be derived again after a resume.
 type Graph struct {
-	Nodes    []*Node // in id order
+	Nodes []*Node // in id order
+	// Closed marks nodes the operator has nothing new to derive from
+	// (search.ErrExhausted); policies pass them over. It is not stored: a
+	// resumed run finds them again at the cost of one cheap proposal each.
+	Closed   map[int64]bool
 	byID     map[int64]*Node
 	children map[int64][]*Node
 }
 
 // NewGraph indexes nodes (any order).
 func NewGraph(nodes []*Node) *Graph {
-	g := &Graph{byID: map[int64]*Node{}, children: map[int64][]*Node{}}
+	g := &Graph{byID: map[int64]*Node{}, children: map[int64][]*Node{}, Closed: map[int64]bool{}}
 	g.Nodes = append(g.Nodes, nodes...)
 	sort.Slice(g.Nodes, func(i, j int) bool { return g.Nodes[i].ID < g.Nodes[j].ID })
 	for _, n := range g.Nodes {
@@ -102,4 +106,18 @@ func (g *Graph) Siblings(id int64) []*Node {
 		}
 	}
 	return out
+}
+
+// Open reports whether a node can still be selected: evaluated and not closed.
+func (g *Graph) Open(n *Node) bool { return n.Evaluated() && !g.Closed[n.ID] }
+
+// EvalCount is the number of evaluated nodes.
+func (g *Graph) EvalCount() int {
+	k := 0
+	for _, n := range g.Nodes {
+		if n.Evaluated() {
+			k++
+		}
+	}
+	return k
 }

@@ -101,7 +101,8 @@ func (t *Tuner) Propose(ctx context.Context, c search.Context) (search.Proposal,
 		}
 		return search.Proposal{}, false, nil
 	}
-	if rng.Float64() < t.RestartProb {
+	// A draft is an independent attempt: a random point of the space.
+	if c.Selection.Draft || rng.Float64() < t.RestartProb {
 		if p, ok, err := restart(); ok || err != nil {
 			return p, err
 		}

@@ -1,0 +1,105 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/kevolve/kevolve-mcp/corpus"
+	"github.com/kevolve/kevolve-mcp/search"
+)
+
+// ProblemSpec is how a user names a problem and its start.
+type ProblemSpec struct {
+	// Name is a corpus name (built-in or imported) or a KernelBench-format
+	// reference file.
+	Name string
+	// Target is cpu or nvidia (resolved by the caller from "auto").
+	Target string
+	// Language picks the corpus start kernel: c, cuda or triton ("" = c on
+	// cpu, cuda on nvidia).
+	Language string
+	// StartFile is the root candidate; "" = the corpus start kernel.
+	StartFile string
+	// ShapeSet overrides the default (small on cpu, large on a GPU).
+	ShapeSet string
+	// CorpusRoot is where built-in problems are materialized.
+	CorpusRoot string
+}
+
+// ResolveProblem turns a spec into a Problem and the start kernel's code.
+func ResolveProblem(ctx context.Context, reg *corpus.Registry, s ProblemSpec) (search.Problem, string, error) {
+	if s.Name == "" {
+		return search.Problem{}, "", fmt.Errorf("no problem given: name a corpus problem (e.g. %s) or a KernelBench-format file", corpus.Default)
+	}
+	switch s.Target {
+	case "cpu", "nvidia":
+	default:
+		return search.Problem{}, "", fmt.Errorf("target %q: use cpu or nvidia", s.Target)
+	}
+	lang := s.Language
+	if lang == "" {
+		lang = "c"
+		if s.Target == "nvidia" {
+			lang = "cuda"
+		}
+	}
+	if s.Target == "cpu" && lang == "cuda" {
+		return search.Problem{}, "", fmt.Errorf("language cuda needs the nvidia target")
+	}
+	shapes := s.ShapeSet
+	if shapes == "" {
+		shapes = "large"
+		if s.Target == "cpu" {
+			shapes = "small"
+		}
+	}
+	p := search.Problem{Target: s.Target, Language: lang}
+	var start string
+	if st, err := os.Stat(s.Name); err == nil && !st.IsDir() && strings.HasSuffix(s.Name, ".py") {
+		abs, err := filepath.Abs(s.Name)
+		if err != nil {
+			return p, "", err
+		}
+		p.Name, p.ReferencePath = abs, abs
+		if s.StartFile == "" {
+			return p, "", fmt.Errorf("problem %s is a file: give its start kernel with --start (a file defining ModelNew)", s.Name)
+		}
+	} else {
+		var r corpus.Resolved
+		var err error
+		if reg != nil {
+			r, err = reg.Resolve(ctx, s.Name, shapes, s.CorpusRoot)
+		} else {
+			r, err = corpus.ResolveBuiltin(s.Name, shapes, s.CorpusRoot)
+		}
+		if err != nil {
+			return p, "", err
+		}
+		p.Name, p.ReferencePath, p.FLOPs, p.Bytes, p.Dtype = r.Problem.Name, r.ReferencePath, r.FLOPs, r.Bytes, r.Dtype
+		if r.Problem.Source == corpus.SourceBuiltin {
+			p.ShapeSet = shapes
+		}
+		if t := r.Tolerance; t != nil {
+			p.Tolerance = &search.Tolerance{Atol: t.Atol, Rtol: t.Rtol}
+		}
+		if s.StartFile == "" {
+			if start, err = r.Problem.StartSource(lang); err != nil {
+				return p, "", fmt.Errorf("%w: give one with --start", err)
+			}
+		}
+	}
+	if s.StartFile != "" {
+		b, err := os.ReadFile(s.StartFile)
+		if err != nil {
+			return p, "", fmt.Errorf("start kernel: %w", err)
+		}
+		start = string(b)
+		if !strings.Contains(start, "ModelNew") {
+			return p, "", fmt.Errorf("start kernel %s defines no ModelNew", s.StartFile)
+		}
+	}
+	return p, start, nil
+}

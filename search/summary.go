@@ -1,0 +1,97 @@
+package search
+
+// NodeSummary is one node as a summary shows it.
+type NodeSummary struct {
+	ID      int64   `json:"id"`
+	Verdict string  `json:"verdict"`
+	TimeS   float64 `json:"time_s,omitempty"`
+	// SpeedupOverStart is the start kernel's time over this one's.
+	SpeedupOverStart float64 `json:"speedup_over_start,omitempty"`
+	SpeedupVsEager   float64 `json:"speedup_vs_eager,omitempty"`
+	SpeedupVsCompile float64 `json:"speedup_vs_compile,omitempty"`
+	PctOfSOL         float64 `json:"pct_of_sol,omitempty"`
+	SOLScore         float64 `json:"sol_score,omitempty"`
+	Fitness          float64 `json:"fitness"`
+	Notes            string  `json:"notes,omitempty"`
+}
+
+// Summary is a run at a glance: what `evolve --json` ends with and what
+// evolve_status and the report start from.
+type Summary struct {
+	RunID      string    `json:"run_id"`
+	Problem    string    `json:"problem"`
+	Target     string    `json:"target"`
+	Language   string    `json:"language"`
+	Policy     string    `json:"policy"`
+	Operator   string    `json:"operator"`
+	Baseline   string    `json:"baseline"`
+	Status     RunStatus `json:"status"`
+	StopReason string    `json:"stop_reason,omitempty"`
+	// Evaluations made (the start kernel's included); Duplicates answered
+	// from the store; Failed nodes the evaluation service could not judge;
+	// InFlight nodes written but not finished (0 once a run has stopped
+	// cleanly).
+	Evaluations int `json:"evaluations"`
+	Duplicates  int `json:"duplicates"`
+	Failed      int `json:"failed"`
+	InFlight    int `json:"in_flight"`
+	// Passed counts evaluations with verdict pass.
+	Passed int `json:"passed"`
+
+	Start *NodeSummary `json:"start,omitempty"`
+	Best  *NodeSummary `json:"best,omitempty"`
+
+	ElapsedS  float64 `json:"elapsed_s"`
+	EvalS     float64 `json:"eval_s"`
+	OperatorS float64 `json:"operator_s"`
+	Tokens    int     `json:"tokens"`
+}
+
+// Summarize builds a run's summary from its nodes.
+func Summarize(r *Run, nodes []*Node) Summary {
+	s := Summary{RunID: r.ID, Problem: r.Problem.Name, Target: r.Problem.Target, Language: r.Problem.Language,
+		Policy: r.Policy, Operator: r.Operator, Baseline: r.Baseline, Status: r.Status, StopReason: r.StopReason, ElapsedS: r.ElapsedS}
+	g := NewGraph(nodes)
+	root := g.Root()
+	for _, n := range nodes {
+		s.EvalS += n.Cost.EvalS
+		s.OperatorS += n.Cost.OperatorS
+		s.Tokens += n.Cost.Tokens
+		switch {
+		case n.State == NodeFailed:
+			s.Failed++
+		case !n.State.Finished():
+			s.InFlight++
+		case n.DuplicateOf != 0:
+			s.Duplicates++
+		default:
+			s.Evaluations++
+			if n.Result != nil && n.Result.Verdict == VerdictPass {
+				s.Passed++
+			}
+		}
+	}
+	if root != nil && root.Result != nil {
+		s.Start = summarizeNode(root, root)
+	}
+	best := g.Node(r.BestNode)
+	if best == nil {
+		best = g.Best()
+	}
+	if best != nil {
+		s.Best = summarizeNode(best, root)
+	}
+	return s
+}
+
+func summarizeNode(n, root *Node) *NodeSummary {
+	ns := &NodeSummary{ID: n.ID, Notes: n.Notes}
+	if r := n.Result; r != nil {
+		ns.Verdict, ns.TimeS, ns.SpeedupVsEager, ns.SpeedupVsCompile = r.Verdict, r.TimeS, r.SpeedupVsEager, r.SpeedupVsCompile
+		ns.PctOfSOL, ns.SOLScore, ns.Fitness = r.PctOfSOL, r.SOLScore, r.Fitness
+		if root != nil && root.Result != nil && root.Result.TimeS > 0 && r.TimeS > 0 && r.Verdict == VerdictPass {
+			ns.SpeedupOverStart = root.Result.TimeS / r.TimeS
+		}
+	}
+	return ns
+}
