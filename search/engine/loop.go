@@ -104,7 +104,6 @@ func (d *driver) finish(ctx context.Context, loopErr error) error {
 		return errors.Join(loopErr, err)
 	}
 	d.e.event(bg, d.run, search.EventStop, fmt.Sprintf("%s: %s", d.run.Status, d.run.StopReason), nil)
-	d.report(nil)
 	return loopErr
 }
 

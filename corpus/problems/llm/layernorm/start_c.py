@@ -4,11 +4,18 @@ import torch.nn as nn
 from kevolve import load_c
 
 SRC = r'''
+/* Defaults for the OpenMP tunables (set with -D by _omp_flags below). */
+#ifndef KV_SCHEDULE
+#define KV_SCHEDULE static
+#endif
+#ifndef KV_NT
+#define KV_NT
+#endif
 #include <math.h>
 #include <stdint.h>
 
 void layernorm(const float* x, const float* w, const float* b, float* y, int64_t rows, int64_t cols, float eps) {
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(KV_SCHEDULE) KV_NT
     for (int64_t r = 0; r < rows; ++r) {
         const float* xr = x + r * cols;
         double s = 0.0, q = 0.0;
@@ -21,13 +28,26 @@ void layernorm(const float* x, const float* w, const float* b, float* y, int64_t
 }
 '''
 
+# Tunables: `kevolve-mcp evolve --operator tuner` rewrites these module-level
+# assignments. Every combination computes the same result; they change only
+# how the OpenMP loop is spread over threads.
+THREADS = 0  # OpenMP threads; 0 = the runtime's default (every core)
+SCHEDULE = "static"  # OpenMP schedule of the parallel loop
+TUNABLES = {"THREADS": [0, 1, 2, 4], "SCHEDULE": ["static", "dynamic, 8", "guided"]}
+
+
+def _omp_flags():
+    nt = f"num_threads({THREADS})" if THREADS > 0 else ""
+    return (f"-DKV_SCHEDULE={SCHEDULE}", f"-DKV_NT={nt}")
+
+
 _K = None
 
 
 def _kernels():
     global _K
     if _K is None:
-        _K = load_c(SRC)
+        _K = load_c(SRC, flags=_omp_flags())
     return _K
 
 

@@ -4,11 +4,18 @@ import torch.nn as nn
 from kevolve import load_c
 
 SRC = r'''
+/* Defaults for the OpenMP tunables (set with -D by _omp_flags below). */
+#ifndef KV_SCHEDULE
+#define KV_SCHEDULE static
+#endif
+#ifndef KV_NT
+#define KV_NT
+#endif
 #include <stdint.h>
 
 void bucketize_hash(const float* x, const float* bounds, const int64_t* ids, int64_t* out,
                     int64_t n, int64_t nb, int64_t table_size) {
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(KV_SCHEDULE) KV_NT
     for (int64_t i = 0; i < n; ++i) {
         float v = x[i];
         int64_t lo = 0, hi = nb;          /* count of boundaries < v */
@@ -21,13 +28,26 @@ void bucketize_hash(const float* x, const float* bounds, const int64_t* ids, int
 }
 '''
 
+# Tunables: `kevolve-mcp evolve --operator tuner` rewrites these module-level
+# assignments. Every combination computes the same result; they change only
+# how the OpenMP loop is spread over threads.
+THREADS = 0  # OpenMP threads; 0 = the runtime's default (every core)
+SCHEDULE = "static"  # OpenMP schedule of the parallel loop
+TUNABLES = {"THREADS": [0, 1, 2, 4], "SCHEDULE": ["static", "dynamic, 8", "guided"]}
+
+
+def _omp_flags():
+    nt = f"num_threads({THREADS})" if THREADS > 0 else ""
+    return (f"-DKV_SCHEDULE={SCHEDULE}", f"-DKV_NT={nt}")
+
+
 _K = None
 
 
 def _kernels():
     global _K
     if _K is None:
-        _K = load_c(SRC)
+        _K = load_c(SRC, flags=_omp_flags())
     return _K
 
 

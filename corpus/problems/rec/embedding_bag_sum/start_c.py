@@ -4,11 +4,18 @@ import torch.nn as nn
 from kevolve import load_c
 
 SRC = r'''
+/* Defaults for the OpenMP tunables (set with -D by _omp_flags below). */
+#ifndef KV_SCHEDULE
+#define KV_SCHEDULE static
+#endif
+#ifndef KV_NT
+#define KV_NT
+#endif
 #include <stdint.h>
 
 void embedding_bag(const float* table, const int64_t* idx, const int64_t* offs, float* out,
                    int64_t nbags, int64_t nidx, int64_t dim) {
-    #pragma omp parallel for schedule(dynamic, 16)
+    #pragma omp parallel for schedule(KV_SCHEDULE) KV_NT
     for (int64_t b = 0; b < nbags; ++b) {
         int64_t start = offs[b];
         int64_t end = (b + 1 < nbags) ? offs[b + 1] : nidx;
@@ -23,13 +30,26 @@ void embedding_bag(const float* table, const int64_t* idx, const int64_t* offs, 
 }
 '''
 
+# Tunables: `kevolve-mcp evolve --operator tuner` rewrites these module-level
+# assignments. Every combination computes the same result; they change only
+# how the OpenMP loop is spread over threads.
+THREADS = 0  # OpenMP threads; 0 = the runtime's default (every core)
+SCHEDULE = "dynamic, 16"  # OpenMP schedule of the parallel loop
+TUNABLES = {"THREADS": [0, 1, 2, 4], "SCHEDULE": ["dynamic, 16", "static", "dynamic, 8", "guided"]}
+
+
+def _omp_flags():
+    nt = f"num_threads({THREADS})" if THREADS > 0 else ""
+    return (f"-DKV_SCHEDULE={SCHEDULE}", f"-DKV_NT={nt}")
+
+
 _K = None
 
 
 def _kernels():
     global _K
     if _K is None:
-        _K = load_c(SRC)
+        _K = load_c(SRC, flags=_omp_flags())
     return _K
 
 
