@@ -53,16 +53,23 @@ func runChecks(t *testing.T, mode, kind string, ps []Problem, env ...string) map
 // win, so a caller may override KEVOLVE_SHAPES.
 func runChecksOpts(t *testing.T, mode, kind, device string, ps []Problem, env ...string) map[string]checkResult {
 	t.Helper()
-	py := findPython(t)
+	findPython(t) // skips (or fails in strict mode) before materializing anything
 	root, err := Materialize(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	job := map[string]any{"mode": mode, "kind": kind, "root": root, "seeds": []int{0, 1}, "device": device}
 	var jps []jobProblem
 	for _, p := range ps {
 		jps = append(jps, jobProblem{p.Name, p.Dir, p.Shapes, p.Dtype, p.Dtypes, p.Tolerance, p.Starts})
 	}
+	return runJob(t, mode, kind, device, root, jps, env...)
+}
+
+// runJob runs check_problems.py over jps, whose files lie under root.
+func runJob(t *testing.T, mode, kind, device, root string, jps []jobProblem, env ...string) map[string]checkResult {
+	t.Helper()
+	py := findPython(t)
+	job := map[string]any{"mode": mode, "kind": kind, "root": root, "seeds": []int{0, 1}, "device": device}
 	job["problems"] = jps
 	in, _ := json.Marshal(job)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
@@ -80,8 +87,8 @@ func runChecksOpts(t *testing.T, mode, kind, device string, ps []Problem, env ..
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
 		t.Fatalf("check_problems.py output: %v\nstdout:\n%s\nstderr:\n%s", err, tail(stdout.String(), 2000), tail(stderr.String(), 2000))
 	}
-	if len(res) != len(ps) {
-		t.Fatalf("check_problems.py returned %d results for %d problems", len(res), len(ps))
+	if len(res) != len(jps) {
+		t.Fatalf("check_problems.py returned %d results for %d problems", len(res), len(jps))
 	}
 	return res
 }

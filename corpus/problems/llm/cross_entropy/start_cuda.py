@@ -65,6 +65,12 @@ def _kernels():
 _SUFFIX = {torch.float32: "f32", torch.bfloat16: "bf16"}
 
 
+# Tunables: `kevolve-mcp evolve --operator tuner` rewrites these module-level
+# assignments; every value listed keeps the kernel correct.
+THREADS = 512  # threads per block (a power of two: the reductions halve it)
+TUNABLES = {"THREADS": [64, 128, 256, 512, 1024]}
+
+
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
@@ -72,7 +78,7 @@ class ModelNew(nn.Module):
     def forward(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         B, V = logits.shape
         loss = torch.empty(B, device=logits.device, dtype=torch.float32)
-        threads = 512
+        threads = THREADS
         if B > 0:
             getattr(_kernels(), "xent_" + _SUFFIX[logits.dtype])(logits.contiguous(), targets.contiguous(), loss, B, V,
                                                                  grid=(B,), block=(threads,), shared_mem=threads * 4)

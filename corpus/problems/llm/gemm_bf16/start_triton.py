@@ -24,6 +24,16 @@ def _gemm(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: 
              mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
+# Tunables: `kevolve-mcp evolve --operator tuner` rewrites these module-level
+# assignments; every value listed keeps the kernel correct.
+BM = 64  # output tile rows per program
+BN = 64  # output tile columns per program
+BK = 32  # reduction step
+NUM_WARPS = 4  # warps per program
+NUM_STAGES = 2  # software-pipelining depth of the K loop
+TUNABLES = {"BM": [32, 64, 128], "BN": [32, 64, 128], "BK": [32, 64], "NUM_WARPS": [2, 4, 8], "NUM_STAGES": [1, 2, 3, 4]}
+
+
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
@@ -32,8 +42,8 @@ class ModelNew(nn.Module):
         M, K = a.shape
         N = b.shape[1]
         c = torch.empty(M, N, device=a.device, dtype=a.dtype)
-        BM, BN, BK = 64, 64, 32
         if M * N > 0:
             _gemm[(triton.cdiv(M, BM), triton.cdiv(N, BN))](a.contiguous(), b.to(a.dtype).contiguous(), c,
-                                                            M, N, K, BM=BM, BN=BN, BK=BK)
+                                                            M, N, K, BM=BM, BN=BN, BK=BK,
+                                                            num_warps=NUM_WARPS, num_stages=NUM_STAGES)
         return c

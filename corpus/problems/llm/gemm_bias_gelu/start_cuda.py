@@ -10,7 +10,9 @@ __device__ __forceinline__ float ld(const float* p, long i) { return p[i]; }
 __device__ __forceinline__ float ld(const __nv_bfloat16* p, long i) { return __bfloat162float(p[i]); }
 __device__ __forceinline__ void st(float* p, long i, float v) { p[i] = v; }
 __device__ __forceinline__ void st(__nv_bfloat16* p, long i, float v) { p[i] = __float2bfloat16(v); }
+#ifndef TILE
 #define TILE 16
+#endif
 
 template <typename T>
 __device__ void linear_gelu(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
@@ -51,11 +53,17 @@ _K = None
 def _kernels():
     global _K
     if _K is None:
-        _K = load_cuda(SRC)
+        _K = load_cuda(SRC, flags=(f"-DTILE={TILE}",))
     return _K
 
 
 _SUFFIX = {torch.float32: "f32", torch.bfloat16: "bf16"}
+
+
+# Tunables: `kevolve-mcp evolve --operator tuner` rewrites these module-level
+# assignments; every value listed keeps the kernel correct.
+TILE = 16  # shared-memory tile edge; the block is TILE x TILE threads
+TUNABLES = {"TILE": [8, 16, 32]}
 
 
 class ModelNew(nn.Module):
@@ -66,10 +74,10 @@ class ModelNew(nn.Module):
         M, K = x.shape
         N = weight.shape[0]
         y = torch.empty(M, N, device=x.device, dtype=x.dtype)
-        if (M + 15) // 16 > 65535:          # gridDim.y limit
+        if (M + TILE - 1) // TILE > 65535:  # gridDim.y limit
             raise ValueError(f"M={M} is too large for this start's grid")
         if M * N > 0:
             getattr(_kernels(), "linear_gelu_" + _SUFFIX[x.dtype])(
                 x.contiguous(), weight.to(x.dtype).contiguous(), bias.to(x.dtype).contiguous(), y, M, N, K,
-                grid=((N + 15) // 16, (M + 15) // 16), block=(16, 16))
+                grid=((N + TILE - 1) // TILE, (M + TILE - 1) // TILE), block=(TILE, TILE))
         return y

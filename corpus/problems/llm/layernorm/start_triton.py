@@ -20,6 +20,12 @@ def _layernorm_fwd(x_ptr, w_ptr, b_ptr, y_ptr, cols, eps, BLOCK: tl.constexpr):
     tl.store(y_ptr + row * cols + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
+# Tunables: `kevolve-mcp evolve --operator tuner` rewrites these module-level
+# assignments; every value listed keeps the kernel correct.
+NUM_WARPS = 4  # warps per program
+TUNABLES = {"NUM_WARPS": [1, 2, 4, 8, 16, 32]}
+
+
 class ModelNew(nn.Module):
     def __init__(self, eps: float = 1e-5):
         super().__init__()
@@ -31,5 +37,5 @@ class ModelNew(nn.Module):
         y = torch.empty_like(x2)
         if x2.shape[0] > 0:
             _layernorm_fwd[(x2.shape[0],)](x2, w.contiguous(), b.contiguous(), y, cols, self.eps,
-                                           BLOCK=triton.next_power_of_2(cols))
+                                           BLOCK=triton.next_power_of_2(cols), num_warps=NUM_WARPS)
         return y.view(x.shape)

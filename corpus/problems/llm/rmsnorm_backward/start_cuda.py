@@ -63,6 +63,12 @@ def _kernels():
 _SUFFIX = {torch.float32: "f32", torch.bfloat16: "bf16"}
 
 
+# Tunables: `kevolve-mcp evolve --operator tuner` rewrites these module-level
+# assignments; every value listed keeps the kernel correct.
+THREADS = 256  # threads per block (a power of two: the reductions halve it)
+TUNABLES = {"THREADS": [64, 128, 256, 512, 1024]}
+
+
 class ModelNew(nn.Module):
     def __init__(self, eps: float = 1e-6):
         super().__init__()
@@ -74,7 +80,7 @@ class ModelNew(nn.Module):
         dy2 = dy.to(x.dtype).contiguous().view(-1, cols)
         dx = torch.empty_like(x2)
         rows = x2.shape[0]
-        threads = 256
+        threads = THREADS
         if rows > 0:
             kern = getattr(_kernels(), "rmsnorm_bwd_" + _SUFFIX[x.dtype])
             kern(x2, w.to(x.dtype).contiguous(), dy2, dx, rows, cols, self.eps,

@@ -60,6 +60,12 @@ def _kernels():
 _SUFFIX = {torch.float32: "f32", torch.bfloat16: "bf16"}
 
 
+# Tunables: `kevolve-mcp evolve --operator tuner` rewrites these module-level
+# assignments; every value listed keeps the kernel correct.
+THREADS = 512  # threads per block (a power of two: the reductions halve it)
+TUNABLES = {"THREADS": [64, 128, 256, 512, 1024]}
+
+
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
@@ -69,7 +75,7 @@ class ModelNew(nn.Module):
         x2 = x.contiguous().view(-1, cols)
         y = torch.empty_like(x2)
         rows = x2.shape[0]
-        threads = 512
+        threads = THREADS
         if rows > 0:
             getattr(_kernels(), "softmax_" + _SUFFIX[x.dtype])(x2, y, rows, cols, grid=(rows,), block=(threads,),
                                                                shared_mem=threads * 4)

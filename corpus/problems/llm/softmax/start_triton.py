@@ -26,6 +26,13 @@ def _softmax(x_ptr, y_ptr, cols, BLOCK: tl.constexpr):
         tl.store(y_ptr + base + start + offs, (tl.exp(x - row_max) * inv).to(y_ptr.dtype.element_ty), mask=mask)
 
 
+# Tunables: `kevolve-mcp evolve --operator tuner` rewrites these module-level
+# assignments; every value listed keeps the kernel correct.
+MAX_BLOCK = 4096  # columns per loop step, at most
+NUM_WARPS = 4  # warps per program
+TUNABLES = {"MAX_BLOCK": [512, 1024, 2048, 4096, 8192], "NUM_WARPS": [1, 2, 4, 8, 16]}
+
+
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
@@ -35,5 +42,6 @@ class ModelNew(nn.Module):
         x2 = x.contiguous().view(-1, cols)
         y = torch.empty_like(x2)
         if x2.shape[0] > 0:
-            _softmax[(x2.shape[0],)](x2, y, cols, BLOCK=min(4096, triton.next_power_of_2(cols)))
+            _softmax[(x2.shape[0],)](x2, y, cols, BLOCK=min(MAX_BLOCK, triton.next_power_of_2(cols)),
+                                     num_warps=NUM_WARPS)
         return y.view(x.shape)

@@ -16,6 +16,13 @@ def _swiglu(x_ptr, y_ptr, hidden, BLOCK: tl.constexpr):
     tl.store(y_ptr + t * hidden + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
+# Tunables: `kevolve-mcp evolve --operator tuner` rewrites these module-level
+# assignments; every value listed keeps the kernel correct.
+BLOCK = 1024  # output columns per program
+NUM_WARPS = 4  # warps per program
+TUNABLES = {"BLOCK": [256, 512, 1024, 2048, 4096], "NUM_WARPS": [1, 2, 4, 8, 16]}
+
+
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
@@ -25,7 +32,6 @@ class ModelNew(nn.Module):
         x2 = x.contiguous().view(-1, 2 * H)
         T = x2.shape[0]
         y = torch.empty(T, H, device=x.device, dtype=x.dtype)
-        BLOCK = 1024
         if T * H > 0:
-            _swiglu[(T, triton.cdiv(H, BLOCK))](x2, y, H, BLOCK=BLOCK)
+            _swiglu[(T, triton.cdiv(H, BLOCK))](x2, y, H, BLOCK=BLOCK, num_warps=NUM_WARPS)
         return y.view(*x.shape[:-1], H)

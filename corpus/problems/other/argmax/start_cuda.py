@@ -50,6 +50,12 @@ def _kernels():
     return _K
 
 
+# Tunables: `kevolve-mcp evolve --operator tuner` rewrites these module-level
+# assignments; every value listed keeps the kernel correct.
+THREADS = 256  # threads per block (a power of two: the reductions halve it)
+TUNABLES = {"THREADS": [64, 128, 256, 512, 1024]}
+
+
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
@@ -59,7 +65,7 @@ class ModelNew(nn.Module):
         x2 = x.contiguous().view(-1, cols)
         rows = x2.shape[0]
         out = torch.empty(rows, device=x.device, dtype=torch.int64)
-        threads = 256
+        threads = THREADS
         if rows > 0:
             _kernels().row_argmax(x2, out, rows, cols, grid=(rows,), block=(threads,), shared_mem=threads * 12 + 8)
         return out.view(x.shape[:-1])

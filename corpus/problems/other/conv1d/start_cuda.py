@@ -53,6 +53,13 @@ def _kernels():
 _SUFFIX = {torch.float32: "f32", torch.bfloat16: "bf16"}
 
 
+# Tunables: `kevolve-mcp evolve --operator tuner` rewrites these module-level
+# assignments; every value listed keeps the kernel correct.
+THREADS = 256  # threads per block
+ITEMS = 1  # elements per thread (the kernel is a grid-stride loop)
+TUNABLES = {"THREADS": [64, 128, 256, 512, 1024], "ITEMS": [1, 2, 4, 8]}
+
+
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
@@ -65,8 +72,8 @@ class ModelNew(nn.Module):
         y = torch.empty(B, CO, L, device=x.device, dtype=x.dtype)
         n = B * CO * L
         if n > 0:
-            blocks = min((n + 255) // 256, 65535 * 16)
+            blocks = min((n + THREADS * ITEMS - 1) // (THREADS * ITEMS), 65535 * 16)
             getattr(_kernels(), "conv1d_" + _SUFFIX[x.dtype])(
                 x.contiguous(), weight.to(x.dtype).contiguous(), bias.to(x.dtype).contiguous(), y,
-                B, CI, CO, L, K, grid=(blocks,), block=(256,))
+                B, CI, CO, L, K, grid=(blocks,), block=(THREADS,))
         return y

@@ -39,6 +39,12 @@ def _kernels():
     return _K
 
 
+# Tunables: `kevolve-mcp evolve --operator tuner` rewrites these module-level
+# assignments; every value listed keeps the kernel correct.
+THREADS = 256  # threads per block (a power of two: the reductions halve it)
+TUNABLES = {"THREADS": [64, 128, 256, 512, 1024]}
+
+
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
@@ -48,7 +54,7 @@ class ModelNew(nn.Module):
         x2 = x.contiguous().view(-1, cols)
         y = torch.empty_like(x2)
         rows = x2.shape[0]
-        threads = 256
+        threads = THREADS
         if rows > 0 and cols > 0:
             _kernels().row_cumsum(x2, y, rows, cols, grid=(rows,), block=(threads,), shared_mem=threads * 8)
         return y.view(x.shape)

@@ -22,6 +22,13 @@ def _kernels():
     return _K
 
 
+# Tunables: `kevolve-mcp evolve --operator tuner` rewrites these module-level
+# assignments; every value listed keeps the kernel correct.
+THREADS = 256  # threads per block
+ITEMS = 1  # elements per thread (the kernel is a grid-stride loop)
+TUNABLES = {"THREADS": [64, 128, 256, 512, 1024], "ITEMS": [1, 2, 4, 8]}
+
+
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
@@ -31,5 +38,5 @@ class ModelNew(nn.Module):
         y = torch.empty_like(x)
         n = x.numel()
         if n > 0:
-            _kernels().relu(x, y, n, grid=(min((n + 255) // 256, 65535 * 16),), block=(256,))
+            _kernels().relu(x, y, n, grid=(min((n + THREADS * ITEMS - 1) // (THREADS * ITEMS), 65535 * 16),), block=(THREADS,))
         return y

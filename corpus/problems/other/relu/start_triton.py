@@ -13,6 +13,13 @@ def _relu(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     tl.store(y_ptr + offs, tl.where(x > 0, x, tl.where(x != x, x, 0.0)), mask=mask)
 
 
+# Tunables: `kevolve-mcp evolve --operator tuner` rewrites these module-level
+# assignments; every value listed keeps the kernel correct.
+BLOCK = 1024  # elements per program
+NUM_WARPS = 4  # warps per program
+TUNABLES = {"BLOCK": [256, 512, 1024, 2048, 4096, 8192], "NUM_WARPS": [1, 2, 4, 8, 16]}
+
+
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
@@ -22,5 +29,5 @@ class ModelNew(nn.Module):
         y = torch.empty_like(x)
         n = x.numel()
         if n > 0:
-            _relu[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
+            _relu[(triton.cdiv(n, BLOCK),)](x, y, n, BLOCK=BLOCK, num_warps=NUM_WARPS)
         return y

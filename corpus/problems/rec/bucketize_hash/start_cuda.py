@@ -29,6 +29,12 @@ def _kernels():
     return _K
 
 
+# Tunables: `kevolve-mcp evolve --operator tuner` rewrites these module-level
+# assignments; every value listed keeps the kernel correct.
+THREADS = 256  # threads per block
+TUNABLES = {"THREADS": [64, 128, 256, 512, 1024]}
+
+
 class ModelNew(nn.Module):
     def __init__(self, table_size: int):
         super().__init__()
@@ -39,5 +45,5 @@ class ModelNew(nn.Module):
         out = torch.empty(x.shape, device=x.device, dtype=torch.int64)
         if n > 0:
             _kernels().bucketize_hash(x.contiguous(), boundaries.contiguous(), ids.contiguous(), out, n,
-                                      boundaries.numel(), self.table_size, grid=((n + 255) // 256,), block=(256,))
+                                      boundaries.numel(), self.table_size, grid=((n + THREADS - 1) // THREADS,), block=(THREADS,))
         return out

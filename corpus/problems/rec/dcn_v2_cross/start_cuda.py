@@ -5,7 +5,9 @@ import torch.nn as nn
 from kevolve import load_cuda
 
 SRC = r'''
+#ifndef TILE
 #define TILE 16
+#endif
 extern "C" __global__ void cross_layer(const float* __restrict__ x0, const float* __restrict__ xl,
                                        const float* __restrict__ w, const float* __restrict__ bias,
                                        float* __restrict__ out, long batch, long dim) {
@@ -37,8 +39,14 @@ _K = None
 def _kernels():
     global _K
     if _K is None:
-        _K = load_cuda(SRC)
+        _K = load_cuda(SRC, flags=(f"-DTILE={TILE}",))
     return _K
+
+
+# Tunables: `kevolve-mcp evolve --operator tuner` rewrites these module-level
+# assignments; every value listed keeps the kernel correct.
+TILE = 16  # shared-memory tile edge; the block is TILE x TILE threads
+TUNABLES = {"TILE": [8, 16, 32]}
 
 
 class ModelNew(nn.Module):
@@ -50,5 +58,5 @@ class ModelNew(nn.Module):
         out = torch.empty(B, D, device=xl.device, dtype=xl.dtype)
         if B > 0 and D > 0:
             _kernels().cross_layer(x0.contiguous(), xl.contiguous(), weight.contiguous(), bias.contiguous(), out,
-                                   B, D, grid=((D + 15) // 16, (B + 15) // 16), block=(16, 16))
+                                   B, D, grid=((D + TILE - 1) // TILE, (B + TILE - 1) // TILE), block=(TILE, TILE))
         return out

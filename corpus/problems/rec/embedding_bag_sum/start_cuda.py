@@ -30,6 +30,12 @@ def _kernels():
     return _K
 
 
+# Tunables: `kevolve-mcp evolve --operator tuner` rewrites these module-level
+# assignments; every value listed keeps the kernel correct.
+THREADS = 256  # threads per bag, at most (each strides over the embedding dim)
+TUNABLES = {"THREADS": [32, 64, 128, 256, 512, 1024]}
+
+
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
@@ -39,7 +45,7 @@ class ModelNew(nn.Module):
         nbags, dim = offsets.shape[0], table.shape[1]
         out = torch.empty(nbags, dim, device=table.device, dtype=table.dtype)
         if nbags > 0:
-            threads = min(256, max(32, dim))
+            threads = min(THREADS, max(32, dim))
             _kernels().embedding_bag(table, indices.contiguous(), offsets.contiguous(), out,
                                      nbags, indices.numel(), dim, grid=(nbags,), block=(threads,))
         return out

@@ -37,6 +37,12 @@ def _kernels():
     return _K
 
 
+# Tunables: `kevolve-mcp evolve --operator tuner` rewrites these module-level
+# assignments; every value listed keeps the kernel correct.
+THREADS = 64  # threads per block (a power of two: the reductions halve it)
+TUNABLES = {"THREADS": [64, 128, 256, 512, 1024]}
+
+
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
@@ -44,7 +50,7 @@ class ModelNew(nn.Module):
     def forward(self, emb: torch.Tensor) -> torch.Tensor:
         B, F, D = emb.shape
         out = torch.empty(B, 1, device=emb.device, dtype=emb.dtype)
-        threads = 64
+        threads = THREADS
         if B > 0:
             _kernels().fm_second_order(emb.contiguous(), out, B, F, D, grid=(B,), block=(threads,),
                                        shared_mem=threads * 4)
