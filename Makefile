@@ -49,14 +49,17 @@ test: venv mcp-clients build
 	KEVOLVE_PYTHON=$(VENV)/bin/python KEVOLVE_NODE_DIR=$(NODE_DIR) KEVOLVE_TEST_STRICT=1 \
 	  $(GO) test -count=1 -timeout 45m ./...
 
-# The main job on whatever hardware is here: discovery, then the default
-# problem's start kernel checked, timed and placed against the speed of light.
+# The main job on whatever hardware is here: discovery, then an evolve run
+# with the built-in tuner (no LLM) on a bundled problem: progress, the best
+# kernel's speedup over its start, over eager and its % of SOL, the report.
 # A GPU box's own torch is used where there is one; otherwise the CPU venv.
+DEMO_PROBLEM ?= llm/rmsnorm
+DEMO_BUDGET  ?= 20
 run: build
 	@if [ -x /opt/torch/.venv/bin/python3 ] || [ -n "$$KEVOLVE_PYTHON" ]; then :; else $(MAKE) --no-print-directory venv; fi
 	./$(BIN) doctor
 	@echo
-	./$(BIN) demo
+	./$(BIN) evolve --problem $(DEMO_PROBLEM) --operator tuner --budget $(DEMO_BUDGET)
 
 # GPU tests run on a machine with no Go toolchain: build every package's test
 # binary here into .gpu/bin (the device tool carries at most 64 MiB, so they

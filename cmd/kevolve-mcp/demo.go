@@ -111,6 +111,6 @@ func demo(c *cli, name, svgPath string, stdout, stderr io.Writer) error {
 	if err := writeFile(svgPath, func(w io.Writer) error { return sol.WriteRooflineSVG(w, srep) }); err == nil {
 		fmt.Fprintf(stdout, "roofline drawn to %s\n", svgPath)
 	}
-	fmt.Fprintf(stdout, "\n== evolve\nThe graph search (evolve) is not built yet: give the tools to an agent instead\n(claude mcp add kevolve -- %s --stdio) and let it iterate with run_kernel.\n", os.Args[0])
+	fmt.Fprintf(stdout, "\n== evolve\nSearch for a faster kernel with the built-in tuner:\n  %s evolve --problem %s --operator tuner --budget 20\n", os.Args[0], p.Name)
 	return nil
 }

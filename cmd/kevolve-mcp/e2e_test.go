@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -253,20 +254,33 @@ func TestDoctorWithoutGPUExitsZero(t *testing.T) {
 
 // make run's main job: on this machine (CPU, or the GPU where there is one)
 // the default problem's start kernel passes and is placed against SOL.
+// TestDemo guards `make run`'s main job: an evolve run with the tuner on the
+// bundled problem, progress on stderr, then the best kernel's speedup over
+// its start and over eager, its % of SOL and the report's path.
 func TestDemo(t *testing.T) {
 	toolchaintest.Python(t)
-	svg := filepath.Join(t.TempDir(), "roofline.svg")
-	cmd := exec.Command(binary, "demo", "--svg", svg)
+	cmd := exec.Command(binary, "evolve", "--problem", "llm/rmsnorm", "--operator", "tuner", "--budget", "6", "--seed", "3")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("demo: %v\n%s", err, out)
+		t.Fatalf("evolve: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
 	}
-	for _, want := range []string{`(?m)^verdict\s+PASS$`, `speed of light\s+\S`, `SOL score\s+[01]\.\d+`, "roofline drawn to"} {
+	for _, want := range []string{`(?m)^status\s+done: evaluation budget of 6 spent`, `(?m)^evaluations\s+6 `,
+		`(?m)^best kernel\s+#\d+ pass`, `(?m)^  over start\s+\d+\.\d+x`, `(?m)^  over eager\s+\d+\.\d+x`,
+		`(?m)^  of speed of light\s+\d+\.\d%`, `(?m)^report\s+\S+`} {
 		if !regexp.MustCompile(want).Match(out) {
-			t.Errorf("demo output lacks %q:\n%s", want, out)
+			t.Errorf("evolve output lacks %q:\n%s", want, out)
 		}
 	}
-	if b, err := os.ReadFile(svg); err != nil || !strings.HasPrefix(string(b), "<svg") {
-		t.Errorf("roofline not drawn: %v", err)
+	if !regexp.MustCompile(`\[evolve \w+\] 6/6 evals · best #\d+ \d+\.\d+x over start`).Match(stderr.Bytes()) {
+		t.Errorf("no progress line on stderr:\n%s", stderr.String())
+	}
+	m := regexp.MustCompile(`(?m)^report\s+(\S+)$`).FindSubmatch(out)
+	if m == nil {
+		t.Fatal("no report path")
+	}
+	if _, err := os.Stat(string(m[1])); err != nil {
+		t.Errorf("report not written: %v", err)
 	}
 }
