@@ -346,3 +346,15 @@ func TestResumeAfterCancel(t *testing.T) {
 		t.Fatal("resuming a finished run must say so")
 	}
 }
+
+func newTunerForTest() search.Operator { return tuner.New() }
+
+func policyConfigForTest(pol string) policy.Config {
+	if pol == "evolve" {
+		return policy.Config{Draft: 3, Islands: 3, MigrateEvery: 6}
+	}
+	if pol == "uct" {
+		return policy.Config{Draft: 2}
+	}
+	return policy.Config{}
+}
