@@ -16,7 +16,7 @@ PY_PINS     := torch==2.11.0 triton==3.6.0 numpy==2.3.5 pyyaml \
 NODE_DIR    ?= $(HOME)/.cache/kevolve/node
 NODE_PKG    := cmd/kevolve-mcp/testdata/node
 
-.PHONY: build run test venv mcp-clients vet bench bench-gpu-prep bench-run test-gpu test-gpu-run gpu-bins clean
+.PHONY: build run test venv mcp-clients vet bench bench-gpu-prep bench-run test-gpu test-gpu-run gpu-bins kb-sweep-prep kb-sweep-run kb-fastp-run clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/kevolve-mcp
@@ -113,6 +113,28 @@ bench-run:
 	  KEVOLVE_PYTHON=$${KEVOLVE_PYTHON:-/opt/torch/.venv/bin/python3} KEVOLVE_BENCH_OUT=$${OUT:-$(CURDIR)/.gpu/bench} \
 	  KEVOLVE_BENCH_ONLY='$(BENCH_ONLY)' KEVOLVE_BENCH_DEADLINE_S=$${BENCH_DEADLINE_S:-0} \
 	  $(CURDIR)/.gpu/bench/harness.test -test.run '^TestBenchKernelBench$$' -test.v -test.timeout 60m
+
+# The reference-as-candidate sweep of KernelBench levels 1-3 (issue 9's
+# regression: 250 verdicts, all integrity_violation via reference_ops). Here:
+# the binary and .gpu/kb; there: `make kb-sweep-run`, results in $$OUT.
+kb-sweep-prep:
+	rm -rf .gpu/sweep && mkdir -p .gpu/sweep
+	[ -d .gpu/kb/KernelBench/level3 ] || PYTHON=$(VENV)/bin/python harness/testdata/kernelbench/prepare.sh .gpu/kb $(KB_MIRROR)
+	$(GO) build -ldflags='-s -w' -o .gpu/sweep/kevolve-mcp ./cmd/kevolve-mcp
+	gzip -9 .gpu/sweep/kevolve-mcp; du -sh .gpu/sweep .gpu/kb
+	@echo "now on the GPU machine (carry .gpu/sweep .gpu/kb): make kb-sweep-run"
+
+kb-sweep-run:
+	@[ ! -e .gpu/sweep/kevolve-mcp.gz ] || gunzip -f .gpu/sweep/kevolve-mcp.gz; chmod +x .gpu/sweep/kevolve-mcp
+	harness/testdata/kernelbench/sweep.sh .gpu/sweep/kevolve-mcp .gpu/kb $${OUT:-.gpu/sweep/out}
+
+# fast_p and geomean of issue 3's 23 bench candidates (corpus/kernelbench), same binary.
+kb-fastp-run:
+	@[ ! -e .gpu/sweep/kevolve-mcp.gz ] || gunzip -f .gpu/sweep/kevolve-mcp.gz; chmod +x .gpu/sweep/kevolve-mcp
+	out=$${OUT:-.gpu/sweep/out}; mkdir -p $$out; timeout -s INT -k 20 540 .gpu/sweep/kevolve-mcp \
+	  --python $${KEVOLVE_PYTHON:-/opt/torch/.venv/bin/python3} --db $$(mktemp -d)/k.db --log-level warn \
+	  kernelbench run --kb .gpu/kb --level 1,2 --candidates 'corpus/kernelbench/level*/*/*.py' --target nvidia \
+	  --jsonl $$out/kb-fastp.jsonl --summary $$out/kb-fastp-summary.json 2> $$out/kb-fastp.log | tee $$out/kb-fastp.txt
 
 clean:
 	rm -rf bin $(GPU_BIN)

@@ -57,7 +57,8 @@ type Problem struct {
 	Dtype     string            `json:"dtype,omitempty"`
 	Dtypes    map[string]string `json:"dtypes,omitempty"`
 	Tolerance *Tolerance        `json:"tolerance,omitempty"`
-	// FLOPs and Bytes are formulas over the shape variables (see Eval).
+	// FLOPs and Bytes are formulas over the shape variables and elem_bytes
+	// (see FormulaValue and FormulaVars).
 	FLOPs string `json:"flops,omitempty"`
 	Bytes string `json:"bytes,omitempty"`
 	// Shapes maps a shape set ("large", "small") to its variables; the
@@ -241,6 +242,14 @@ func parseMeta(dir string, raw []byte) (Problem, error) {
 	}
 	if _, ok := p.Shapes["small"]; !ok {
 		return Problem{}, errors.New(`shapes: no "small" set`)
+	}
+	for set, vars := range p.Shapes {
+		if _, ok := vars[ElemBytesVar]; ok {
+			return Problem{}, fmt.Errorf("shapes: set %q names a variable %s, which is reserved for the element size of the set's dtype", set, ElemBytesVar)
+		}
+		if _, ok := ElemBytes(p.DtypeFor(set)); !ok {
+			return Problem{}, fmt.Errorf("dtype of shape set %q: %q is not one of float32, bfloat16, float16, float64, int64, int32", set, p.DtypeFor(set))
+		}
 	}
 	for _, k := range m.Starts {
 		f, ok := startFiles[k]

@@ -41,8 +41,12 @@ func TestCorpusLoads(t *testing.T) {
 					t.Errorf("dtype of %s set is %q", set, dt)
 				}
 				// Both formulas must evaluate to a positive number on every set.
+				vars, err := p.FormulaVars(set)
+				if err != nil {
+					t.Fatal(err)
+				}
 				for what, f := range map[string]string{"flops": p.FLOPs, "bytes": p.Bytes} {
-					v, err := Eval(f, p.Shapes[set])
+					v, err := FormulaValue(f, vars)
 					if err != nil {
 						t.Errorf("%s on %s set: %v", what, set, err)
 					} else if v <= 0 {
@@ -52,8 +56,16 @@ func TestCorpusLoads(t *testing.T) {
 			}
 			// The large set must be far bigger than the small one (it is meant
 			// to fill an H100, the small one to run on a CPU in well under a second).
-			lb, _ := Eval(p.Bytes, p.Shapes["large"])
-			sb, _ := Eval(p.Bytes, p.Shapes["small"])
+			lv, _ := p.FormulaVars("large")
+			sv, _ := p.FormulaVars("small")
+			lb, _ := FormulaValue(p.Bytes, lv)
+			sb, _ := FormulaValue(p.Bytes, sv)
+			// Sets of different dtypes move different bytes per element: a
+			// byte formula that does not say elem_bytes is right for one of
+			// them at most.
+			if p.DtypeFor("large") != p.DtypeFor("small") && !strings.Contains(p.Bytes, ElemBytesVar) {
+				t.Errorf("bytes %q ignore the element size, but the sets are %s and %s", p.Bytes, p.DtypeFor("large"), p.DtypeFor("small"))
+			}
 			if lb < 64<<20 || sb > 16<<20 {
 				t.Errorf("bytes: large set %.3g (want >= 64 MiB), small set %.3g (want <= 16 MiB)", lb, sb)
 			}
@@ -154,6 +166,8 @@ func TestParseMetaRejects(t *testing.T) {
 		{"unknown start", strings.Replace(good, "[c]", "[fortran]", 1), "x/y"},
 		{"no small set", strings.Replace(good, ", small: {N: 1}", "", 1), "x/y"},
 		{"no dtype", strings.Replace(good, "dtype: float32\n", "", 1), "x/y"},
+		{"reserved variable", strings.Replace(good, "small: {N: 1}", "small: {N: 1, elem_bytes: 2}", 1), "x/y"},
+		{"dtype of unknown size", strings.Replace(good, "dtype: float32", "dtype: {large: float32, small: complex32}", 1), "x/y"},
 	}
 	for _, tc := range tests {
 		if _, err := parseMeta(tc.dir, []byte(tc.meta)); err == nil {

@@ -8,7 +8,9 @@
 //	                 second). DTYPES does the same for dtype where the sets differ.
 //	meta.yaml        name, family, description, dtype (a string, or a map from shape
 //	                 set to dtype), optional tolerance {atol, rtol}, flops and bytes
-//	                 as formulas over the shape variables (see Eval), shapes (must
+//	                 as formulas over the shape variables and elem_bytes, the
+//	                 element size of the set's dtype (see FormulaValue and
+//	                 FormulaVars: one formula serves a bf16 and an fp32 set), shapes (must
 //	                 equal the reference's SHAPES; a test checks), tags, starts (a
 //	                 list of kinds: cuda, c, triton) and optional notes.
 //	start_cuda.py    ModelNew using kevolve.load_cuda (fp32 and bf16 entry points

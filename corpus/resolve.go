@@ -49,17 +49,17 @@ func resolve(p Problem, shapeSet, root string) (Resolved, error) {
 		if root, err = Materialize(root); err != nil {
 			return Resolved{}, err
 		}
-		vars, ok := p.Shapes[shapeSet]
-		if !ok {
-			return Resolved{}, fmt.Errorf("problem %s has no shape set %q", p.Name, shapeSet)
+		vars, err := p.FormulaVars(shapeSet)
+		if err != nil {
+			return Resolved{}, err
 		}
 		if p.FLOPs != "" {
-			if out.FLOPs, err = Eval(p.FLOPs, vars); err != nil {
+			if out.FLOPs, err = FormulaValue(p.FLOPs, vars); err != nil {
 				return Resolved{}, fmt.Errorf("problem %s: flops: %w", p.Name, err)
 			}
 		}
 		if p.Bytes != "" {
-			if out.Bytes, err = Eval(p.Bytes, vars); err != nil {
+			if out.Bytes, err = FormulaValue(p.Bytes, vars); err != nil {
 				return Resolved{}, fmt.Errorf("problem %s: bytes: %w", p.Name, err)
 			}
 		}

@@ -336,6 +336,15 @@ func readSource(s Source, what string) (code, path string, err error) {
 	}
 }
 
+// sourceArg ships a program once: its path where the child can read the
+// file (imports beside it keep working), else its code.
+func sourceArg(path, code string) map[string]string {
+	if path != "" {
+		return map[string]string{"path": path}
+	}
+	return map[string]string{"code": code}
+}
+
 // cacheKey hashes everything that decides a result.
 func cacheKey(refCode, candCode, target, device string, req EvalRequest) string {
 	h := sha256.New()
@@ -429,8 +438,8 @@ func (e *Evaluator) Evaluate(ctx context.Context, req EvalRequest, progress func
 	}
 
 	args := map[string]any{
-		"reference":   map[string]string{"path": refPath, "code": refCode},
-		"candidate":   map[string]string{"path": candPath, "code": candCode},
+		"reference":   sourceArg(refPath, refCode),
+		"candidate":   sourceArg(candPath, candCode),
 		"target":      target,
 		"trials":      req.Trials,
 		"seed":        req.Seed,

@@ -87,14 +87,21 @@ const (
 // ErrEmptyQuery is returned when a query has nothing to search for.
 var ErrEmptyQuery = errors.New("empty query: give text, a diagnosis, an error text, bottlenecks or an operator")
 
+// MaxK is the most results one search returns; Query.K 0 means defaultK.
+const MaxK = maxK
+
 // Search runs a query.
 func (ix *Index) Search(ctx context.Context, q Query) (*Response, error) {
 	resp := &Response{Results: []Result{}}
+	// A k out of range is the caller's mistake: say so rather than quietly
+	// answering with some other number of results.
+	if q.K < 0 || q.K > maxK {
+		return nil, fmt.Errorf("k must be between 1 and %d (got %d); 0 means the default, %d", maxK, q.K, defaultK)
+	}
 	k := q.K
-	if k <= 0 {
+	if k == 0 {
 		k = defaultK
 	}
-	k = min(k, maxK)
 
 	pl, err := plan(q)
 	if err != nil {

@@ -14,10 +14,10 @@ import (
 
 // CompileKernelInput is compile_kernel's arguments.
 type CompileKernelInput struct {
-	Source      string            `json:"source,omitempty" jsonschema_description:"The kernel source inline (give source or path, not both). CUDA: a .cu translation unit with extern \"C\" __global__ kernels; C: a .c file; Triton: a Python module with @triton.jit functions."`
+	Source      string            `json:"source,omitempty" jsonschema_description:"The kernel source inline (give source or path, not both). CUDA: a .cu translation unit with extern \"C\" __global__ kernels; HIP: the same in HIP C++; C: a .c file; Triton: a Python module with @triton.jit functions."`
 	Path        string            `json:"path,omitempty" jsonschema_description:"Path of a source file to compile instead of inline source."`
-	Language    string            `json:"language" jsonschema_description:"Source language: cuda (nvcc), c (gcc -O3 -march=native -fopenmp) or triton (triton.compile for a CUDA target)." jsonschema:"enum=cuda,enum=c,enum=triton"`
-	Arch        string            `json:"arch,omitempty" jsonschema_description:"GPU architecture, e.g. sm_90 or sm_90a (default: the detected GPU's, else sm_90). Ignored for c."`
+	Language    string            `json:"language" jsonschema_description:"Source language: cuda (nvcc; with an AMD arch: hipified with torch.utils.hipify, then compiled as HIP), hip (clang-19, device-only, for AMD archs), c (gcc -O3 -march=native -fopenmp) or triton (triton.compile for the arch's backend: CUDA or AMD HIP)." jsonschema:"enum=cuda,enum=c,enum=triton,enum=hip"`
+	Arch        string            `json:"arch,omitempty" jsonschema_description:"GPU architecture: NVIDIA sm_90, sm_90a, sm_100a... or AMD gfx942 (MI300X), gfx950 (MI355X), gfx90a (MI200). Default: the detected GPU's, else sm_90; for hip gfx942. AMD archs compile here without an AMD GPU. Ignored for c."`
 	Flags       []string          `json:"flags,omitempty" jsonschema_description:"Extra compiler flags appended to the command line, e.g. [\"-use_fast_math\", \"-maxrregcount=64\"] or [\"-DTILE=64\"]."`
 	TimeoutS    float64           `json:"timeout_s,omitempty" jsonschema_description:"Compile time limit in seconds (default 120, at most 600); the compiler is killed when it runs out."`
 	Kernel      string            `json:"kernel,omitempty" jsonschema_description:"Triton: the @triton.jit function to compile (default: the last one defined)."`
@@ -40,11 +40,14 @@ func CompileKernel(compileFn func(context.Context, compile.Request) (*compile.Re
 		mcp.WithDescription("Compile one bare kernel source without running it and report what decides its speed before you time it: "+
 			"errors and warnings with file:line:col (kernel.cu / kernel.c / kernel.py), per kernel registers, static and dynamic shared memory, stack frame and spill bytes, "+
 			"and for CUDA and Triton a SASS instruction-mix summary: instruction classes and top opcodes, whether tensor-core (HMMA/HGMMA/IMMA), 16-byte vector (LDG.E.128/STS.128) "+
-			"and async-copy (LDGSTS/TMA) instructions are present, and local-memory LDL/STL counts. For C: which loops gcc vectorized. Compile errors come back as ok=false with diagnostics. "+
+			"and async-copy (LDGSTS/TMA) instructions are present, and local-memory LDL/STL counts. For C: which loops gcc vectorized. "+
+			"For AMD archs (gfx942, gfx950, gfx90a; triton, hip, or cuda which is hipified first): VGPR/AGPR/SGPR counts, LDS bytes, scratch and spills, the compiler's waves-per-SIMD occupancy, "+
+			"an AMDGCN instruction mix with whether MFMA matrix instructions were emitted (v_mfma_*), a lint of 32-lane warp assumptions that break on 64-lane wavefronts (line, rule, suggested fix), "+
+			"and see: kb:// knowledge documents about the findings. AMD results are compile-only: nothing runs or is timed on an AMD GPU here. Compile errors come back as ok=false with diagnostics. "+
 			"Results are cached by content (cached=true). Use it to iterate on a kernel quickly; use run_kernel to check correctness and time it."),
 		mcp.WithInputSchema[CompileKernelInput](),
 		mcp.WithOutputSchema[compile.Result](),
-		mcp.WithTitleAnnotation("Compile a kernel and summarize its SASS"),
+		mcp.WithTitleAnnotation("Compile a kernel and summarize its SASS or AMDGCN"),
 		// It writes only into its own content-addressed cache.
 		mcp.WithReadOnlyHintAnnotation(true),
 		mcp.WithDestructiveHintAnnotation(false),
@@ -93,3 +96,8 @@ func compileRequest(in CompileKernelInput) (compile.Request, string) {
 	}
 	return req, ""
 }
+
+// CompileRequest validates compile_kernel's arguments into a request, so the
+// CLI's compile command applies the same checks; a non-empty message is the
+// error to show.
+func CompileRequest(in CompileKernelInput) (compile.Request, string) { return compileRequest(in) }

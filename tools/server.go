@@ -38,6 +38,7 @@ type Deps struct {
 
 // New builds the MCP server with every tool and resource registered.
 func New(d Deps) *server.MCPServer {
+	tools := All(d)
 	s := server.NewMCPServer("kevolve-mcp", Version,
 		server.WithInstructions(instructions),
 		server.WithToolCapabilities(false),
@@ -45,8 +46,9 @@ func New(d Deps) *server.MCPServer {
 		server.WithLogging(),
 		server.WithRecovery(),
 		server.WithInputSchemaValidation(),
+		server.WithHooks(argumentErrorHooks(tools)), // schema rejections in words
 	)
-	s.AddTools(All(d)...)
+	s.AddTools(tools...)
 	docs, docTemplate := KnowledgeResources(d.Knowledge)
 	problems, problemTemplate := ProblemResources()
 	s.AddResources(append(docs, problems...)...)
@@ -69,7 +71,7 @@ func All(d Deps) []server.ServerTool {
 		CompileKernel(nil),
 		RunKernel(d.Evaluator, d.Resolve),
 		ProfileKernel(d.Profile, acquire),
-		SolAnalysis(d.Ceilings, d.Trace, d.Resolve),
+		SolAnalysis(d.Ceilings, d.Trace, d.Resolve, d.Evaluator),
 		SearchKnowledge(d.Knowledge),
 	}
 }

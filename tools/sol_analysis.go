@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/kevolve/kevolve-mcp/harness"
 	"github.com/kevolve/kevolve-mcp/harness/sol"
 )
 
@@ -22,6 +23,8 @@ type SolAnalysisInput struct {
 	Dtype      string  `json:"dtype,omitempty" jsonschema:"Compute dtype that picks the FLOP ceiling (bf16, fp16, fp32, tf32, fp8); default: the dtype of the reference's heaviest matmul, else of its largest tensors."`
 	Device     string  `json:"device,omitempty" jsonschema:"Datasheet key of the device to bound against (e.g. h100, h100-sxm, mi300x, a100-80gb); default: this machine's device, with measured ceilings where it was calibrated."`
 	Shapes     string  `json:"shapes,omitempty" jsonschema:"Shape set passed to the reference as KEVOLVE_SHAPES (e.g. large, small)."`
+	Candidate  string  `json:"candidate,omitempty" jsonschema:"Path to a candidate Python file defining ModelNew: it is checked and timed first (as run_kernel does, on target), and its measured median, the eager reference's and its correctness are used, on the shape set that was timed. Give this or candidate_s, not both."`
+	Target     string  `json:"target,omitempty" jsonschema:"Where to evaluate candidate: nvidia, cpu or auto (default: the best device found)."`
 	CandidateS float64 `json:"candidate_s,omitempty" jsonschema:"Measured median time of the candidate's forward in seconds (e.g. from run_kernel). Adds pct_of_sol, sol_score, headroom and faster_than_sol."`
 	ReferenceS float64 `json:"reference_s,omitempty" jsonschema:"Measured median time of the eager reference in seconds: T_b in sol_score = 1/(1 + (T_k - T_sol)/(T_b - T_sol))."`
 	Correct    *bool   `json:"correct,omitempty" jsonschema:"Whether the candidate passed correctness (default true); false makes sol_score 0."`
@@ -34,11 +37,12 @@ type CeilingsProvider func(ctx context.Context, deviceKey string) (sol.Ceilings,
 
 // SolAnalysis returns the sol_analysis tool: the speed-of-light bound of a
 // problem on a device and, given a candidate time, how close it comes.
-func SolAnalysis(ceilings CeilingsProvider, trace sol.TraceOptions, resolve ReferenceResolver) server.ServerTool {
+// ev evaluates a candidate file when one is given (nil: candidate is refused).
+func SolAnalysis(ceilings CeilingsProvider, trace sol.TraceOptions, resolve ReferenceResolver, ev *harness.Evaluator) server.ServerTool {
 	tool := mcp.NewTool("sol_analysis",
 		mcp.WithDescription("Speed-of-light (roofline) bound of a problem on a device: FLOPs and the fewest bytes that must move (declared, or traced from the reference), "+
 			"arithmetic_intensity, t_compute_s and t_memory_s under the device's ceilings (measured by `kevolve-mcp calibrate` where available, else the datasheet), which bounds, and t_sol_s. "+
-			"Given candidate_s (and reference_s) it adds pct_of_sol, sol_score (0.5 at the eager reference, 1 at SOL, 0 if incorrect), headroom (candidate/t_sol) and "+
+			"Given candidate (a ModelNew file, checked and timed first) or candidate_s (and reference_s) it adds pct_of_sol, sol_score (0.5 at the eager reference, 1 at SOL, 0 if incorrect), headroom (candidate/t_sol) and "+
 			"faster_than_sol (candidate more than 10% under the bound: wrong counts or a result that skips work). detail says how each count was derived. "+
 			"Use it to decide whether a kernel is worth more effort: at 90% of SOL there is little left; at 20% look for the bottleneck with profile_kernel."),
 		mcp.WithInputSchema[SolAnalysisInput](),
@@ -50,6 +54,12 @@ func SolAnalysis(ceilings CeilingsProvider, trace sol.TraceOptions, resolve Refe
 		mcp.WithOpenWorldHintAnnotation(false),
 	)
 	return server.ServerTool{Tool: tool, Handler: mcp.NewTypedToolHandler(func(ctx context.Context, req mcp.CallToolRequest, in SolAnalysisInput) (*mcp.CallToolResult, error) {
+		if in.Candidate != "" {
+			var msg string
+			if in, msg = measureCandidate(ctx, in, ev, resolve, progressFor(ctx, req)); msg != "" {
+				return toolErrorf("%s", msg), nil
+			}
+		}
 		r, msg := SolRequest(in, trace, resolve)
 		if msg != "" {
 			return toolErrorf("%s", msg), nil
@@ -69,12 +79,49 @@ func SolAnalysis(ceilings CeilingsProvider, trace sol.TraceOptions, resolve Refe
 	})}
 }
 
+// measureCandidate evaluates in.Candidate as run_kernel would and puts what
+// was measured into in: the shape set that was timed (a CPU run defaults to
+// the small one, so the bound must count that), the candidate's and the
+// eager reference's medians, and correctness.
+// (cmd/kevolve-mcp's withMeasured does the same for the CLI; both belong in
+// the evaluation service once it exists.)
+func measureCandidate(ctx context.Context, in SolAnalysisInput, ev *harness.Evaluator, resolve ReferenceResolver, progress Progress) (SolAnalysisInput, string) {
+	switch {
+	case in.CandidateS > 0 || in.ReferenceS > 0 || in.Correct != nil:
+		return in, "give candidate (a file to evaluate) or measured candidate_s/reference_s/correct, not both"
+	case in.Reference == "":
+		return in, "candidate needs reference: the problem it is evaluated against (a file or a corpus name)"
+	case ev == nil:
+		return in, "candidate cannot be evaluated here: no Python with torch was found (see device_info); pass candidate_s instead"
+	}
+	ereq, msg := RunKernelRequest(RunKernelInput{Reference: in.Reference, Candidate: in.Candidate, Target: in.Target, Shapes: in.Shapes}, resolve)
+	if msg != "" {
+		return in, msg
+	}
+	res, err := ev.Evaluate(ctx, ereq, progress)
+	if err != nil {
+		return in, fmt.Sprintf("sol_analysis: evaluating candidate: %v", err)
+	}
+	if res.Candidate == nil || res.RefEager == nil {
+		return in, fmt.Sprintf("candidate %q was not timed (verdict %s): run_kernel on it says why", in.Candidate, res.Verdict)
+	}
+	in.Candidate = ""
+	in.Shapes = res.Shapes
+	in.CandidateS, in.ReferenceS = res.Candidate.MedianS, res.RefEager.MedianS
+	correct := res.Correct
+	in.Correct = &correct
+	return in, ""
+}
+
 // SolRequest validates the arguments; a non-empty message says what to change.
 func SolRequest(in SolAnalysisInput, trace sol.TraceOptions, resolve ReferenceResolver) (sol.Request, string) {
 	for name, v := range map[string]float64{"flops": in.Flops, "bytes": in.Bytes, "candidate_s": in.CandidateS, "reference_s": in.ReferenceS, "timeout_s": in.TimeoutS} {
 		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 			return sol.Request{}, fmt.Sprintf("%s must be a finite number >= 0", name)
 		}
+	}
+	if in.Candidate != "" {
+		return sol.Request{}, "candidate must be evaluated first (the sol_analysis tool and `kevolve-mcp sol --candidate` do); pass candidate_s here"
 	}
 	if in.Reference == "" && (in.Flops == 0 || in.Bytes == 0) {
 		return sol.Request{}, "give reference (a file to trace) or both flops and bytes"

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ func solServer(t *testing.T, prov CeilingsProvider) *server.MCPServer {
 	t.Helper()
 	py := toolchaintest.Python(t)
 	s := server.NewMCPServer("t", "0", server.WithToolCapabilities(false), server.WithInputSchemaValidation())
-	s.AddTools(SolAnalysis(prov, sol.TraceOptions{Python: py}, CorpusResolver(nil, t.TempDir())))
+	s.AddTools(SolAnalysis(prov, sol.TraceOptions{Python: py}, CorpusResolver(nil, t.TempDir()), nil))
 	return s
 }
 
@@ -68,5 +69,47 @@ func TestSolAnalysisTool(t *testing.T) {
 		if !res.IsError || !strings.Contains(toolstest.Text(res), b.want) {
 			t.Errorf("%v: want tool error with %q, got %s", b.args, b.want, toolstest.Text(res))
 		}
+	}
+}
+
+// sol_analysis takes a candidate file, as `kevolve-mcp sol --candidate`
+// does: the candidate is checked and timed, and its measured times score it.
+func TestSolAnalysisCandidateFile(t *testing.T) {
+	ev := rkEvaluator(t)
+	dir := t.TempDir()
+	ref, cand := filepath.Join(dir, "ref.py"), filepath.Join(dir, "cand.py")
+	for p, src := range map[string]string{ref: rkRef, cand: rkGood} {
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := server.NewMCPServer("t", "0", server.WithToolCapabilities(false), server.WithInputSchemaValidation())
+	s.AddTools(SolAnalysis(fixedCeilings, sol.TraceOptions{Python: toolchaintest.Python(t)}, CorpusResolver(nil, t.TempDir()), ev))
+	c := toolstest.Connect(t, s)
+
+	var rep sol.Report
+	toolstest.Decode(t, toolstest.Call(t, c, "sol_analysis", map[string]any{"reference": ref, "candidate": cand, "target": "cpu", "device": "h100"}), &rep)
+	if rep.CandidateS == nil || *rep.CandidateS <= 0 || rep.ReferenceS == nil || *rep.ReferenceS <= 0 || rep.SolScore == nil || *rep.SolScore <= 0 {
+		t.Fatalf("candidate not measured into the report: %+v", rep)
+	}
+	bad := []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"reference": ref, "candidate": cand, "candidate_s": 1e-3}, "not both"},
+		{map[string]any{"flops": 1e9, "bytes": 1e6, "candidate": cand}, "candidate needs reference"},
+		{map[string]any{"reference": ref, "candidate": filepath.Join(dir, "none.py")}, "no such file"},
+		{map[string]any{"reference": ref, "candidate": cand, "target": "tpu"}, "target"},
+	}
+	for _, b := range bad {
+		res := toolstest.Call(t, c, "sol_analysis", b.args)
+		if !res.IsError || !strings.Contains(toolstest.Text(res), b.want) {
+			t.Errorf("%v: want tool error with %q, got %s", b.args, b.want, toolstest.Text(res))
+		}
+	}
+	// Without an evaluator the candidate is refused in words, not ignored.
+	c2 := toolstest.Connect(t, solServer(t, fixedCeilings))
+	if res := toolstest.Call(t, c2, "sol_analysis", map[string]any{"reference": ref, "candidate": cand}); !res.IsError || !strings.Contains(toolstest.Text(res), "cannot be evaluated here") {
+		t.Errorf("no evaluator: %s", toolstest.Text(res))
 	}
 }

@@ -3,9 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
+
+	"github.com/spf13/cobra"
 
 	"github.com/kevolve/kevolve-mcp/corpus"
 	"github.com/kevolve/kevolve-mcp/harness"
@@ -13,18 +14,34 @@ import (
 	"github.com/kevolve/kevolve-mcp/tools"
 )
 
-// demoCmd is `make run`'s main job on whatever hardware is here: evaluate
+func init() { register(newDemoCmd) }
+
+// newDemoCmd is `make run`'s main job on whatever hardware is here: evaluate
 // the default problem's start kernel (CUDA on an NVIDIA GPU, C on a CPU),
 // show its verdict and speedup, then where it stands against the speed of
 // light, with the roofline drawn to a file.
-func demoCmd(g globalFlags, logger *slog.Logger, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("demo", stderr)
-	name := fs.String("problem", corpus.Default, "corpus `problem` to run")
-	svgPath := fs.String("svg", filepath.Join(os.TempDir(), "kevolve-roofline.svg"), "where to draw the roofline")
-	if err := fs.Parse(args); err != nil {
-		return err
+func newDemoCmd(c *cli) *cobra.Command {
+	var name, svgPath string
+	cmd := &cobra.Command{
+		Use:   "demo [--problem NAME] [--svg FILE]",
+		Short: "What make run shows: a start kernel's verdict, speedup and speed of light",
+		Long: `Evaluate a bundled problem's start kernel on this machine (CUDA on an NVIDIA
+GPU, C on a CPU), show its verdict and speedup, then where it stands against
+the speed of light, with the roofline drawn to an SVG file.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return demo(c, name, svgPath, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
 	}
-	a := newApp(g, logger)
+	cmd.Flags().StringVar(&name, "problem", corpus.Default, "corpus `problem` to run")
+	cmd.Flags().StringVar(&svgPath, "svg", filepath.Join(os.TempDir(), "kevolve-roofline.svg"), "where to draw the roofline")
+	_ = cmd.RegisterFlagCompletionFunc("problem", completeReference)
+	_ = cmd.MarkFlagFilename("svg", "svg")
+	return cmd
+}
+
+func demo(c *cli, name, svgPath string, stdout, stderr io.Writer) error {
+	a := c.newApp()
 	defer a.close()
 	ctx, cancel := signalContext()
 	defer cancel()
@@ -38,7 +55,7 @@ func demoCmd(g globalFlags, logger *slog.Logger, args []string, stdout, stderr i
 	if target == "nvidia" && len(rep.GPUs) > 0 {
 		where = rep.GPUs[0].Name
 	}
-	p, err := corpus.Get(*name)
+	p, err := corpus.Get(name)
 	if err != nil {
 		return err
 	}
@@ -91,8 +108,8 @@ func demoCmd(g globalFlags, logger *slog.Logger, args []string, stdout, stderr i
 	if err := sol.WriteTable(stdout, srep); err != nil {
 		return err
 	}
-	if err := writeFile(*svgPath, func(w io.Writer) error { return sol.WriteRooflineSVG(w, srep) }); err == nil {
-		fmt.Fprintf(stdout, "roofline drawn to %s\n", *svgPath)
+	if err := writeFile(svgPath, func(w io.Writer) error { return sol.WriteRooflineSVG(w, srep) }); err == nil {
+		fmt.Fprintf(stdout, "roofline drawn to %s\n", svgPath)
 	}
 	fmt.Fprintf(stdout, "\n== evolve\nSearch for a faster kernel with the built-in tuner:\n  %s evolve --problem %s --operator tuner --budget 20\n", os.Args[0], p.Name)
 	return nil

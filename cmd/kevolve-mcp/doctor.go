@@ -2,27 +2,33 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
-	"io"
+
+	"github.com/spf13/cobra"
 
 	"github.com/kevolve/kevolve-mcp/harness/device"
 )
 
+func init() { register(newDoctorCmd) }
+
 // doctor prints what was found. It exits 0 without a GPU: a machine with
 // none is a supported configuration, and the table says what is missing.
-func doctor(g globalFlags, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "print the structured report")
-	if err := fs.Parse(args); err != nil {
-		return err
+func newDoctorCmd(c *cli) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "doctor [--json]",
+		Short: "What hardware and toolchains were found",
+		Long: `Report the CPU, GPUs, drivers, Python and torch, and the compilers and
+profilers found, with what is missing and how to get it. A machine without
+a GPU is a supported configuration: doctor exits 0 there.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r := device.Discover(context.Background(), device.Options{Python: c.g.python})
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), r)
+			}
+			return device.WriteTable(cmd.OutOrStdout(), r)
+		},
 	}
-	r := device.Discover(context.Background(), device.Options{Python: g.python})
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
-	}
-	return device.WriteTable(stdout, r)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the structured report")
+	return cmd
 }

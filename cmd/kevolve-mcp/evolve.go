@@ -3,13 +3,15 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kevolve/kevolve-mcp/corpus"
 	"github.com/kevolve/kevolve-mcp/harness/sol"
@@ -17,58 +19,92 @@ import (
 	"github.com/kevolve/kevolve-mcp/search/engine"
 	"github.com/kevolve/kevolve-mcp/search/harnesseval"
 	"github.com/kevolve/kevolve-mcp/search/operator"
+	"github.com/kevolve/kevolve-mcp/search/policy"
 	"github.com/kevolve/kevolve-mcp/search/store"
 )
 
-// evolveCmd wires `kevolve-mcp evolve` flags to search/engine; the search
-// itself lives there.
-func evolveCmd(g globalFlags, logger *slog.Logger, args []string, stdout, stderr io.Writer) error {
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		return evolveInspect(g, logger, args, stdout, stderr)
+func init() { register(newEvolveCmd) }
+
+// evolveOptions are `evolve`'s flags.
+type evolveOptions struct {
+	spec      engine.ProblemSpec
+	start     engine.StartOptions
+	target    string
+	operator  string
+	evalTO    time.Duration
+	resume    string
+	asJSON    bool
+	calibrate bool
+	reportDir string
+}
+
+// newEvolveCmd wires `kevolve-mcp evolve` flags to search/engine; the
+// search itself lives there.
+func newEvolveCmd(c *cli) *cobra.Command {
+	var eo evolveOptions
+	o := &eo.start
+	cmd := &cobra.Command{
+		Use:   "evolve [--problem P] [--start FILE] [--policy greedy|uct|evolve] [--budget N] [--resume RUN] [--json]",
+		Short: "Graph search for a faster kernel (the tuner operator needs no LLM)",
+		Long: `Search for a faster kernel: a graph of candidates derived from a start kernel,
+each checked and timed by the harness, expanded by a selection policy (greedy,
+uct, evolve) with an operator (tuner: rewrites the kernel's TUNABLES, no LLM),
+until a budget or another stopping rule ends it. A live progress line goes to
+stderr; the summary (or, with --json, the summary as JSON) to stdout. Every node
+is a checkpoint: a killed run continues with --resume RUN.
+
+  evolve list | show RUN | best RUN | report RUN   inspect past runs`,
+		Example: `  kevolve-mcp evolve --problem llm/rmsnorm --operator tuner --budget 40
+  kevolve-mcp evolve --problem my_ref.py --start my_kernel.py --policy evolve --time 30m
+  kevolve-mcp evolve --resume r-20261122-131958-962e33 --budget 60`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return evolveRun(c, &eo, cmd.Flags(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
 	}
-	fs := newFlags("evolve", stderr)
-	var spec engine.ProblemSpec
-	var o engine.StartOptions
-	fs.StringVar(&spec.Name, "problem", corpus.Default, "corpus `problem` or KernelBench-format reference file")
-	fs.StringVar(&spec.StartFile, "start", "", "root candidate `file` (default: the corpus start kernel for the target)")
-	target := fs.String("target", "auto", "cpu, nvidia or auto")
-	fs.StringVar(&spec.Language, "language", "", "start kernel kind: c, cuda or triton (default c on cpu, cuda on nvidia)")
-	fs.StringVar(&spec.ShapeSet, "shapes", "", "shape set: small or large (default small on cpu, large on a GPU)")
-	fs.StringVar(&o.Policy, "policy", "greedy", "selection policy: greedy, uct or evolve")
-	opName := fs.String("operator", "tuner", "operator: tuner")
-	fs.IntVar(&o.Budget.Evals, "budget", 30, "evaluations, the start kernel's included")
-	fs.DurationVar(&o.Budget.Time, "time", 0, "wall-clock budget, e.g. 30m (0 = none)")
-	fs.IntVar(&o.Budget.Tokens, "tokens", 0, "token budget (0 = none)")
-	fs.IntVar(&o.Budget.Plateau, "plateau", 0, "stop after `N` evaluations without a new best (0 = off)")
-	fs.Float64Var(&o.Budget.SOLEpsilon, "sol-eps", 0, "stop once the best beats the baseline within (1+`eps`)·t_SOL (0 = off)")
-	fs.Float64Var(&o.Budget.TargetSpeedup, "target-speedup", 0, "stop once the best reaches this fitness (0 = off)")
-	fs.StringVar(&o.Baseline, "baseline", "eager", "fitness is the speedup over eager or compile (torch.compile)")
-	fs.IntVar(&o.Config.Policy.Draft, "draft", -1, "draft phase: independent children of the start kernel first (default 0; evolve: one per island)")
-	fs.IntVar(&o.Config.Policy.Islands, "islands", 0, "evolve: number of islands (default 4)")
-	fs.IntVar(&o.Config.SupervisorWindow, "supervise", 0, "switch policy or lineage after `N` evaluations without a new best (0 = off)")
-	fs.Int64Var(&o.Seed, "seed", 0, "random seed (default: from the clock)")
-	evalTimeout := fs.Duration("eval-timeout", 0, "limit per evaluation (default: the harness's 180 s)")
-	resume := fs.String("resume", "", "continue `RUN` (a paused or killed run; with --budget, extend a finished one)")
-	asJSON := fs.Bool("json", false, "end with the run summary as JSON on stdout")
-	calibrate := fs.Bool("calibrate", true, "on a CPU never calibrated, measure it once (quick) so % of SOL can be shown")
-	reportDir := fs.String("report-dir", "", "where reports go (default: runs/RUN beside the database)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("evolve: unexpected argument %q", fs.Arg(0))
-	}
-	budgetSet := false
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "budget" || f.Name == "time" || f.Name == "tokens" || f.Name == "plateau" {
-			budgetSet = true
-		}
-	})
-	op, err := operator.ByName(*opName)
+	f := cmd.Flags()
+	f.StringVar(&eo.spec.Name, "problem", corpus.Default, "corpus `problem` or KernelBench-format reference file")
+	f.StringVar(&eo.spec.StartFile, "start", "", "root candidate `file` (default: the corpus start kernel for the target)")
+	f.StringVar(&eo.target, "target", "auto", "cpu, nvidia or auto")
+	f.StringVar(&eo.spec.Language, "language", "", "start kernel kind: c, cuda or triton (default c on cpu, cuda on nvidia)")
+	f.StringVar(&eo.spec.ShapeSet, "shapes", "", "shape set: small or large (default small on cpu, large on a GPU)")
+	f.StringVar(&o.Policy, "policy", "greedy", "selection policy: greedy, uct or evolve")
+	f.StringVar(&eo.operator, "operator", "tuner", "operator: tuner")
+	f.IntVar(&o.Budget.Evals, "budget", 30, "evaluations, the start kernel's included")
+	f.DurationVar(&o.Budget.Time, "time", 0, "wall-clock budget, e.g. 30m (0 = none)")
+	f.IntVar(&o.Budget.Tokens, "tokens", 0, "token budget (0 = none)")
+	f.IntVar(&o.Budget.Plateau, "plateau", 0, "stop after `N` evaluations without a new best (0 = off)")
+	f.Float64Var(&o.Budget.SOLEpsilon, "sol-eps", 0, "stop once the best beats the baseline within (1+`eps`)·t_SOL (0 = off)")
+	f.Float64Var(&o.Budget.TargetSpeedup, "target-speedup", 0, "stop once the best reaches this fitness (0 = off)")
+	f.StringVar(&o.Baseline, "baseline", "eager", "fitness is the speedup over eager or compile (torch.compile)")
+	f.IntVar(&o.Config.Policy.Draft, "draft", -1, "draft phase: independent children of the start kernel first (default 0; evolve: one per island)")
+	f.IntVar(&o.Config.Policy.Islands, "islands", 0, "evolve: number of islands (default 4)")
+	f.IntVar(&o.Config.SupervisorWindow, "supervise", 0, "switch policy or lineage after `N` evaluations without a new best (0 = off)")
+	f.Int64Var(&o.Seed, "seed", 0, "random seed (default: from the clock)")
+	f.DurationVar(&eo.evalTO, "eval-timeout", 0, "limit per evaluation (default: the harness's 180 s)")
+	f.StringVar(&eo.resume, "resume", "", "continue `RUN` (a paused or killed run; with --budget, extend a finished one)")
+	f.BoolVar(&eo.asJSON, "json", false, "end with the run summary as JSON on stdout")
+	f.BoolVar(&eo.calibrate, "calibrate", true, "on a CPU never calibrated, measure it once (quick) so % of SOL can be shown")
+	f.StringVar(&eo.reportDir, "report-dir", "", "where reports go (default: runs/RUN beside the database)")
+	_ = cmd.RegisterFlagCompletionFunc("problem", completeReference)
+	_ = cmd.RegisterFlagCompletionFunc("target", fixedCompletion("auto", "cpu", "nvidia"))
+	_ = cmd.RegisterFlagCompletionFunc("language", fixedCompletion("c", "cuda", "triton"))
+	_ = cmd.RegisterFlagCompletionFunc("policy", fixedCompletion(policy.Names...))
+	_ = cmd.RegisterFlagCompletionFunc("operator", fixedCompletion("tuner"))
+	_ = cmd.RegisterFlagCompletionFunc("baseline", fixedCompletion("eager", "compile"))
+	_ = cmd.MarkFlagFilename("start", "py")
+	cmd.AddCommand(newEvolveListCmd(c), newEvolveInspectCmd(c, "show"), newEvolveInspectCmd(c, "best"), newEvolveInspectCmd(c, "report"))
+	return cmd
+}
+
+func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.Writer) error {
+	spec, o := eo.spec, eo.start
+	budgetSet := fs.Changed("budget") || fs.Changed("time") || fs.Changed("tokens") || fs.Changed("plateau")
+	op, err := operator.ByName(eo.operator)
 	if err != nil {
 		return err
 	}
-	a := newApp(g, logger)
+	a := c.newApp()
 	defer a.close()
 	ctx, cancel := signalContext()
 	defer cancel()
@@ -84,8 +120,8 @@ func evolveCmd(g globalFlags, logger *slog.Logger, args []string, stdout, stderr
 		return err
 	}
 	var run *search.Run
-	if *resume != "" {
-		if run, err = st.Run(ctx, *resume); err != nil {
+	if eo.resume != "" {
+		if run, err = st.Run(ctx, eo.resume); err != nil {
 			return err
 		}
 		if run.Operator != op.Name() {
@@ -93,7 +129,7 @@ func evolveCmd(g globalFlags, logger *slog.Logger, args []string, stdout, stderr
 		}
 	} else {
 		rep := a.devices.Get(ctx, false)
-		spec.Target = strings.ToLower(*target)
+		spec.Target = strings.ToLower(eo.target)
 		if spec.Target == "auto" || spec.Target == "" {
 			spec.Target = "cpu"
 			if rep.Python != nil && rep.Python.CUDAUsable {
@@ -120,29 +156,29 @@ func evolveCmd(g globalFlags, logger *slog.Logger, args []string, stdout, stderr
 			o.Devices = []string{rep.CPU.Model}
 		}
 	}
-	adapter := &harnesseval.Adapter{Ev: ev, Timeout: *evalTimeout}
-	if c, err := ceilingsFor(ctx, a, *calibrate, stderr); err == nil {
+	adapter := &harnesseval.Adapter{Ev: ev, Timeout: eo.evalTO}
+	if c, err := ceilingsFor(ctx, a, eo.calibrate, stderr); err == nil {
 		adapter.Ceilings = &c
 	} else {
 		fmt.Fprintf(stderr, "no speed-of-light figures: %v\n", err)
 	}
-	eng := &engine.Engine{Store: st, Eval: adapter, Operator: op, Log: logger, OnProgress: progressPrinter(stderr)}
-	if *resume != "" {
+	eng := &engine.Engine{Store: st, Eval: adapter, Operator: op, Log: c.logger, OnProgress: progressPrinter(stderr)}
+	if eo.resume != "" {
 		var b *search.Budget
 		if budgetSet {
 			nb := run.Budget
-			fs.Visit(func(f *flag.Flag) {
-				switch f.Name {
-				case "budget":
-					nb.Evals = o.Budget.Evals
-				case "time":
-					nb.Time = o.Budget.Time
-				case "tokens":
-					nb.Tokens = o.Budget.Tokens
-				case "plateau":
-					nb.Plateau = o.Budget.Plateau
-				}
-			})
+			if fs.Changed("budget") {
+				nb.Evals = o.Budget.Evals
+			}
+			if fs.Changed("time") {
+				nb.Time = o.Budget.Time
+			}
+			if fs.Changed("tokens") {
+				nb.Tokens = o.Budget.Tokens
+			}
+			if fs.Changed("plateau") {
+				nb.Plateau = o.Budget.Plateau
+			}
 			b = &nb
 		}
 		err = eng.Resume(ctx, run.ID, b)
@@ -158,11 +194,11 @@ func evolveCmd(g globalFlags, logger *slog.Logger, args []string, stdout, stderr
 	if run == nil {
 		return err
 	}
-	return finishEvolve(context.WithoutCancel(ctx), g, st, run.ID, *reportDir, *asJSON, stdout, err)
+	return finishEvolve(context.WithoutCancel(ctx), c.g, st, run.ID, eo.reportDir, adapter.Ceilings, eo.asJSON, stdout, err)
 }
 
 // finishEvolve prints the summary and the report's path, or the JSON summary.
-func finishEvolve(ctx context.Context, g globalFlags, st *store.SQLite, runID, reportDir string, asJSON bool, stdout io.Writer, runErr error) error {
+func finishEvolve(ctx context.Context, g globalFlags, st *store.SQLite, runID, reportDir string, ceil *sol.Ceilings, asJSON bool, stdout io.Writer, runErr error) error {
 	run, err := st.Run(ctx, runID)
 	if err != nil {
 		return errors.Join(runErr, err)
@@ -175,7 +211,7 @@ func finishEvolve(ctx context.Context, g globalFlags, st *store.SQLite, runID, r
 	if reportDir == "" {
 		reportDir = filepath.Join(filepath.Dir(g.db), "runs", runID)
 	}
-	path, rerr := engine.WriteReport(ctx, st, runID, reportDir)
+	path, rerr := engine.WriteReport(ctx, st, runID, reportDir, ceil)
 	if asJSON {
 		out := struct {
 			search.Summary
@@ -228,85 +264,124 @@ func progressPrinter(w io.Writer) func(engine.Status) {
 	}
 }
 
-// evolveInspect serves evolve list | show RUN | best RUN | report RUN.
-func evolveInspect(g globalFlags, logger *slog.Logger, args []string, stdout, stderr io.Writer) error {
-	a := newApp(g, logger)
-	defer a.close()
-	ctx := context.Background()
-	if err := a.openDB(); err != nil {
-		return err
-	}
-	st, err := store.New(ctx, a.db)
-	if err != nil {
-		return err
-	}
-	fs := newFlags("evolve "+args[0], stderr)
-	asJSON := fs.Bool("json", false, "print JSON")
-	dir := fs.String("report-dir", "", "report folder (report)")
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
-	}
-	runArg := func() (string, error) {
-		if fs.NArg() != 1 {
-			return "", fmt.Errorf("evolve %s needs a run id (see evolve list)", args[0])
-		}
-		return fs.Arg(0), nil
-	}
-	switch args[0] {
-	case "list":
-		runs, err := st.Runs(ctx)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return printJSON(stdout, runs)
-		}
-		return engine.WriteRuns(stdout, runs)
-	case "show", "best", "report":
-		id, err := runArg()
-		if err != nil {
-			return err
-		}
-		run, err := st.Run(ctx, id)
-		if err != nil {
-			return err
-		}
-		nodes, err := st.Nodes(ctx, id)
-		if err != nil {
-			return err
-		}
-		switch args[0] {
-		case "show":
-			if *asJSON {
-				return printJSON(stdout, search.Summarize(run, nodes))
-			}
-			if err := engine.WriteSummary(stdout, search.Summarize(run, nodes)); err != nil {
-				return err
-			}
-			fmt.Fprintln(stdout)
-			return engine.WriteNodes(stdout, nodes)
-		case "best":
-			best := search.NewGraph(nodes).Node(run.BestNode)
-			if best == nil {
-				return fmt.Errorf("run %s has no correct kernel yet", id)
-			}
-			if *asJSON {
-				return printJSON(stdout, best)
-			}
-			_, err := io.WriteString(stdout, best.Code)
-			return err
-		default:
-			d := *dir
-			if d == "" {
-				d = filepath.Join(filepath.Dir(g.db), "runs", id)
-			}
-			path, err := engine.WriteReport(ctx, st, id, d)
+func newEvolveListCmd(c *cli) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list [--json]",
+		Short: "Past runs, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, done, err := openSearchStore(c)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(stdout, path)
-			return nil
+			defer done()
+			runs, err := st.Runs(context.Background())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), runs)
+			}
+			return engine.WriteRuns(cmd.OutOrStdout(), runs)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func openSearchStore(c *cli) (*store.SQLite, func(), error) {
+	a := c.newApp()
+	if err := a.openDB(); err != nil {
+		a.close()
+		return nil, nil, err
+	}
+	st, err := store.New(context.Background(), a.db)
+	if err != nil {
+		a.close()
+		return nil, nil, err
+	}
+	return st, a.close, nil
+}
+
+var inspectShort = map[string]string{
+	"show":   "A run's summary and every node",
+	"best":   "The best kernel's code (--json: the whole node)",
+	"report": "Write the run's report and print its path",
+}
+
+// newEvolveInspectCmd is evolve show|best|report RUN.
+func newEvolveInspectCmd(c *cli, verb string) *cobra.Command {
+	var asJSON bool
+	var dir string
+	cmd := &cobra.Command{
+		Use:   verb + " RUN",
+		Short: inspectShort[verb],
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, done, err := openSearchStore(c)
+			if err != nil {
+				return err
+			}
+			defer done()
+			return evolveInspect(context.Background(), c, st, verb, args[0], asJSON, dir, cmd.OutOrStdout())
+		},
+	}
+	if verb != "report" {
+		cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	} else {
+		cmd.Flags().StringVar(&dir, "report-dir", "", "report folder (default: runs/RUN beside the database)")
+	}
+	return cmd
+}
+
+func evolveInspect(ctx context.Context, c *cli, st *store.SQLite, verb, id string, asJSON bool, dir string, stdout io.Writer) error {
+	run, err := st.Run(ctx, id)
+	if err != nil {
+		return err
+	}
+	nodes, err := st.Nodes(ctx, id)
+	if err != nil {
+		return err
+	}
+	switch verb {
+	case "show":
+		if asJSON {
+			return printJSON(stdout, search.Summarize(run, nodes))
+		}
+		if err := engine.WriteSummary(stdout, search.Summarize(run, nodes)); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout)
+		return engine.WriteNodes(stdout, nodes)
+	case "best":
+		best := search.NewGraph(nodes).Node(run.BestNode)
+		if best == nil {
+			return fmt.Errorf("run %s has no correct kernel yet", id)
+		}
+		if asJSON {
+			return printJSON(stdout, best)
+		}
+		_, err := io.WriteString(stdout, best.Code)
+		return err
+	}
+	if dir == "" {
+		dir = filepath.Join(filepath.Dir(c.g.db), "runs", id)
+	}
+	// The roofline needs this machine's ceilings; without them (never
+	// calibrated) the page says so and draws none.
+	var ceil *sol.Ceilings
+	a := c.newApp()
+	defer a.close()
+	if err := a.openDB(); err == nil {
+		if cl, err := ceilingsFor(ctx, a, false, io.Discard); err == nil {
+			ceil = &cl
 		}
 	}
-	return fmt.Errorf("evolve %s: unknown; use evolve [flags], evolve list, show RUN, best RUN or report RUN", args[0])
+	path, err := engine.WriteReport(ctx, st, id, dir, ceil)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, path)
+	return nil
 }

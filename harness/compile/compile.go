@@ -1,8 +1,12 @@
 // Package compile builds one bare kernel source (CUDA with nvcc, C with gcc,
-// Triton through triton.compile) without running it, and reports what a
-// kernel engineer checks first: diagnostics with file:line, registers, shared
-// memory, spills and stack, and for GPU code a SASS instruction-mix summary
-// (tensor-core, 16-byte and async-copy instructions present or not).
+// Triton through triton.compile, HIP with clang) without running it, and
+// reports what a kernel engineer checks first: diagnostics with file:line,
+// registers, shared memory, spills and stack, and for GPU code an
+// instruction-mix summary: SASS for NVIDIA (tensor-core, 16-byte and
+// async-copy instructions present or not), AMDGCN for AMD (MFMA, 16-byte
+// accesses, scratch). AMD targets (gfx90a, gfx942, gfx950) compile on a
+// machine with no GPU; CUDA sources for an AMD arch are hipified first and
+// linted for 32-lane warp assumptions.
 //
 // Results are cached on disk by a hash of the request and the compiler, so a
 // repeated compile of the same source is free.
@@ -28,7 +32,11 @@ const (
 	LangCUDA   = "cuda"
 	LangC      = "c"
 	LangTriton = "triton"
+	LangHIP    = "hip"
 )
+
+// DefaultAMDArch is the arch a HIP compile targets when none is named: MI300X.
+const DefaultAMDArch = "gfx942"
 
 // Status values of a Result.
 const (
@@ -45,7 +53,7 @@ const DefaultTimeout = 120 * time.Second
 type Request struct {
 	Lang    string        `json:"language"`
 	Source  string        `json:"source"`
-	Arch    string        `json:"arch,omitempty"`  // e.g. "sm_90"; default: the GPU's, else sm_90
+	Arch    string        `json:"arch,omitempty"`  // "sm_90", "sm_90a"... or "gfx942", "gfx950", "gfx90a"; default: the GPU's, else sm_90 (hip: gfx942)
 	Flags   []string      `json:"flags,omitempty"` // appended to the compiler command line
 	Timeout time.Duration `json:"timeout,omitempty"`
 
@@ -89,26 +97,34 @@ type Kernel struct {
 	ConstantBytes     int          `json:"constant_bytes,omitempty"`
 	NumWarps          int          `json:"num_warps,omitempty"`
 	SASS              *SASSSummary `json:"sass,omitempty"`
+	// AMD targets: registers by kind, spills, scratch, LDS, occupancy and
+	// the AMDGCN instruction mix. Registers above is its VGPR count, shared
+	// static bytes its LDS, stack frame its scratch.
+	AMD *AMDResources `json:"amd,omitempty"`
 }
 
 // Result is what a compile produced. Compile errors are a Result with
 // OK=false and Diagnostics, not a Go error.
 type Result struct {
-	OK             bool         `json:"ok"`
-	Status         string       `json:"status"`
-	Language       string       `json:"language"`
-	Arch           string       `json:"arch,omitempty"`
-	Compiler       string       `json:"compiler"`
-	Command        []string     `json:"command,omitempty"`
-	CompileSeconds float64      `json:"compile_seconds"`
-	Cached         bool         `json:"cached"`
-	Diagnostics    []Diagnostic `json:"diagnostics"`
-	Kernels        []Kernel     `json:"kernels,omitempty"`
-	SASS           *SASSSummary `json:"sass,omitempty"`       // totals over all kernels
-	Vectorized     []string     `json:"vectorized,omitempty"` // C: loops gcc vectorized
-	Note           string       `json:"note,omitempty"`
-	Log            string       `json:"log,omitempty"` // compiler output, trimmed
-	Dir            string       `json:"dir,omitempty"` // where the artifacts (cubin, ptx, .o) are
+	OK             bool           `json:"ok"`
+	Status         string         `json:"status"`
+	Language       string         `json:"language"`
+	Arch           string         `json:"arch,omitempty"`
+	Compiler       string         `json:"compiler"`
+	Command        []string       `json:"command,omitempty"`
+	CompileSeconds float64        `json:"compile_seconds"`
+	Cached         bool           `json:"cached"`
+	Diagnostics    []Diagnostic   `json:"diagnostics"`
+	Kernels        []Kernel       `json:"kernels,omitempty"`
+	SASS           *SASSSummary   `json:"sass,omitempty"`          // totals over all kernels
+	AMDGCN         *AMDGCNSummary `json:"amdgcn,omitempty"`        // AMD: instruction mix over all functions
+	Lint           []LintFinding  `json:"lint,omitempty"`          // AMD: 32-lane warp assumptions that break on 64-lane wavefronts
+	Ported         string         `json:"ported_source,omitempty"` // CUDA for an AMD arch: the hipified source that was compiled
+	See            []string       `json:"see,omitempty"`           // knowledge documents (kb://...) about what this result shows
+	Vectorized     []string       `json:"vectorized,omitempty"`    // C: loops gcc vectorized
+	Note           string         `json:"note,omitempty"`
+	Log            string         `json:"log,omitempty"` // compiler output, trimmed
+	Dir            string         `json:"dir,omitempty"` // where the artifacts (cubin, ptx, .o) are
 }
 
 // Compile builds req.Source. Errors are for requests that cannot be tried
@@ -122,22 +138,35 @@ func Compile(ctx context.Context, req Request) (*Result, error) {
 	if req.Timeout <= 0 {
 		req.Timeout = DefaultTimeout
 	}
-	var b builder
-	switch req.Lang {
-	case LangCUDA:
-		b = &cudaBuilder{}
-	case LangC:
-		b = &cBuilder{}
-	case LangTriton:
-		b = &tritonBuilder{}
-	default:
-		return nil, fmt.Errorf("compile: unknown language %q (want cuda, c or triton)", req.Lang)
+	req.Arch = strings.ToLower(strings.TrimSpace(req.Arch))
+	if req.Arch == "" && req.Lang == LangHIP {
+		req.Arch = DefaultAMDArch
 	}
 	if req.Arch == "" && req.Lang != LangC {
 		req.Arch = DefaultArch()
 	}
-	if req.Arch != "" && !archRE.MatchString(req.Arch) {
-		return nil, fmt.Errorf("compile: arch %q is not of the form sm_90 / sm_90a / sm_100a", req.Arch)
+	if req.Arch != "" && req.Lang != LangC {
+		if err := validArch(req.Arch); err != nil {
+			return nil, fmt.Errorf("compile: %w", err)
+		}
+	}
+	amd := IsAMDArch(req.Arch)
+	var b builder
+	switch {
+	case req.Lang == LangCUDA && amd:
+		b = &hipBuilder{port: true}
+	case req.Lang == LangCUDA:
+		b = &cudaBuilder{}
+	case req.Lang == LangC:
+		b = &cBuilder{}
+	case req.Lang == LangTriton:
+		b = &tritonBuilder{}
+	case req.Lang == LangHIP && amd:
+		b = &hipBuilder{}
+	case req.Lang == LangHIP:
+		return nil, fmt.Errorf("compile: hip compiles for AMD archs (gfx90a, gfx942, gfx950), not %q", req.Arch)
+	default:
+		return nil, fmt.Errorf("compile: unknown language %q (want cuda, c, triton or hip)", req.Lang)
 	}
 	ident, err := b.prepare(req)
 	if err != nil {
@@ -217,7 +246,7 @@ func requestKey(req Request, ident string) string {
 		sig = append(sig, k+"="+v)
 	}
 	sort.Strings(sig)
-	for _, s := range []string{"v1", req.Lang, req.Source, req.Arch, strings.Join(req.Flags, "\x1f"), ident,
+	for _, s := range []string{"v2", req.Lang, req.Source, req.Arch, strings.Join(req.Flags, "\x1f"), ident,
 		req.Kernel, strings.Join(sig, ","), strings.Join(req.Divisible16, ","), strings.Join(consts, ","), fmt.Sprint(req.NumWarps, req.NumStages)} {
 		h.Write([]byte(s))
 		h.Write([]byte{0x1e})

@@ -20,15 +20,20 @@ var ptxTargetRE = regexp.MustCompile(`(?m)^\s*\.target\s+(sm_\w+)`)
 //go:embed triton_compile.py
 var tritonScript []byte
 
-// tritonBuilder runs triton.compile for a fixed CUDA target in the harness's
-// Python (no GPU needed: Triton's wheel ships ptxas), then ptxas -v on the
-// PTX for resource usage and cuobjdump on the cubin for the SASS summary.
+// tritonBuilder runs triton.compile for a fixed target in the harness's
+// Python (no GPU needed). CUDA: Triton's wheel ships ptxas; ptxas -v on the
+// PTX gives resource usage and cuobjdump on the cubin the SASS summary. AMD
+// (gfx*): Triton's HIP backend writes AMDGCN assembly, whose metadata and
+// instructions give registers, LDS, scratch, occupancy and MFMA use.
 type tritonBuilder struct{ python, disasm string }
 
 func (b *tritonBuilder) prepare(req Request) (string, error) {
 	var err error
 	if b.python, err = FindPython(); err != nil {
 		return "", fmt.Errorf("compile triton: %w", err)
+	}
+	if IsAMDArch(req.Arch) {
+		return fileIdent(b.python), nil
 	}
 	if b.disasm, err = findDisassembler(); err != nil {
 		return "", fmt.Errorf("compile triton: %w", err)
@@ -59,14 +64,20 @@ func (b *tritonBuilder) build(ctx context.Context, req Request, dir string) (*Re
 	if err := os.WriteFile(script, tritonScript, 0o644); err != nil {
 		return nil, fmt.Errorf("compile triton: write script: %w", err)
 	}
-	cc, _ := strconv.Atoi(strings.TrimRight(strings.TrimPrefix(req.Arch, "sm_"), "af"))
-	in, _ := json.Marshal(map[string]any{
+	amd := IsAMDArch(req.Arch)
+	in := map[string]any{
 		"source_path": filepath.Join(dir, "kernel.py"), "kernel": req.Kernel, "signature": req.Signature,
-		"constants": req.Constants, "divisible16": req.Divisible16, "cc": cc, "num_warps": req.NumWarps, "num_stages": req.NumStages, "out_dir": dir,
-	})
+		"constants": req.Constants, "divisible16": req.Divisible16, "num_warps": req.NumWarps, "num_stages": req.NumStages, "out_dir": dir,
+	}
+	if amd {
+		in["amd_arch"], in["warp_size"] = req.Arch, WavefrontSize(req.Arch)
+	} else {
+		in["cc"], _ = strconv.Atoi(strings.TrimRight(strings.TrimPrefix(req.Arch, "sm_"), "af"))
+	}
+	inJSON, _ := json.Marshal(in)
 	res := &Result{Language: LangTriton, Arch: req.Arch, Compiler: b.python + " (triton.compile)"}
 	start := time.Now()
-	out := run(ctx, dir, nil, string(in), b.python, script)
+	out := run(ctx, dir, nil, string(inJSON), b.python, script)
 	res.CompileSeconds = time.Since(start).Seconds()
 	if out.TimedOut {
 		res.Status = StatusTimeout
@@ -91,6 +102,9 @@ func (b *tritonBuilder) build(ctx context.Context, req Request, dir string) (*Re
 		return res, nil
 	}
 	res.OK = true
+	if amd {
+		return b.amdResult(res, to, dir)
+	}
 	k := Kernel{Name: to.Name, NumWarps: to.NumWarps, SharedDynBytes: to.Shared}
 	// Resource usage: ptxas -v on the PTX Triton produced (Triton's own ptxas).
 	if to.Ptxas != "" {
@@ -115,5 +129,31 @@ func (b *tritonBuilder) build(ctx context.Context, req Request, dir string) (*Re
 	if err := attachSASS(ctx, res, b.disasm, dir, "kernel.cubin"); err != nil {
 		res.Note = strings.TrimSpace(res.Note + " " + err.Error())
 	}
+	return res, nil
+}
+
+// amdResult reads the AMDGCN assembly Triton wrote for an AMD arch.
+func (b *tritonBuilder) amdResult(res *Result, to tritonOut, dir string) (*Result, error) {
+	asm, err := os.ReadFile(filepath.Join(dir, "kernel.amdgcn"))
+	if err != nil {
+		return nil, fmt.Errorf("compile triton: read the AMDGCN assembly: %w", err)
+	}
+	ks, total := ParseAMDGCN(string(asm))
+	for i := range ks {
+		if ks[i].Name == to.Name {
+			// Triton allocates its LDS dynamically, at launch: the compiler's
+			// occupancy estimate does not count it.
+			ks[i].NumWarps, ks[i].SharedDynBytes = to.NumWarps, to.Shared
+		}
+	}
+	if len(ks) == 0 {
+		ks = []Kernel{{Name: to.Name, NumWarps: to.NumWarps, SharedDynBytes: to.Shared}}
+		res.Note = strings.TrimSpace(res.Note + " no kernel metadata found in the AMDGCN assembly.")
+	}
+	res.Kernels, res.AMDGCN = ks, total
+	res.Note = strings.TrimSpace(res.Note + fmt.Sprintf(" On AMD num_warps counts %d-lane wavefronts: num_warps=%d is %d threads.",
+		WavefrontSize(res.Arch), to.NumWarps, to.NumWarps*WavefrontSize(res.Arch)))
+	addAMDNotes(res)
+	res.See = seeAMD(res)
 	return res, nil
 }

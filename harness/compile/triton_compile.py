@@ -1,5 +1,7 @@
-"""Compile one @triton.jit kernel for a CUDA target without a GPU and report
-the result as JSON on stdout (read by harness/compile). Input: JSON on stdin.
+"""Compile one @triton.jit kernel for a CUDA target (sm_XX) or an AMD one
+(gfx90a, gfx942, gfx950: Triton's HIP backend, in the same wheel) without a
+GPU and report the result as JSON on stdout (read by harness/compile).
+Input: JSON on stdin.
 Written by kevolve-mcp; runs in the harness's Python."""
 
 import importlib.util
@@ -100,6 +102,8 @@ def main():
                        " (pass signature to set them)")
 
     cc = int(req.get("cc") or 90)
+    amd_arch = req.get("amd_arch") or ""
+    target = GPUTarget("hip", amd_arch, int(req.get("warp_size") or 64)) if amd_arch else GPUTarget("cuda", cc, 32)
     opts = {}
     if req.get("num_warps"):
         opts["num_warps"] = int(req["num_warps"])
@@ -115,7 +119,7 @@ def main():
             attrs[(i,)] = [["tt.divisibility", 16]]
     try:
         src = ASTSource(fn=fn, signature=sig, constexprs=consts, attrs=attrs)
-        ck = triton.compile(src, target=GPUTarget("cuda", cc, 32), options=opts)
+        ck = triton.compile(src, target=target, options=opts)
     except Exception as e:  # noqa: BLE001
         line, col = 0, 0
         node = getattr(e, "node", None)
@@ -138,11 +142,19 @@ def main():
         fail(f"{type(e).__name__}: {text}", line, col, log=str(e)[-6000:])
     res["compile_seconds"] = time.perf_counter() - t0
     out = req.get("out_dir") or "."
+    md = ck.metadata
+    if amd_arch:
+        with open(os.path.join(out, "kernel.hsaco"), "wb") as f:
+            f.write(ck.asm["hsaco"])
+        with open(os.path.join(out, "kernel.amdgcn"), "w") as f:
+            f.write(ck.asm["amdgcn"])
+        res.update(ok=True, name=md.name, num_warps=md.num_warps, shared=md.shared)
+        print(json.dumps(res))
+        return
     with open(os.path.join(out, "kernel.cubin"), "wb") as f:
         f.write(ck.asm["cubin"])
     with open(os.path.join(out, "kernel.ptx"), "w") as f:
         f.write(ck.asm["ptx"])
-    md = ck.metadata
     res.update(ok=True, name=md.name, num_warps=md.num_warps, shared=md.shared,
                ptxas=os.environ.get("TRITON_PTXAS_PATH") or os.path.join(
                    os.path.dirname(triton.backends.nvidia.__file__), "bin", "ptxas"))

@@ -17,6 +17,18 @@ type OpTime struct {
 	TimeUs         float64  `json:"time_us"` // per forward
 	Share          float64  `json:"share"`   // of the summed self time
 	AmdahlHeadroom *float64 `json:"amdahl_headroom,omitempty"`
+	// Kernels are the device kernels this operator launched (model mode on
+	// a GPU), nested so that each kernel's time is counted once, under its
+	// operator: Share ranks operators, and their kernels' shares add up to it.
+	Kernels []KernelTime `json:"kernels,omitempty"`
+}
+
+// KernelTime is one device kernel launched by an operator.
+type KernelTime struct {
+	Name   string  `json:"name"`
+	Calls  int     `json:"calls"`
+	TimeUs float64 `json:"time_us"` // per forward
+	Share  float64 `json:"share"`   // of the model's total device time
 }
 
 // CPUProfile is the CPU target's profile: where a forward's time goes and,

@@ -10,7 +10,8 @@
 #   cpu    torch.profiler on the candidate's forward on CPU: ops by self time.
 #   loop   run the candidate's forward repeatedly for --seconds (under perf).
 #   model  torch.profiler on the reference Model: ops ranked by device time
-#          share with Amdahl headroom 1/(1-share).
+#          share with Amdahl headroom 1/(1-share), each op's kernels nested
+#          under it (ranked one level, so shares add to at most 1).
 import argparse
 import importlib.util
 import json
@@ -135,6 +136,73 @@ def mode_loop(a):
     return {"iters": n, "seconds": time.perf_counter() - t0}
 
 
+UNATTRIBUTED = "(kernels launched outside any operator)"
+
+
+def nest_ops(launches, op_calls, device_kernels, iters, top):
+    """Ranks operators by the device time of the kernels each launched, with
+    those kernels nested under it: one level is ranked, so shares add to at
+    most 1. (torch's key_averages() lists an op such as aten::addmm and its
+    cuBLAS kernel side by side, each with the same self device time.)
+
+    launches: (op, kernel, duration_us) for every kernel an op launched;
+    op_calls: op -> calls; device_kernels: (kernel, duration_us) for every
+    kernel the device ran, attributed or not. Times come out per forward;
+    calls are counted over all iters, as key_averages() counts them."""
+    ops = {}
+    attributed = {}
+    for op, kname, dur in launches:
+        o = ops.setdefault(op, {"op": op, "calls": op_calls.get(op, 0), "time_us": 0.0, "kernels": {}})
+        k = o["kernels"].setdefault(kname, {"name": kname, "calls": 0, "time_us": 0.0})
+        o["time_us"] += dur
+        k["calls"] += 1
+        k["time_us"] += dur
+        attributed[kname] = attributed.get(kname, 0.0) + dur
+    ran = {}
+    for kname, dur in device_kernels:
+        r = ran.setdefault(kname, {"calls": 0, "time_us": 0.0})
+        r["calls"] += 1
+        r["time_us"] += dur
+    total = sum(r["time_us"] for r in ran.values())
+    # Kernels no operator claims (launched by a library or a raw launcher
+    # outside any op) still take device time: rank them as one group.
+    for kname, r in ran.items():
+        rest = r["time_us"] - attributed.get(kname, 0.0)
+        if rest > 1e-9 * max(1.0, r["time_us"]):
+            o = ops.setdefault(UNATTRIBUTED, {"op": UNATTRIBUTED, "calls": 0, "time_us": 0.0, "kernels": {}})
+            o["kernels"][kname] = {"name": kname, "calls": r["calls"], "time_us": rest}
+            o["time_us"] += rest
+    total = max(total, sum(o["time_us"] for o in ops.values()))
+    rows = [o for o in ops.values() if o["time_us"] > 0]
+    rows.sort(key=lambda o: -o["time_us"])
+    for o in rows:
+        share = o["time_us"] / total if total else 0.0
+        o["share"] = share
+        o["amdahl_headroom"] = (1.0 / (1.0 - share)) if share < 1 else None
+        o["time_us"] /= iters
+        ks = sorted(o["kernels"].values(), key=lambda k: -k["time_us"])
+        for k in ks:
+            k["share"] = k["time_us"] / total if total else 0.0
+            k["time_us"] /= iters
+        o["kernels"] = ks
+    return rows[:top], total / iters
+
+
+def device_op_table(prof, iters, top):
+    from torch.autograd import DeviceType
+    launches, op_calls, device_kernels = [], {}, []
+    for evt in prof.events():
+        if evt.device_type == DeviceType.CPU:
+            if evt.is_async:
+                continue
+            op_calls[evt.key] = op_calls.get(evt.key, 0) + 1
+            for k in evt.kernels:
+                launches.append((evt.key, k.name, float(k.duration)))
+        else:
+            device_kernels.append((evt.key, float(evt.time_range.elapsed_us())))
+    return nest_ops(launches, op_calls, device_kernels, iters, top)
+
+
 def mode_model(a):
     import torch
     device = a.device
@@ -142,12 +210,16 @@ def mode_model(a):
         device = "cuda" if torch.cuda.is_available() else "cpu"
     model, inputs = setup(a, device, want_candidate=False)
     prof = profiled(model, inputs, device, a.iters)
-    attr = "self_device_time_total" if device == "cuda" else "self_cpu_time_total"
-    rows, total = op_table(prof, attr, a.top)
-    for r in rows:
-        r["time_us"] /= a.iters
-    return {"device": device, "iters": a.iters, "ops": rows, "total_us": total / a.iters,
-            "time_basis": "self device (GPU) time" if device == "cuda" else "self CPU time"}
+    if device == "cuda":
+        rows, total = device_op_table(prof, a.iters, a.top)
+        basis = "device (GPU) time of the kernels each operator launched"
+    else:
+        rows, total = op_table(prof, "self_cpu_time_total", a.top)
+        for r in rows:
+            r["time_us"] /= a.iters
+        total /= a.iters
+        basis = "self CPU time"
+    return {"device": device, "iters": a.iters, "ops": rows, "total_us": total, "time_basis": basis}
 
 
 def main():

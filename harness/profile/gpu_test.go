@@ -75,3 +75,44 @@ func bottlenecks(fs []Finding) string {
 	}
 	return strings.Join(s, ",")
 }
+
+// TestProfileModelGPU: on the GPU, model mode ranks operators by the device
+// time of the kernels each launched, with those kernels nested under it:
+// no kernel is ranked beside its op, and shares add to at most 1.
+func TestProfileModelGPU(t *testing.T) {
+	if os.Getenv("KEVOLVE_GPU") != "1" {
+		t.Skip("needs KEVOLVE_GPU=1 (GPU box)")
+	}
+	rep, err := ProfileModel(context.Background(), filepath.Join("testdata", "cpu", "ref_mlp.py"), Options{Timeout: 3 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := rep.Model
+	if m == nil || m.Device != "cuda" || len(m.Ops) == 0 {
+		t.Fatalf("model profile: %+v", rep)
+	}
+	b, _ := json.MarshalIndent(m, "", "  ")
+	kernels := map[string]bool{}
+	for _, o := range m.Ops {
+		for _, k := range o.Kernels {
+			kernels[k.Name] = true
+		}
+	}
+	sum := 0.0
+	for _, o := range m.Ops {
+		sum += o.Share
+		if len(o.Kernels) == 0 {
+			t.Errorf("op %s has device time but no kernels:\n%s", o.Op, b)
+		}
+		if kernels[o.Op] {
+			t.Errorf("kernel %s ranked as an operator:\n%s", o.Op, b)
+		}
+	}
+	if sum > 1+1e-6 {
+		t.Errorf("shares add to %v:\n%s", sum, b)
+	}
+	if !strings.Contains(m.Ops[0].Op, "addmm") && !strings.Contains(m.Ops[0].Op, "mm") {
+		t.Errorf("top op %s, want the matmul:\n%s", m.Ops[0].Op, b)
+	}
+	t.Logf("%s", b)
+}

@@ -60,6 +60,13 @@ func WriteTable(w io.Writer, r Report) error {
 				h = fmt.Sprintf("%.2fx", *op.AmdahlHeadroom)
 			}
 			p("  %5.1f%%  %s\t%.1f us/forward, %d calls, Amdahl headroom %s", op.Share*100, op.Op, op.TimeUs, op.Calls, h)
+			for j, k := range op.Kernels {
+				if j == 4 {
+					p("           ...\t%d more kernels", len(op.Kernels)-j)
+					break
+				}
+				p("           %5.1f%%  %s\t%.1f us/forward, %d launches", k.Share*100, shortName(k.Name), k.TimeUs, k.Calls)
+			}
 		}
 	}
 	if r.Model != nil {

@@ -53,23 +53,21 @@ func bar(frac float64, width int) string {
 // attained rates of the reference and the candidate, on log-log axes.
 func WriteRooflineSVG(w io.Writer, r Report) error {
 	const W, H, left, right, top, bottom = 640.0, 420.0, 70.0, 20.0, 30.0, 50.0
-	if r.PeakFLOPS <= 0 || r.MemBandwidth <= 0 || r.ArithmeticIntensity <= 0 {
+	if r.ArithmeticIntensity <= 0 {
 		return fmt.Errorf("roofline: the report lacks ceilings or an arithmetic intensity")
 	}
-	ridge := r.PeakFLOPS / r.MemBandwidth
-	xmin := math.Pow(10, math.Floor(math.Log10(math.Min(r.ArithmeticIntensity, ridge)/10)))
-	xmax := math.Pow(10, math.Ceil(math.Log10(math.Max(r.ArithmeticIntensity, ridge)*10)))
-	ymax := math.Pow(10, math.Ceil(math.Log10(r.PeakFLOPS*1.5)))
-	ymin := math.Max(ymax/1e6, math.Min(xmin*r.MemBandwidth, attained(r, r.ReferenceS)/2))
-	if ymin <= 0 || math.IsNaN(ymin) {
-		ymin = ymax / 1e6
+	ax, err := NewRooflineAxes(r.PeakFLOPS, r.MemBandwidth, []float64{r.ArithmeticIntensity}, []float64{attained(r, r.ReferenceS)})
+	if err != nil {
+		return fmt.Errorf("roofline: the report lacks ceilings or an arithmetic intensity: %w", err)
 	}
+	ridge, xmin, xmax, ymin, ymax := ax.Ridge(), ax.XMin, ax.XMax, ax.YMin, ax.YMax
 	px := func(x float64) float64 {
-		return left + (W-left-right)*(math.Log10(x)-math.Log10(xmin))/(math.Log10(xmax)-math.Log10(xmin))
+		fx, _ := ax.Frac(x, ymax)
+		return left + (W-left-right)*fx
 	}
 	py := func(y float64) float64 {
-		y = math.Max(y, ymin)
-		return H - bottom - (H-top-bottom)*(math.Log10(y)-math.Log10(ymin))/(math.Log10(ymax)-math.Log10(ymin))
+		_, fy := ax.Frac(xmin, y)
+		return H - bottom - (H-top-bottom)*fy
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="12">`+"\n", W, H)
@@ -112,7 +110,7 @@ func WriteRooflineSVG(w io.Writer, r Report) error {
 	point(r.ReferenceS, "#b35900", "reference", false)
 	point(r.CandidateS, "#2e7d32", "candidate", false)
 	b.WriteString("</svg>\n")
-	_, err := io.WriteString(w, b.String())
+	_, err = io.WriteString(w, b.String())
 	return err
 }
 

@@ -97,7 +97,7 @@ func TestTraceBrokenReference(t *testing.T) {
 }
 
 // evalProducts is a test-only formula evaluator for sums of products of
-// numbers and variables ("2*M*N*K", "4*M*K+4*K*N"); corpus.Eval is the real one.
+// numbers and variables ("2*M*N*K", "4*M*K+4*K*N"); corpus.FormulaValue is the real one.
 func evalProducts(expr string, vars map[string]float64) (float64, error) {
 	total := 0.0
 	for _, term := range strings.Split(strings.ReplaceAll(expr, " ", ""), "+") {

@@ -31,7 +31,7 @@ type Work struct {
 }
 
 // EvalFunc evaluates a declared formula such as "2*M*N*K" with the given
-// variables. corpus.Eval has this shape; it is passed in so sol does not
+// variables. corpus.FormulaValue has this shape; it is passed in so sol does not
 // depend on the corpus package.
 type EvalFunc func(expr string, vars map[string]float64) (float64, error)
 

@@ -190,6 +190,7 @@ var specs = []spec{
 	{"ncu", []string{"--version"}, regexp.MustCompile(`Version ([0-9.]+)`), "install Nsight Compute (part of the CUDA toolkit)"},
 	{"compute-sanitizer", []string{"--version"}, regexp.MustCompile(`Version ([0-9.]+)`), "install the CUDA toolkit"},
 	{"hipcc", []string{"--version"}, regexp.MustCompile(`HIP version: ([0-9.\-a-z]+)`), "install ROCm (or Debian's hipcc package)"},
+	{"clang-19", []string{"--version"}, regexp.MustCompile(`clang version ([0-9.]+)`), "apt-get install clang-19 (compiles HIP device code for gfx90a/gfx942/gfx950 without ROCm)"},
 	{"gcc", []string{"--version"}, regexp.MustCompile(`\) ([0-9]+\.[0-9]+\.[0-9]+)`), "install gcc (apt-get install gcc)"},
 }
 
@@ -304,7 +305,7 @@ func ToolDirs() []string {
 		}
 	}
 	dirs = append(dirs, "/usr/local/cuda/bin", "/opt/cuda/bin", "/opt/nvidia/nsight-compute/bin",
-		"/usr/local/cuda/compute-sanitizer", "/opt/rocm/bin")
+		"/usr/local/cuda/compute-sanitizer", "/opt/rocm/bin", "/usr/lib/llvm-19/bin")
 	for _, sp := range PythonSiteDirs() {
 		for _, sub := range []string{"nvidia/cu13/bin", "nvidia/cu12/bin", "nvidia/cuda_nvcc/bin", "triton/backends/nvidia/bin"} {
 			dirs = append(dirs, filepath.Join(sp, sub))

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -17,7 +18,7 @@ import (
 	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
 )
 
-func testPython(t *testing.T) string {
+func testPython(t testing.TB) string {
 	t.Helper()
 	p, err := toolchain.FindPython()
 	toolchaintest.Require(t, err)
@@ -26,7 +27,7 @@ func testPython(t *testing.T) string {
 
 // newWorker starts a worker whose parent skips the slow dynamo import:
 // these tests are about processes, not torch.
-func newWorker(t *testing.T) *Worker {
+func newWorker(t testing.TB) *Worker {
 	t.Helper()
 	w, err := New(Config{Python: testPython(t), CacheDir: t.TempDir(),
 		Env:    map[string]string{"KEVOLVE_WORKER_NO_DYNAMO": "1"},
@@ -251,5 +252,40 @@ func TestWorkerRestartAndClose(t *testing.T) {
 	}
 	if alive(int(info2["pid"].(float64))) {
 		t.Fatal("parent alive after Close")
+	}
+}
+
+// A job handed 50 MB of arguments gets all of them, and a small job sent
+// while they are on their way is not held up (it waited 9 s before the
+// arguments moved to a file the child reads; BenchmarkBigSource has figures).
+func TestWorkerBigArgs(t *testing.T) {
+	w := newWorker(t)
+	ctx := context.Background()
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	code := strings.Repeat("y = 2  # a big candidate, with \"quotes\" and \\ escapes\n", 50<<20/52)
+	big := make(chan error, 1)
+	go func() {
+		o, err := w.Run(ctx, Job{Module: "selftest", Func: "source_len", Args: map[string]any{"code": code}, Timeout: time.Minute})
+		if err == nil {
+			var r struct{ Len int }
+			if err = json.Unmarshal(o.Result, &r); err == nil && r.Len != len(code) {
+				err = fmt.Errorf("the child got %d bytes of %d: %s", r.Len, len(code), o.Log)
+			}
+		}
+		big <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	t0 := time.Now()
+	o, err := w.Run(ctx, Job{Module: "selftest", Func: "echo", Args: map[string]any{"k": 1}, Timeout: time.Minute})
+	if err != nil || o.Result == nil {
+		t.Fatalf("small job: %v %+v", err, o)
+	}
+	if wall := time.Since(t0); wall > 5*time.Second {
+		t.Errorf("a small job took %s beside a 50 MB one", wall)
+	}
+	if err := <-big; err != nil {
+		t.Fatal(err)
 	}
 }

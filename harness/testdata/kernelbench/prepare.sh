@@ -18,10 +18,10 @@ mkdir -p "$dest"
 if [ -f "$src/src/kernelbench/eval.py" ]; then
   cp -r "$src/src" "$dest/src"
   mkdir -p "$dest/KernelBench"
-  cp -r "$src/KernelBench/level1" "$src/KernelBench/level2" "$dest/KernelBench/"
+  cp -r "$src/KernelBench/level1" "$src/KernelBench/level2" "$src/KernelBench/level3" "$dest/KernelBench/"
   (git -C "$src" rev-parse HEAD 2>/dev/null || echo unknown) > "$dest/COMMIT"
 else
-  git -C "$src" archive HEAD src KernelBench/level1 KernelBench/level2 | tar -x -C "$dest"
+  git -C "$src" archive HEAD src KernelBench/level1 KernelBench/level2 KernelBench/level3 | tar -x -C "$dest"
   git -C "$src" rev-parse HEAD > "$dest/COMMIT"
 fi
 

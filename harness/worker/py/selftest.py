@@ -50,3 +50,18 @@ def raise_error(args, ctx):
 
 def big(args, ctx):
     return {"s": "x" * int(args["n"])}
+
+
+def source_len(args, ctx):
+    """Stands for an evaluation of a big candidate: the job only measures
+    what it was handed."""
+    return {"len": len(args.get("code") or "")}
+
+
+def spawn_marked(args, ctx):
+    """Starts a grandchild that carries the job's environment (and so the
+    test's marker), then sleeps: an early-deadline test scans /proc for it."""
+    import subprocess
+    subprocess.Popen(["sleep", "3600"])
+    time.sleep(3600)
+    return {}

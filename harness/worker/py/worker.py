@@ -11,9 +11,16 @@ write() under PIPE_BUF bytes, so lines never interleave). The child's fds 1
 and 2 go to a log file in the job directory and its return value to
 result.json there, so user prints can never corrupt the protocol.
 
-  -> {"op":"run","id":N,"module":M,"func":F,"args":{...},"job_dir":D,
+Requests stay small: a job's arguments (a candidate's source may be tens of
+MB) are in args_file, which the child reads after the fork, so the parent's
+loop never parses them and one big job never delays another's requests.
+Lines are split scanning each byte once ("args" inline is still accepted).
+
+  -> {"op":"run","id":N,"module":M,"func":F,"args_file":PATH,"job_dir":D,
       "env":{...},"mem_limit":BYTES}
   -> {"op":"grant","id":N}          answer to a child's gate request
+  -> {"op":"cancel","id":N}         kill the job's process group (its deadline
+                                    passed, perhaps before Go saw "started")
   -> {"op":"ping"}
   <- {"event":"ready", ...versions}
   <- {"event":"started","id":N,"pid":P}
@@ -34,6 +41,8 @@ import warnings
 
 OUT_FD = 3
 PIPE_BUF = 4000
+# Requests are small (arguments travel in files); a longer line is garbage.
+MAX_LINE = 64 << 20
 
 versions = {"python": sys.version.split()[0], "pid": os.getpid()}
 # torch.cuda.is_available() through NVML does not initialize the driver, so a
@@ -221,10 +230,14 @@ def run_child(req, grant_r):
             lim = vm + mem
             resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
         ctx = ChildContext(req["id"], grant_r, job_dir)
+        args = req.get("args")
+        if req.get("args_file"):
+            with open(req["args_file"], "rb") as f:
+                args = json.load(f)
         mod = importlib.import_module(req["module"])
         fn = getattr(mod, req["func"])
         try:
-            result = fn(req.get("args") or {}, ctx)
+            result = fn(args or {}, ctx)
         except MemoryError:
             result = {"error": "MemoryError: the job exceeded its memory limit",
                       "error_type": "MemoryError"}
@@ -253,6 +266,55 @@ def run_child(req, grant_r):
         os._exit(code)
 
 
+def handle(line, children, by_id):
+    """Acts on one request line."""
+    try:
+        req = json.loads(line)
+    except ValueError as e:
+        emit({"event": "error", "id": None, "message": "bad json: %s" % e})
+        return
+    op = req.get("op")
+    if op == "ping":
+        emit({"event": "pong"})
+    elif op == "grant":
+        pid = by_id.get(req.get("id"))
+        if pid is not None:
+            try:
+                os.write(children[pid][1], b"g")
+            except OSError:
+                pass
+    elif op == "cancel":
+        # The child's group exists from the fork on (setpgid below), so this
+        # kill reaches it and anything it started, however early it comes.
+        pid = by_id.get(req.get("id"))
+        if pid is not None:
+            for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+                try:
+                    kill()
+                except OSError:
+                    pass
+    elif op == "run":
+        try:
+            grant_r, grant_w = os.pipe()
+            pid = os.fork()
+        except OSError as e:
+            emit({"event": "error", "id": req.get("id"), "message": "fork: %s" % e})
+            return
+        if pid == 0:
+            os.close(grant_w)
+            run_child(req, grant_r)
+        os.close(grant_r)
+        try:
+            os.setpgid(pid, pid)  # also done by the child; whoever is first wins
+        except OSError:
+            pass
+        children[pid] = (req.get("id"), grant_w)
+        by_id[req.get("id")] = pid
+        emit({"event": "started", "id": req.get("id"), "pid": pid})
+    else:
+        emit({"event": "error", "id": req.get("id"), "message": "unknown op %r" % op})
+
+
 def main():
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     # Forked children keep fd 3; programs they exec (gcc, nvcc, a shell)
@@ -263,7 +325,8 @@ def main():
     sel = selectors.DefaultSelector()
     os.set_blocking(0, False)
     sel.register(0, selectors.EVENT_READ)
-    buf = b""
+    buf = bytearray()
+    scanned = 0  # bytes of buf already searched for a newline
     children = {}  # pid -> (id, grant_w)
     by_id = {}  # id -> pid
     emit({"event": "ready", **versions})
@@ -271,7 +334,7 @@ def main():
     while not eof or children:
         for _key, _ in sel.select(timeout=0.02 if children else 0.5):
             try:
-                data = os.read(0, 1 << 16)
+                data = os.read(0, 1 << 20)
             except BlockingIOError:
                 continue
             if not data:
@@ -279,45 +342,23 @@ def main():
                 sel.unregister(0)
                 break
             buf += data
-        while b"\n" in buf:
-            line, buf = buf.split(b"\n", 1)
-            if not line.strip():
-                continue
-            try:
-                req = json.loads(line)
-            except ValueError as e:
-                emit({"event": "error", "id": None, "message": "bad json: %s" % e})
-                continue
-            op = req.get("op")
-            if op == "ping":
-                emit({"event": "pong"})
-            elif op == "grant":
-                pid = by_id.get(req.get("id"))
-                if pid is not None:
-                    try:
-                        os.write(children[pid][1], b"g")
-                    except OSError:
-                        pass
-            elif op == "run":
-                try:
-                    grant_r, grant_w = os.pipe()
-                    pid = os.fork()
-                except OSError as e:
-                    emit({"event": "error", "id": req.get("id"), "message": "fork: %s" % e})
-                    continue
-                if pid == 0:
-                    os.close(grant_w)
-                    run_child(req, grant_r)
-                os.close(grant_r)
-                try:
-                    os.setpgid(pid, pid)  # also done by the child; whoever is first wins
-                except OSError:
-                    pass
-                children[pid] = (req.get("id"), grant_w)
-                by_id[req.get("id")] = pid
-                emit({"event": "started", "id": req.get("id"), "pid": pid})
-            else:
-                emit({"event": "error", "id": req.get("id"), "message": "unknown op %r" % op})
+        start = 0
+        while True:
+            nl = buf.find(b"\n", max(scanned, start))
+            if nl < 0:
+                scanned = len(buf)
+                break
+            line = bytes(buf[start:nl])
+            start = nl + 1
+            if line.strip():
+                handle(line, children, by_id)
+        if start:
+            del buf[:start]
+            scanned -= start
+        if len(buf) > MAX_LINE:
+            emit({"event": "error", "id": None, "message": "request line over %d bytes dropped" % MAX_LINE})
+            buf = bytearray()
+            scanned = 0
         # Reap finished children.
         while children:
             try:

@@ -23,7 +23,7 @@ for _names, _ct, _kind in [
     (("double",), ctypes.c_double, "float"),
     (("bool", "_Bool"), ctypes.c_bool, "bool"),
     (("half", "__half"), ctypes.c_uint16, "half"),
-    (("__nv_bfloat16", "nv_bfloat16", "bfloat16"), ctypes.c_uint16, "bf16"),
+    (("__nv_bfloat16", "nv_bfloat16", "bfloat16", "__hip_bfloat16", "hip_bfloat16"), ctypes.c_uint16, "bf16"),
 ]:
     for _n in _names:
         SCALARS[_n] = (_ct, _kind)
@@ -38,6 +38,8 @@ POINTEES: dict[str, tuple[tuple[str, ...] | None, int]] = {
     "half2": (("float16",), 4), "__half2": (("float16",), 4),
     "__nv_bfloat16": (("bfloat16",), 2), "nv_bfloat16": (("bfloat16",), 2), "bfloat16": (("bfloat16",), 2),
     "__nv_bfloat162": (("bfloat16",), 4), "nv_bfloat162": (("bfloat16",), 4),
+    "__hip_bfloat16": (("bfloat16",), 2), "hip_bfloat16": (("bfloat16",), 2), "__hip_bfloat162": (("bfloat16",), 4),
+    "_Float16": (("float16",), 2),
     "__nv_fp8_e4m3": (("float8_e4m3fn",), 1), "__nv_fp8_e5m2": (("float8_e5m2",), 1),
     "char": (("int8", "uint8", "bool"), 1), "signed char": (("int8",), 1), "int8_t": (("int8",), 1),
     "unsigned char": (("uint8", "bool"), 1), "uint8_t": (("uint8", "bool"), 1),

@@ -9,11 +9,12 @@ import (
 	"unicode"
 )
 
-// Eval evaluates a FLOP or byte formula such as "2*B*D*4 + D*4" over the
-// shape variables of a problem. It is a deliberately tiny language (numbers,
+// FormulaValue computes a FLOP or byte formula such as
+// "2*B*D*elem_bytes + D*elem_bytes" over the variables of one shape set
+// (Problem.FormulaVars gives them, element size included). It is a deliberately tiny language (numbers,
 // variables, + - * / **, parentheses, min, max, ceil, floor, log2, sqrt) so that formulas
 // from metadata, which may come from anyone, can never run code.
-func Eval(formula string, vars map[string]float64) (float64, error) {
+func FormulaValue(formula string, vars map[string]float64) (float64, error) {
 	toks, err := tokenize(formula)
 	if err != nil {
 		return 0, fmt.Errorf("formula %q: %w", formula, err)
@@ -30,6 +31,43 @@ func Eval(formula string, vars map[string]float64) (float64, error) {
 		return 0, fmt.Errorf("formula %q: result is %v", formula, v)
 	}
 	return v, nil
+}
+
+// ElemBytesVar is the variable every formula may use for the element size
+// of its shape set's dtype, so that one byte formula is right for a bf16
+// large set and an fp32 small set alike. No shape variable may take its name.
+const ElemBytesVar = "elem_bytes"
+
+// elemBytes are the sizes of the dtypes problems declare.
+var elemBytes = map[string]float64{
+	"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2, "int64": 8, "int32": 4, "int8": 1, "uint8": 1,
+}
+
+// ElemBytes returns the size in bytes of one element of dtype (a torch name:
+// bfloat16, float32, ...).
+func ElemBytes(dtype string) (float64, bool) {
+	b, ok := elemBytes[dtype]
+	return b, ok
+}
+
+// FormulaVars returns the variables the problem's formulas are computed with
+// for shapeSet: its shape variables plus elem_bytes of the set's dtype.
+func (p Problem) FormulaVars(shapeSet string) (map[string]float64, error) {
+	shapes, ok := p.Shapes[shapeSet]
+	if !ok {
+		return nil, fmt.Errorf("problem %s has no shape set %q", p.Name, shapeSet)
+	}
+	dt := p.DtypeFor(shapeSet)
+	eb, ok := ElemBytes(dt)
+	if !ok {
+		return nil, fmt.Errorf("problem %s: shape set %q has dtype %q of unknown element size", p.Name, shapeSet, dt)
+	}
+	vars := make(map[string]float64, len(shapes)+1)
+	for k, v := range shapes {
+		vars[k] = v
+	}
+	vars[ElemBytesVar] = eb
+	return vars, nil
 }
 
 type tokKind int

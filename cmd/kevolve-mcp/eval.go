@@ -1,0 +1,67 @@
+package main
+
+import (
+	"errors"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kevolve/kevolve-mcp/harness"
+	"github.com/kevolve/kevolve-mcp/tools"
+)
+
+func init() { register(newEvalCmd) }
+
+// The job commands build the very requests the MCP tools build (through the
+// tools package's validators), so the CLI and an agent see the same checks.
+
+func newEvalCmd(c *cli) *cobra.Command {
+	var in tools.RunKernelInput
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "eval --ref FILE|PROBLEM --candidate FILE",
+		Short: "Check and time one candidate against a reference",
+		Long: `Check one candidate (a Python file defining ModelNew) against a reference
+(a KernelBench-format file or a bundled problem name) on fresh random inputs,
+then time both. The verdict, timings and speedups are what run_kernel returns.`,
+		Example: `  kevolve-mcp eval --ref llm/rmsnorm --candidate my_kernel.py
+  kevolve-mcp eval --ref my_ref.py --candidate my_kernel.py --target cpu --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			a := c.newApp()
+			defer a.close()
+			req, msg := tools.RunKernelRequest(in, a.resolver())
+			if msg != "" {
+				return errors.New(msg)
+			}
+			ev, err := a.evaluator()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			res, err := ev.Evaluate(ctx, req, stageProgress(cmd.ErrOrStderr()))
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), res)
+			}
+			return harness.WriteTable(cmd.OutOrStdout(), res)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&in.Reference, "ref", "", "reference: a KernelBench-format `file` or a corpus problem name (e.g. llm/rmsnorm)")
+	f.StringVar(&in.Candidate, "candidate", "", "candidate `file` defining ModelNew")
+	f.StringVar(&in.Target, "target", "auto", "where to run: cpu, nvidia or auto")
+	f.Float64Var(&in.TimeoutS, "timeout", 0, "wall-clock limit in `seconds` (default 180)")
+	f.IntVar(&in.Trials, "trials", 0, "correctness trials (default 5)")
+	f.Int64Var(&in.Seed, "seed", 0, "base seed (default 42)")
+	f.BoolVar(&in.SkipTiming, "skip-timing", false, "check correctness only")
+	f.StringVar(&in.Shapes, "shapes", "", "shape set of a corpus problem: large or small")
+	f.BoolVar(&asJSON, "json", false, "print the structured result the run_kernel tool returns")
+	_ = cmd.RegisterFlagCompletionFunc("ref", completeReference)
+	_ = cmd.MarkFlagFilename("candidate", "py")
+	_ = cmd.RegisterFlagCompletionFunc("target", fixedCompletion("auto", "cpu", "nvidia"))
+	_ = cmd.RegisterFlagCompletionFunc("shapes", fixedCompletion("large", "small"))
+	return cmd
+}

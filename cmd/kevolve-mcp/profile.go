@@ -1,0 +1,71 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kevolve/kevolve-mcp/harness/profile"
+	"github.com/kevolve/kevolve-mcp/tools"
+)
+
+func init() { register(newProfileCmd) }
+
+func newProfileCmd(c *cli) *cobra.Command {
+	var in tools.ProfileKernelInput
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "profile --ref FILE --candidate FILE [--mode kernel|model]",
+		Short: "Profile a candidate (Nsight Compute, rocprofv3 or CPU) with a diagnosis",
+		Long: `Profile with the device's profiler and diagnose what bounds the code.
+Mode kernel profiles the candidate's kernels; mode model ranks the
+reference's operators, to say which one is worth a kernel.`,
+		Example: `  kevolve-mcp profile --ref my_ref.py --candidate my_kernel.py
+  kevolve-mcp profile --ref my_ref.py --mode model --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			a := c.newApp()
+			defer a.close()
+			base := profile.Options{Python: a.python}
+			if ev, err := a.evaluator(); err == nil {
+				base.PyDir = ev.PyDir()
+			}
+			opt, mode, msg := tools.ProfileRequest(in, base)
+			if msg != "" {
+				return errors.New(msg)
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			fmt.Fprintln(cmd.ErrOrStderr(), "profiling (Nsight Compute replays each kernel: 10-30 s)...")
+			var rep profile.Report
+			var err error
+			if mode == "model" {
+				rep, err = profile.ProfileModel(ctx, in.Reference, opt)
+			} else {
+				rep, err = profile.Profile(ctx, in.Reference, in.Candidate, opt)
+			}
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), rep)
+			}
+			return profile.WriteTable(cmd.OutOrStdout(), rep)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&in.Reference, "ref", "", "reference `file`")
+	f.StringVar(&in.Candidate, "candidate", "", "candidate `file` defining ModelNew")
+	f.StringVar(&in.Mode, "mode", "kernel", "kernel (profile the candidate) or model (rank the reference's operators)")
+	f.StringVar(&in.Backend, "backend", "auto", "auto, ncu, rocprof or cpu")
+	f.StringVar(&in.Shapes, "shapes", "", "shape set of a corpus problem")
+	f.Float64Var(&in.TimeoutS, "timeout", 0, "limit in `seconds` (default 120)")
+	f.BoolVar(&asJSON, "json", false, "print the structured result the profile_kernel tool returns")
+	_ = cmd.MarkFlagFilename("ref", "py")
+	_ = cmd.MarkFlagFilename("candidate", "py")
+	_ = cmd.RegisterFlagCompletionFunc("mode", fixedCompletion("kernel", "model"))
+	_ = cmd.RegisterFlagCompletionFunc("backend", fixedCompletion("auto", "ncu", "rocprof", "cpu"))
+	_ = cmd.RegisterFlagCompletionFunc("shapes", fixedCompletion("large", "small"))
+	return cmd
+}

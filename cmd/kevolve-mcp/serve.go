@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/kevolve/kevolve-mcp/harness/profile"
+	"github.com/kevolve/kevolve-mcp/harness/sol"
+	"github.com/kevolve/kevolve-mcp/tools"
+	"github.com/kevolve/kevolve-mcp/tools/transport"
+)
+
+// deps opens what the tools call into. A part that cannot open (a bad --kb
+// directory, an unwritable database, no Python) is logged and its tools
+// answer with that error, rather than taking the whole server down.
+func deps(ctx context.Context, g globalFlags, logger *slog.Logger) (tools.Deps, func()) {
+	a := newApp(g, logger)
+	d := tools.Deps{
+		Logger:  logger,
+		Devices: a.devices,
+		Trace:   sol.TraceOptions{Python: a.python},
+		Profile: profile.Options{Python: a.python},
+	}
+	if err := a.openDB(); err != nil {
+		logger.Error("database unavailable: knowledge search, caches and calibration are off", "err", err)
+	}
+	if ix, err := a.knowledge(ctx); err != nil {
+		logger.Error("knowledge index unavailable", "err", err)
+	} else {
+		d.Knowledge = ix
+	}
+	if ev, err := a.evaluator(); err != nil {
+		logger.Error("evaluator unavailable: run_kernel is off", "err", err)
+	} else {
+		d.Evaluator = ev
+		d.Profile.PyDir = ev.PyDir()
+	}
+	d.Resolve = a.resolver()
+	d.Ceilings = func(ctx context.Context, key string) (sol.Ceilings, error) {
+		return sol.ForDevice(ctx, a.db, a.devices.Get(ctx, false), key)
+	}
+	return d, a.close
+}
+
+// serve is the root command's action: MCP on stdio, or over HTTP with --http.
+func serve(g globalFlags, logger *slog.Logger) error {
+	d, closeDeps := deps(context.Background(), g, logger)
+	defer closeDeps()
+	srv := tools.New(d)
+	if g.httpAddr != "" {
+		return serveHTTP(srv, g, logger)
+	}
+	logger.Info("serving MCP on stdio")
+	return server.ServeStdio(srv)
+}
+
+func serveHTTP(srv *server.MCPServer, g globalFlags, logger *slog.Logger) error {
+	opt := transport.HTTPOptions{Addr: g.httpAddr, Token: g.token, Logger: logger}
+	if g.origins != "" {
+		opt.AllowedOrigins = strings.Split(g.origins, ",")
+	}
+	if err := opt.Validate(); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", g.httpAddr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", g.httpAddr, err)
+	}
+	hs := &http.Server{Handler: transport.Handler(srv, opt), ReadHeaderTimeout: 10 * time.Second}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	// The resolved address is printed so that tests and scripts can bind port 0.
+	logger.Info("serving MCP over HTTP", "url", "http://"+ln.Addr().String()+"/mcp", "auth", g.token != "")
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return hs.Shutdown(sctx)
+}

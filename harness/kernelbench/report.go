@@ -1,0 +1,65 @@
+package kernelbench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// WriteText prints a summary for people: KernelBench's metrics, verdict
+// counts, tool errors listed one by one.
+func (s *Summary) WriteText(w io.Writer) {
+	m := s.Metrics
+	fmt.Fprintf(w, "KernelBench levels %s, candidates %s, target %s, harness %s\n",
+		joinInts(s.Levels), s.Candidates, s.Target, s.HarnessVersion)
+	fmt.Fprintf(w, "problems %d, pairs %d (evaluated %d, resumed %d), no candidate %d, wall %.1fs\n",
+		s.Problems, m.Pairs, s.Evaluated, s.Resumed, len(s.Missing), s.WallS)
+	if s.Interrupted {
+		fmt.Fprintf(w, "INTERRUPTED: %d of %d pairs done; run the same command again to resume\n", m.Pairs, s.Planned)
+	}
+	fmt.Fprintf(w, "fast_p over the %d pairs (tool errors count as not fast; problems without a candidate are not counted):\n", m.Pairs)
+	fmt.Fprintf(w, "  %-10s %-18s %-18s\n", "", "vs eager", "vs torch.compile")
+	for i, p := range Thresholds {
+		name := fmt.Sprintf("fast_%g", p)
+		fmt.Fprintf(w, "  %-10s %-18s %-18s\n", name, frac(m.FastEager[i]), frac(m.FastCompile[i]))
+	}
+	fmt.Fprintf(w, "geomean speedup over the %d correct pairs: eager %s, torch.compile %s\n", m.Correct, geo(m.Eager), geo(m.Compile))
+	fmt.Fprintf(w, "verdicts:")
+	for _, v := range m.VerdictNames() {
+		fmt.Fprintf(w, " %s %d", v, m.Verdicts[v])
+	}
+	if len(m.Verdicts) == 0 {
+		fmt.Fprint(w, " none")
+	}
+	fmt.Fprintf(w, "; tool errors %d\n", m.ToolErrors)
+	for _, te := range s.ToolErrors {
+		fmt.Fprintf(w, "  TOOL ERROR %s (%s): %s\n", te.Problem, te.Candidate, headline(te.Error, 400))
+	}
+	if len(s.Unmatched) > 0 {
+		fmt.Fprintf(w, "candidates naming no problem of these levels: %s\n", strings.Join(s.Unmatched, ", "))
+	}
+	if s.Memory != nil {
+		fmt.Fprintf(w, "peak host memory: kevolve-mcp %.0f MiB, largest worker process %.0f MiB\n",
+			float64(s.Memory.PeakRSSGoBytes)/(1<<20), float64(s.Memory.PeakRSSWorkerBytes)/(1<<20))
+	}
+	if s.JSONL != "" {
+		fmt.Fprintf(w, "results: %s\n", s.JSONL)
+	}
+}
+
+func frac(f FastP) string { return fmt.Sprintf("%.3f (%d)", f.Fraction, f.Count) }
+
+func geo(g *Geomean) string {
+	if g == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.3fx (n=%d)", g.Speedup, g.N)
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ",")
+}

@@ -1,0 +1,43 @@
+package sol
+
+import (
+	"math"
+	"testing"
+)
+
+func TestRooflineAxes(t *testing.T) {
+	ax, err := NewRooflineAxes(770e12, 3e12, []float64{1.25, 0, math.Inf(1)}, []float64{2e12, 5e9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Ridge 256.7 FLOP/B; intensities 1.25..ridge with a decade each side;
+	// the peak with headroom on top and at most six decades down (the 5e9
+	// point sits on the floor).
+	if ax.XMin != 0.1 || ax.XMax != 1e4 || ax.YMax != 1e16 || ax.YMin != 1e10 {
+		t.Fatalf("axes %+v", ax)
+	}
+	if r := ax.Roof(1); r != 3e12 {
+		t.Fatalf("roof at 1 FLOP/B = %g", r)
+	}
+	if r := ax.Roof(1e3); r != 770e12 {
+		t.Fatalf("roof at 1000 FLOP/B = %g", r)
+	}
+	fx, fy := ax.Frac(ax.XMin, ax.YMin/10) // below the floor sits on it
+	if fx != 0 || fy != 0 {
+		t.Fatalf("corner at (%g, %g)", fx, fy)
+	}
+	if fx, fy := ax.Frac(ax.XMax, ax.YMax); math.Abs(fx-1) > 1e-12 || math.Abs(fy-1) > 1e-12 {
+		t.Fatalf("far corner at (%g, %g)", fx, fy)
+	}
+	// One absurdly slow point cannot flatten the plot beyond six decades.
+	ax, _ = NewRooflineAxes(770e12, 3e12, []float64{1}, []float64{1})
+	if ax.YMin != ax.YMax/1e6 {
+		t.Fatalf("floor %g", ax.YMin)
+	}
+	if _, err := NewRooflineAxes(0, 3e12, nil, nil); err == nil {
+		t.Fatal("no peak accepted")
+	}
+	if got := len(Decades(0.1, 1e4)); got != 6 {
+		t.Fatalf("%d decades", got)
+	}
+}
