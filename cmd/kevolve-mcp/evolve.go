@@ -36,6 +36,7 @@ type evolveOptions struct {
 	asJSON    bool
 	calibrate bool
 	reportDir string
+	fleet     fleetFlags
 }
 
 // newEvolveCmd wires `kevolve-mcp evolve` flags to search/engine; the
@@ -86,6 +87,7 @@ is a checkpoint: a killed run continues with --resume RUN.
 	f.BoolVar(&eo.asJSON, "json", false, "end with the run summary as JSON on stdout")
 	f.BoolVar(&eo.calibrate, "calibrate", true, "on a CPU never calibrated, measure it once (quick) so % of SOL can be shown")
 	f.StringVar(&eo.reportDir, "report-dir", "", "where reports go (default: runs/RUN beside the database)")
+	addFleetFlags(f, &eo.fleet)
 	_ = cmd.RegisterFlagCompletionFunc("problem", completeReference)
 	_ = cmd.RegisterFlagCompletionFunc("target", fixedCompletion("auto", "cpu", "nvidia"))
 	_ = cmd.RegisterFlagCompletionFunc("language", fixedCompletion("c", "cuda", "triton"))
@@ -162,7 +164,20 @@ func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.W
 	} else {
 		fmt.Fprintf(stderr, "no speed-of-light figures: %v\n", err)
 	}
-	eng := &engine.Engine{Store: st, Eval: adapter, Operator: op, Log: c.logger, OnProgress: progressPrinter(stderr)}
+	var evaluator search.Evaluator = adapter
+	if eo.fleet.enabled() {
+		p := o.Problem
+		if run != nil {
+			p = run.Problem
+		}
+		fe, stop, err := eo.fleet.startFleet(ctx, a, c, p, filepath.Join(filepath.Dir(c.g.db), "fleet"), stderr)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		evaluator = fe
+	}
+	eng := &engine.Engine{Store: st, Eval: evaluator, Operator: op, Log: c.logger, OnProgress: progressPrinter(stderr)}
 	if eo.resume != "" {
 		var b *search.Budget
 		if budgetSet {

@@ -197,20 +197,37 @@ func scanJobs(rows *sql.Rows) ([]*JobRecord, error) {
 
 func fromUnix(s float64) time.Time { return time.Unix(0, int64(s*1e9)) }
 
-// withTx runs f in one (immediate, given the store's DSN) transaction.
-func (q *Queue) withTx(ctx context.Context, f func(tx *sql.Tx) error) error {
-	tx, err := q.db.BeginTx(ctx, nil)
+// execer is what a transaction's statements run on.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// withTx runs f in one immediate transaction: the write lock is taken up
+// front, so two processes claiming at once serialize instead of failing
+// to upgrade a read lock, whatever DSN the database was opened with.
+func (q *Queue) withTx(ctx context.Context, f func(tx execer) error) error {
+	conn, err := q.db.Conn(ctx)
 	if err != nil {
 		return err
 	}
-	if err := f(tx); err != nil {
-		tx.Rollback()
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
 		return err
 	}
-	return tx.Commit()
+	if err := f(conn); err != nil {
+		conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
+		return err
+	}
+	if _, err := conn.ExecContext(context.WithoutCancel(ctx), `COMMIT`); err != nil {
+		conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
+		return err
+	}
+	return nil
 }
 
-func logJob(ctx context.Context, tx *sql.Tx, at float64, jobID, workerID, what, detail string) error {
+func logJob(ctx context.Context, tx execer, at float64, jobID, workerID, what, detail string) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO fleet_job_log(job_id, worker_id, what, detail, at) VALUES (?, ?, ?, ?, ?)`, jobID, workerID, what, detail, at)
 	return err
 }
@@ -239,7 +256,7 @@ func (q *Queue) Deregister(ctx context.Context, workerID string) error {
 	return err
 }
 
-func (q *Queue) workerDevices(ctx context.Context, tx *sql.Tx, workerID string) ([]Device, error) {
+func (q *Queue) workerDevices(ctx context.Context, tx execer, workerID string) ([]Device, error) {
 	var devs string
 	err := tx.QueryRowContext(ctx, `SELECT devices FROM fleet_workers WHERE id = ?`, workerID).Scan(&devs)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -275,7 +292,7 @@ func (k Kind) Matches(d Device) bool {
 // oldest first, each matched on the device's target and arch.
 func (q *Queue) Claim(ctx context.Context, workerID string, free []int) ([]Job, error) {
 	var out []Job
-	err := q.withTx(ctx, func(tx *sql.Tx) error {
+	err := q.withTx(ctx, func(tx execer) error {
 		out = nil
 		devs, err := q.workerDevices(ctx, tx, workerID)
 		if err != nil {
@@ -359,7 +376,7 @@ func (q *Queue) Claim(ctx context.Context, workerID string, free []int) ([]Job, 
 // holds.
 func (q *Queue) Heartbeat(ctx context.Context, workerID string, held []JobLease) ([]string, error) {
 	var lost []string
-	err := q.withTx(ctx, func(tx *sql.Tx) error {
+	err := q.withTx(ctx, func(tx execer) error {
 		lost = nil
 		now := q.unix()
 		res, err := tx.ExecContext(ctx, `UPDATE fleet_workers SET last_seen = ?, state = 'alive' WHERE id = ?`, now, workerID)
@@ -394,7 +411,7 @@ func (q *Queue) Heartbeat(ctx context.Context, workerID string, held []JobLease)
 // back in the queue (up to MaxErrors times, then the job fails).
 func (q *Queue) Complete(ctx context.Context, r ResultRequest) (ResultResponse, error) {
 	var resp ResultResponse
-	err := q.withTx(ctx, func(tx *sql.Tx) error {
+	err := q.withTx(ctx, func(tx execer) error {
 		now := q.unix()
 		var state, token, holder string
 		var errs int
@@ -463,7 +480,7 @@ func (q *Queue) Complete(ctx context.Context, r ResultRequest) (ResultResponse, 
 // Release gives claimed jobs back to the queue without counting a lost
 // lease (a worker draining on SIGTERM).
 func (q *Queue) Release(ctx context.Context, workerID string, held []JobLease, reason string) error {
-	err := q.withTx(ctx, func(tx *sql.Tx) error {
+	err := q.withTx(ctx, func(tx execer) error {
 		now := q.unix()
 		for _, h := range held {
 			res, err := tx.ExecContext(ctx, `UPDATE fleet_jobs SET state = 'queued', worker_id = NULL WHERE id = ? AND state = 'claimed' AND lease_token = ? AND worker_id = ?`,
@@ -491,7 +508,7 @@ func (q *Queue) Release(ctx context.Context, workerID string, held []JobLease, r
 // found expired.
 func (q *Queue) Reap(ctx context.Context) (int, error) {
 	n := 0
-	err := q.withTx(ctx, func(tx *sql.Tx) error {
+	err := q.withTx(ctx, func(tx execer) error {
 		n = 0
 		now := q.unix()
 		rows, err := tx.QueryContext(ctx, `SELECT id, COALESCE(worker_id, ''), lost FROM fleet_jobs WHERE state = 'claimed' AND lease_expires < ?`, now)
