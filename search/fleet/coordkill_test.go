@@ -142,4 +142,3 @@ func TestCoordinatorKill9Trials(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
-

@@ -172,4 +172,3 @@ func StatusOf(ctx context.Context, db *sql.DB) (*FleetStatus, error) {
 	}
 	return Snapshot(ctx, &Queue{db: db, Lease: DefaultLease, now: time.Now})
 }
-
