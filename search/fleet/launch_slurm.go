@@ -242,8 +242,10 @@ func (l *SlurmLauncher) Stop(ctx context.Context) error {
 		<-l.done
 	}
 	var ids []string
-	for _, id := range l.Submitted() {
-		ids = append(ids, id)
+	for _, id := range l.JobIDs() {
+		if id != "" {
+			ids = append(ids, id)
+		}
 	}
 	if len(ids) == 0 {
 		return nil
