@@ -248,6 +248,9 @@ func handle[Req any](c *Coordinator, f func(context.Context, *Req) (any, error))
 			case errors.Is(err, ErrUnknownWorker):
 				code = http.StatusNotFound
 			}
+			if code == http.StatusInternalServerError && r.Context().Err() != nil {
+				return // the client went away
+			}
 			if code == http.StatusInternalServerError {
 				c.log().Warn("fleet request failed", "path", r.URL.Path, "err", err)
 			}

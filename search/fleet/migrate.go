@@ -73,6 +73,10 @@ var migrations = []migration{
 			at REAL NOT NULL)`,
 		`CREATE INDEX fleet_job_log_job ON fleet_job_log(job_id)`,
 	}},
+	// Device-seconds each job took on its worker, for per-run utilization.
+	{2, "job busy seconds", []string{
+		`ALTER TABLE fleet_jobs ADD COLUMN busy_s REAL NOT NULL DEFAULT 0`,
+	}},
 }
 
 // Migrate brings the fleet tables up to the newest version; safe to call

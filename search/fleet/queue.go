@@ -458,8 +458,8 @@ func (q *Queue) Complete(ctx context.Context, r ResultRequest) (ResultResponse, 
 			return logJob(ctx, tx, now, r.JobID, r.WorkerID, "requeued", "worker error: "+msg)
 		}
 		res, _ := json.Marshal(r.Result)
-		if _, err := tx.ExecContext(ctx, `UPDATE fleet_jobs SET state = 'done', result = ?, verdict = ?, done_by = ?, worker_id = ?, finished_at = ?, completions = completions + 1 WHERE id = ?`,
-			string(res), r.Result.Verdict, r.WorkerID, r.WorkerID, now, r.JobID); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE fleet_jobs SET state = 'done', result = ?, verdict = ?, done_by = ?, worker_id = ?, finished_at = ?, completions = completions + 1, busy_s = ? WHERE id = ?`,
+			string(res), r.Result.Verdict, r.WorkerID, r.WorkerID, now, max(r.BusyS, 0), r.JobID); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE fleet_workers SET jobs_done = jobs_done + 1 WHERE id = ?`, r.WorkerID); err != nil {
