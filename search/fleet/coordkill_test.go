@@ -34,6 +34,7 @@ func freeAddr(t *testing.T) string {
 // whole budget, every job completed once, and the same kernels as the
 // search in process.
 func TestCoordinatorKill9Trials(t *testing.T) {
+	skipInGPUMode(t)
 	py := fleetEnv(t)
 	trials := faultTrials()
 	budget := 3*trials + 4

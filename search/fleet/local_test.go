@@ -216,6 +216,7 @@ func (in *injector) jobs() map[string]string {
 // in process. Evaluations check correctness and integrity but skip timing
 // (seconds each on this CPU), which the faults do not touch.
 func TestLocalFleetFaultTrials(t *testing.T) {
+	skipInGPUMode(t)
 	py := fleetEnv(t)
 	trials := faultTrials()
 	// Jobs take a fraction of a second without timing and some finish
