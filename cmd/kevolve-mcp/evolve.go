@@ -368,7 +368,10 @@ func evolveInspect(ctx context.Context, c *cli, st *store.SQLite, verb, id strin
 			return err
 		}
 		fmt.Fprintln(stdout)
-		return engine.WriteNodes(stdout, nodes)
+		if err := engine.WriteNodes(stdout, nodes); err != nil {
+			return err
+		}
+		return writeFleetPanel(ctx, st, run, nodes, stdout)
 	case "best":
 		best := search.NewGraph(nodes).Node(run.BestNode)
 		if best == nil {

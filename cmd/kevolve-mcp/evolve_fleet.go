@@ -11,6 +11,7 @@ import (
 
 	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/fleet"
+	"github.com/kevolve/kevolve-mcp/search/store"
 )
 
 // fleetFlags are evolve's fleet options: where evaluations run.
@@ -86,4 +87,15 @@ func (ff *fleetFlags) startFleet(ctx context.Context, a *app, c *cli, p search.P
 		f.Close(sctx)
 	}
 	return f.Evaluator, stop, nil
+}
+
+// writeFleetPanel prints, for a run evaluated by a fleet, each worker's
+// evaluations and utilization and each node's results by device kind.
+func writeFleetPanel(ctx context.Context, st *store.SQLite, run *search.Run, nodes []*search.Node, w io.Writer) error {
+	p, err := fleet.RunPanel(ctx, st.DB(), run, nodes)
+	if err != nil || p == nil || len(p.Workers) == 0 {
+		return err
+	}
+	fmt.Fprintln(w)
+	return p.WriteText(w)
 }

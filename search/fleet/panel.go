@@ -61,6 +61,10 @@ func RunPanel(ctx context.Context, db *sql.DB, run *search.Run, nodes []*search.
 	if err != nil || st == nil {
 		return nil, err
 	}
+	// A database a fleet used under an older version: bring it up to date.
+	if err := Migrate(ctx, db); err != nil {
+		return nil, err
+	}
 	hashes := map[string]int64{}
 	for _, n := range nodes {
 		h := n.Hash
