@@ -167,6 +167,9 @@ func (c *Coordinator) Handler() http.Handler {
 }
 
 func (c *Coordinator) claim(ctx context.Context, r *ClaimRequest) (any, error) {
+	if err := c.Queue.Touch(ctx, r.WorkerID); err != nil {
+		return nil, err
+	}
 	if len(r.Free) == 0 {
 		return ClaimResponse{}, nil
 	}

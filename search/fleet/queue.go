@@ -299,8 +299,16 @@ func (q *Queue) Claim(ctx context.Context, workerID string, free []int) ([]Job, 
 			return err
 		}
 		now := q.unix()
-		if _, err := tx.ExecContext(ctx, `UPDATE fleet_workers SET last_seen = ?, state = 'alive' WHERE id = ?`, now, workerID); err != nil {
+		// A long poll is answered by the coordinator, not the worker: hand
+		// work only to a worker heard from recently (heartbeats come every
+		// quarter of a lease), never to one frozen or cut off with a poll
+		// still open.
+		var seen float64
+		if err := tx.QueryRowContext(ctx, `SELECT last_seen FROM fleet_workers WHERE id = ?`, workerID).Scan(&seen); err != nil {
 			return err
+		}
+		if now-seen > 0.75*q.Lease.Seconds() {
+			return nil
 		}
 		byIndex := map[int]Device{}
 		for _, d := range devs {
@@ -370,6 +378,18 @@ func (q *Queue) Claim(ctx context.Context, workerID string, free []int) ([]Job, 
 		q.signal()
 	}
 	return out, nil
+}
+
+// Touch records that the worker was heard from.
+func (q *Queue) Touch(ctx context.Context, workerID string) error {
+	res, err := q.db.ExecContext(ctx, `UPDATE fleet_workers SET last_seen = ?, state = 'alive' WHERE id = ?`, q.unix(), workerID)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrUnknownWorker
+	}
+	return nil
 }
 
 // Heartbeat renews the worker's leases and returns the jobs it no longer

@@ -222,6 +222,11 @@ func TestLeaseExpiryRequeuesThenCrashes(t *testing.T) {
 	if lost, _ := q.Heartbeat(ctx, "a", []JobLease{{ja[0].ID, ja[0].LeaseToken}}); len(lost) != 1 {
 		t.Fatalf("a did not learn it lost the job: %v", lost)
 	}
+	// A worker not heard from lately gets nothing (its poll may outlive it).
+	if jb, _ := q.Claim(ctx, "b", []int{0}); len(jb) != 0 {
+		t.Fatalf("a silent worker was handed %+v", jb)
+	}
+	q.Touch(ctx, "b")
 	jb, _ := q.Claim(ctx, "b", []int{0})
 	if len(jb) != 1 || jb[0].Attempt != 2 {
 		t.Fatalf("b claimed %+v", jb)

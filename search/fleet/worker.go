@@ -201,7 +201,7 @@ func (w *Worker) heldLeases() []JobLease {
 }
 
 func (w *Worker) heartbeats(ctx context.Context) {
-	every := max(w.lease/3, 100*time.Millisecond)
+	every := max(w.lease/4, 100*time.Millisecond)
 	for {
 		select {
 		case <-ctx.Done():
@@ -209,7 +209,7 @@ func (w *Worker) heartbeats(ctx context.Context) {
 		case <-time.After(every):
 		}
 		var resp HeartbeatResponse
-		hctx, cancel := context.WithTimeout(ctx, max(w.lease/2, time.Second))
+		hctx, cancel := context.WithTimeout(ctx, max(w.lease/2, 500*time.Millisecond))
 		err := w.c.post(hctx, PathHeartbeat, HeartbeatRequest{WorkerID: w.ID, Jobs: w.heldLeases()}, &resp)
 		cancel()
 		if err != nil {
