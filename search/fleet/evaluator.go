@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -29,6 +30,9 @@ type Evaluator struct {
 	SkipTiming bool
 	// Poll is how often other processes' changes are looked for (default 250 ms).
 	Poll time.Duration
+	// Log receives a warning when no live worker offers a kind a job waits
+	// for (a mistyped --targets would otherwise wait silently).
+	Log *slog.Logger
 }
 
 var _ search.Evaluator = (*Evaluator)(nil)
@@ -62,6 +66,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, p search.Problem, code string)
 		poll = 250 * time.Millisecond
 	}
 	results := make([]*JobRecord, len(ids))
+	nextCheck := time.Now().Add(30 * time.Second)
 	for {
 		ch := e.Queue.Changed()
 		pending := 0
@@ -81,6 +86,10 @@ func (e *Evaluator) Evaluate(ctx context.Context, p search.Problem, code string)
 		}
 		if pending == 0 {
 			break
+		}
+		if time.Now().After(nextCheck) {
+			nextCheck = time.Now().Add(5 * time.Minute)
+			e.warnUnserved(ctx, kinds, results)
 		}
 		select {
 		case <-ctx.Done():
@@ -211,3 +220,29 @@ func ParseKinds(s string) ([]Kind, error) {
 }
 
 func knownTarget(t string) bool { return t == "cpu" || t == "nvidia" || t == "amd" }
+
+// warnUnserved logs the kinds still waiting that no live worker offers.
+func (e *Evaluator) warnUnserved(ctx context.Context, kinds []Kind, results []*JobRecord) {
+	st, err := Snapshot(ctx, e.Queue)
+	if err != nil {
+		return
+	}
+	log := e.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	for i, k := range kinds {
+		if results[i] != nil {
+			continue
+		}
+		served := false
+		for _, w := range st.Workers {
+			for _, d := range w.Devices {
+				served = served || (w.State == "alive" && k.Matches(d))
+			}
+		}
+		if !served {
+			log.Warn("fleet: no live worker offers this device kind; its jobs wait", "kind", k.String(), "workers", len(st.Workers))
+		}
+	}
+}

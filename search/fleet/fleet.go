@@ -104,7 +104,7 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 		url = advertiseURL(c.Addr())
 	}
 	f := &Fleet{Queue: q, Coordinator: c, URL: url, cancel: cancel,
-		Evaluator: &Evaluator{Queue: q, Kinds: o.Kinds, Timeout: o.Timeout}}
+		Evaluator: &Evaluator{Queue: q, Kinds: o.Kinds, Timeout: o.Timeout, Log: o.Log}}
 	if spec.Engine == "" {
 		o.Log.Info("fleet coordinator ready: start workers with `kevolve-mcp worker --coordinator URL` (token in KEVOLVE_TOKEN)", "url", url)
 		return f, nil

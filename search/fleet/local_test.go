@@ -138,8 +138,15 @@ type injector struct {
 	wg      sync.WaitGroup
 }
 
+// left is how many faults are still to be injected.
+func (in *injector) left() int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.kills + in.stops
+}
+
 func (in *injector) run(ctx context.Context, t *testing.T) {
-	for in.kills+in.stops > 0 && ctx.Err() == nil {
+	for in.left() > 0 && ctx.Err() == nil {
 		time.Sleep(20 * time.Millisecond)
 		var jobID, workerID string
 		var pid int
@@ -161,23 +168,24 @@ func (in *injector) run(ctx context.Context, t *testing.T) {
 		}
 		fault := "kill"
 		in.mu.Lock()
-		nstopped := len(in.stopped)
-		in.mu.Unlock()
-		if in.stops > 0 && nstopped == 0 && (in.kills == 0 || in.rng.Intn(2) == 0) {
+		if in.stops > 0 && len(in.stopped) == 0 && (in.kills == 0 || in.rng.Intn(2) == 0) {
 			fault = "stop"
 		} else if in.kills == 0 {
+			in.mu.Unlock()
 			continue // one stopped worker at a time
 		}
-		in.mu.Lock()
 		in.faulted[jobID] = fault
+		if fault == "kill" {
+			in.kills--
+		} else {
+			in.stops--
+		}
 		in.mu.Unlock()
 		switch fault {
 		case "kill":
-			in.kills--
 			t.Logf("kill -9 worker %s (pid %d) running job %s", workerID, pid, jobID)
 			syscall.Kill(-pid, syscall.SIGKILL)
 		case "stop":
-			in.stops--
 			t.Logf("SIGSTOP worker %s (pid %d) running job %s, for %s", workerID, pid, jobID, stopHold)
 			in.mu.Lock()
 			in.stopped[pid] = true
@@ -220,11 +228,8 @@ func TestLocalFleetFaultTrials(t *testing.T) {
 	py := fleetEnv(t)
 	trials := faultTrials()
 	// Jobs take a fraction of a second without timing and some finish
-	// before a fault lands: room for twice the faults.
-	budget := 5*trials + 4
-	// The in-process reference run, alongside.
-	refDone := make(chan map[string]string, 1)
-	go func() { refDone <- referenceRun(t, py, budget, true) }()
+	// before a fault lands: the run is extended until every fault landed.
+	budget := 3*trials + 4
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
@@ -268,6 +273,11 @@ func TestLocalFleetFaultTrials(t *testing.T) {
 	eng := &engine.Engine{Store: st, Eval: &Evaluator{Queue: q, SkipTiming: true}, Operator: tuner.New()}
 	t0 := time.Now()
 	run, err := eng.Run(ctx, searchOptions("fleet", p, code, budget))
+	for err == nil && in.left() > 0 && budget+10 <= maxDraft {
+		budget += 10
+		t.Logf("%d faults to go: extending the run to %d evaluations", in.left(), budget)
+		err = eng.Resume(ctx, run.ID, &search.Budget{Evals: budget})
+	}
 	stopInjector()
 	<-injDone
 	if err != nil {
@@ -309,7 +319,7 @@ func TestLocalFleetFaultTrials(t *testing.T) {
 		t.Errorf("%d leases lost for %d kills and %d stops", s.LeasesLost, trials, trials)
 	}
 	got := evaluatedSet(t, st, run.ID)
-	sameSet(t, got, <-refDone)
+	sameSet(t, got, referenceRun(t, py, budget, true))
 }
 
 func dumpLogs(t *testing.T, dir string) {

@@ -92,8 +92,11 @@ func coordinatorRole() int {
 		return fail(err)
 	}
 	eng := &engine.Engine{Store: st, Eval: &Evaluator{Queue: q, SkipTiming: os.Getenv("FLEET_SKIP_TIMING") == "1"}, Operator: tuner.New(), Log: log}
+	var budget int
+	fmt.Sscan(os.Getenv("FLEET_BUDGET"), &budget)
 	if _, err := st.Run(ctx, "fleet"); err == nil {
-		err = eng.Resume(ctx, "fleet", nil)
+		// FLEET_BUDGET extends a finished run (the test wants more kills).
+		err = eng.Resume(ctx, "fleet", &search.Budget{Evals: budget})
 		if err != nil && !strings.Contains(err.Error(), "already finished") {
 			return fail(err)
 		}
@@ -103,8 +106,6 @@ func coordinatorRole() int {
 	if err != nil {
 		return fail(err)
 	}
-	var budget int
-	fmt.Sscan(os.Getenv("FLEET_BUDGET"), &budget)
 	if _, err := eng.Run(ctx, searchOptions("fleet", p, code, budget)); err != nil {
 		return fail(err)
 	}
@@ -132,11 +133,16 @@ func testSearchProblem(corpusRoot string) (search.Problem, string, error) {
 }
 
 // searchOptions makes every node an independent draft from the start
-// kernel: proposals then depend on the seed alone, not on measured
-// timings, so a fleet run and an in-process run evaluate the same set.
+// kernel (the space holds 96): proposals then depend on the seed alone,
+// not on measured timings, so a fleet run and an in-process run evaluate
+// the same set, and a run extended to a larger budget continues exactly
+// as a run given that budget from the start.
 func searchOptions(id string, p search.Problem, code string, budget int) engine.StartOptions {
 	return engine.StartOptions{RunID: id, Problem: p, StartCode: code, Policy: "greedy",
-		Config: engine.Config{Policy: policyDraft(budget)}, Budget: search.Budget{Evals: budget}, Seed: 77}
+		Config: engine.Config{Policy: policyDraft(maxDraft)}, Budget: search.Budget{Evals: budget}, Seed: 77}
 }
+
+// maxDraft is the test space's size less the start kernel.
+const maxDraft = 95
 
 func policyDraft(budget int) policy.Config { return policy.Config{Draft: budget} }
