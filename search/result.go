@@ -52,7 +52,8 @@ type Result struct {
 	SOLBound   string  `json:"sol_bound,omitempty"` // compute | memory
 
 	// Fitness is the speedup over the run's baseline, 0 for anything but a
-	// pass (see Fitness).
+	// pass (see Fitness). The run loop measures it against the baseline time
+	// of the run's first evaluation, so kernels rank by their own times.
 	Fitness float64 `json:"fitness"`
 
 	WallS  float64 `json:"wall_s,omitempty"`

@@ -117,7 +117,9 @@ func (d *driver) loop(ctx context.Context) error {
 			}
 		}
 	}
-	d.report(nil)
+	if d.g.EvalCount() == 0 {
+		d.report(nil)
+	}
 	proposeFails, dupRun := 0, 0
 	for {
 		if err := ctx.Err(); err != nil {
@@ -263,7 +265,7 @@ func (d *driver) evaluate(ctx context.Context, n *search.Node) error {
 	}
 	if dup != nil && dup.ID != n.ID {
 		res := *dup.Result
-		res.Fitness = search.Fitness(&res, d.run.Baseline)
+		res.Fitness = d.fitness(&res)
 		n.Result, n.State, n.DuplicateOf = &res, search.NodeDone, dup.ID
 		return d.finishNode(ctx, n, search.EventDuplicate, fmt.Sprintf("node %d: same code as node %d (run %s), answered from the store", n.ID, dup.ID, dup.RunID))
 	}
@@ -291,7 +293,7 @@ func (d *driver) evaluate(ctx context.Context, n *search.Node) error {
 	}
 	d.evalWall += evalS
 	d.evalCount++
-	res.Fitness = search.Fitness(res, d.run.Baseline)
+	res.Fitness = d.fitness(res)
 	n.Result, n.State, n.Cost.EvalS = res, search.NodeDone, evalS
 	return d.finishNode(ctx, n, search.EventEvaluated, describe(n))
 }
@@ -398,4 +400,37 @@ func (d *driver) report(last *search.Node) {
 		st.ETA = eta
 	}
 	d.e.OnProgress(st)
+}
+
+// fitness is the speedup over the run's baseline with the baseline's time
+// taken from the first evaluation that measured it (the start kernel's, as
+// a rule), not from each evaluation's own reference timing: kernels are
+// then ranked by their own times alone, and noise in the reference's
+// timing (a loaded CPU easily varies 2x) cannot reorder them. Where no
+// evaluation measured the baseline yet, the evaluation's own is used.
+func (d *driver) fitness(r *search.Result) float64 {
+	f := search.Fitness(r, d.run.Baseline)
+	if f <= 0 {
+		return 0
+	}
+	ref := baselineTime(r, d.run.Baseline)
+	evals := d.g.Evaluated()
+	sortByEvalSeq(evals)
+	for _, n := range evals {
+		if b := baselineTime(n.Result, d.run.Baseline); b > 0 {
+			ref = b
+			break
+		}
+	}
+	return ref / r.TimeS
+}
+
+func baselineTime(r *search.Result, baseline string) float64 {
+	if r == nil {
+		return 0
+	}
+	if baseline == search.BaselineCompile && r.CompileS > 0 {
+		return r.CompileS
+	}
+	return r.EagerS
 }
