@@ -194,11 +194,11 @@ func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.W
 	if run == nil {
 		return err
 	}
-	return finishEvolve(context.WithoutCancel(ctx), c.g, st, run.ID, eo.reportDir, eo.asJSON, stdout, err)
+	return finishEvolve(context.WithoutCancel(ctx), c.g, st, run.ID, eo.reportDir, adapter.Ceilings, eo.asJSON, stdout, err)
 }
 
 // finishEvolve prints the summary and the report's path, or the JSON summary.
-func finishEvolve(ctx context.Context, g globalFlags, st *store.SQLite, runID, reportDir string, asJSON bool, stdout io.Writer, runErr error) error {
+func finishEvolve(ctx context.Context, g globalFlags, st *store.SQLite, runID, reportDir string, ceil *sol.Ceilings, asJSON bool, stdout io.Writer, runErr error) error {
 	run, err := st.Run(ctx, runID)
 	if err != nil {
 		return errors.Join(runErr, err)
@@ -211,7 +211,7 @@ func finishEvolve(ctx context.Context, g globalFlags, st *store.SQLite, runID, r
 	if reportDir == "" {
 		reportDir = filepath.Join(filepath.Dir(g.db), "runs", runID)
 	}
-	path, rerr := engine.WriteReport(ctx, st, runID, reportDir)
+	path, rerr := engine.WriteReport(ctx, st, runID, reportDir, ceil)
 	if asJSON {
 		out := struct {
 			search.Summary
@@ -368,7 +368,17 @@ func evolveInspect(ctx context.Context, c *cli, st *store.SQLite, verb, id strin
 	if dir == "" {
 		dir = filepath.Join(filepath.Dir(c.g.db), "runs", id)
 	}
-	path, err := engine.WriteReport(ctx, st, id, dir)
+	// The roofline needs this machine's ceilings; without them (never
+	// calibrated) the page says so and draws none.
+	var ceil *sol.Ceilings
+	a := c.newApp()
+	defer a.close()
+	if err := a.openDB(); err == nil {
+		if cl, err := ceilingsFor(ctx, a, false, io.Discard); err == nil {
+			ceil = &cl
+		}
+	}
+	path, err := engine.WriteReport(ctx, st, id, dir, ceil)
 	if err != nil {
 		return err
 	}

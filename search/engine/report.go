@@ -6,8 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
+	"github.com/kevolve/kevolve-mcp/harness/sol"
+	"github.com/kevolve/kevolve-mcp/harness/spec"
 	"github.com/kevolve/kevolve-mcp/search"
+	"github.com/kevolve/kevolve-mcp/search/report"
 )
 
 // ReportData is everything a run's report is drawn from.
@@ -35,13 +40,12 @@ func LoadReportData(ctx context.Context, st search.Store, runID string) (*Report
 	return &ReportData{Run: run, Summary: search.Summarize(run, nodes), Nodes: nodes, Events: events}, nil
 }
 
-// WriteReport writes a run's report into dir and returns the file's path.
-//
-// TODO(integrator): replace with helper D2's search/report HTML renderer
-// (it renders from its own plain input structs, built from ReportData)
-// once that package lands. Until then the report is the run as JSON:
-// summary, every node with its code and result, and the event feed.
-var WriteReport = func(ctx context.Context, st search.Store, runID, dir string) (string, error) {
+// WriteReport writes a run's report into dir: report.html (search/report's
+// self-contained page: tree, best-so-far, roofline, per-node code, diff,
+// checks, timing and SOL) and report.json (the run, every node and the
+// event feed, for scripts). It returns the page's path. ceil (nil = none)
+// places the nodes on the roofline.
+func WriteReport(ctx context.Context, st search.Store, runID, dir string, ceil *sol.Ceilings) (string, error) {
 	data, err := LoadReportData(ctx, st, runID)
 	if err != nil {
 		return "", err
@@ -49,14 +53,110 @@ var WriteReport = func(ctx context.Context, st search.Store, runID, dir string) 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("report folder: %w", err)
 	}
-	path := filepath.Join(dir, "report.json")
 	b, err := json.MarshalIndent(data, "", "  ")
 	if err != nil {
 		return "", err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	jsonPath := filepath.Join(dir, "report.json")
+	if err := os.WriteFile(jsonPath+".tmp", b, 0o644); err != nil {
 		return "", err
 	}
-	return path, os.Rename(tmp, path)
+	if err := os.Rename(jsonPath+".tmp", jsonPath); err != nil {
+		return "", err
+	}
+	run, nodes, rc := ReportInput(data, ceil)
+	path := filepath.Join(dir, "report.html")
+	if err := report.WriteFile(path, run, nodes, rc); err != nil {
+		return "", fmt.Errorf("report: %w", err)
+	}
+	return path, nil
+}
+
+// ReportInput maps a run onto search/report's input structs.
+func ReportInput(d *ReportData, ceil *sol.Ceilings) (report.Run, []report.Node, report.Ceilings) {
+	r := d.Run
+	dtype := spec.NormalizeDtype(r.Problem.Dtype)
+	if dtype == "" {
+		dtype = spec.FP32
+	}
+	out := report.Run{ID: r.ID, Problem: r.Problem.Name, Target: r.Problem.Target + " (" + r.Problem.Language + ")",
+		Device: strings.Join(r.Devices, ", "), Policy: r.Policy, Operator: r.Operator, Baseline: r.Baseline, Status: string(r.Status),
+		BudgetEvals: r.Budget.Evals, BudgetWall: r.Budget.Time, TokensUsed: int64(d.Summary.Tokens),
+		StartedAt: r.CreatedAt, WallS: r.ElapsedS, StopReason: r.StopReason}
+	if r.Status != search.RunRunning {
+		out.EndedAt = r.UpdatedAt
+	}
+	if r.BestNode != 0 {
+		out.BestNodeID = strconv.FormatInt(r.BestNode, 10)
+	}
+	var nodes []report.Node
+	for _, n := range d.Nodes {
+		rn := report.Node{ID: strconv.FormatInt(n.ID, 10), Code: n.Code, Language: n.Language, Operator: n.Operator,
+			CreatedAt: n.CreatedAt, EvalSeq: n.EvalSeq, Island: n.Island, Notes: n.Notes, Diagnosis: n.Diagnosis,
+			FLOPs: r.Problem.FLOPs, Bytes: r.Problem.Bytes,
+			Cost: report.Cost{EvalS: n.Cost.EvalS, OperatorS: n.Cost.OperatorS, Tokens: int64(n.Cost.Tokens)}}
+		for _, p := range n.Parents {
+			rn.Parents = append(rn.Parents, strconv.FormatInt(p, 10))
+		}
+		if n.State.Finished() {
+			rn.FinishedAt = n.UpdatedAt
+		}
+		if n.State == search.NodeFailed {
+			rn.Verdict, rn.Message = "failed", n.Error
+		}
+		if res := n.Result; res != nil {
+			rn.Verdict, rn.Fitness = res.Verdict, res.Fitness
+			if n.DuplicateOf != 0 {
+				rn.Message = fmt.Sprintf("same code as node %d: answered from the store", n.DuplicateOf)
+			} else if fc := res.FailedChecks(); len(fc) > 0 {
+				rn.Message = fc[0].Name + ": " + fc[0].Detail
+			}
+			for _, c := range res.Checks {
+				rn.Checks = append(rn.Checks, report.Check{Name: c.Name, Passed: c.Passed, Detail: c.Detail})
+			}
+			if res.TimeS > 0 {
+				rn.Timing = reportTiming(res)
+			}
+			rn.SpeedupEager, rn.SpeedupCompile = pos(res.SpeedupVsEager), pos(res.SpeedupVsCompile)
+			rn.TSolS = pos(res.SOLSeconds)
+			if res.SOLSeconds > 0 && res.TimeS > 0 {
+				rn.SolScore, rn.PctOfSol = ptr(res.SOLScore), pos(res.PctOfSOL)
+			}
+			if res.SOLSeconds > 0 && out.TSolS == nil {
+				out.TSolS = ptr(res.SOLSeconds)
+			}
+		}
+		nodes = append(nodes, rn)
+	}
+	var rc report.Ceilings
+	if ceil != nil {
+		rc = report.CeilingsFromSol(*ceil, dtype)
+	}
+	return out, nodes, rc
+}
+
+// reportTiming takes the candidate's statistics from the harness's own result
+// where it kept them, else the median alone.
+func reportTiming(res *search.Result) *report.Timing {
+	t := &report.Timing{MedianS: res.TimeS, CV: res.CV}
+	var raw struct {
+		Candidate *struct {
+			P10S  float64 `json:"p10_s"`
+			P90S  float64 `json:"p90_s"`
+			Iters int     `json:"iters"`
+		} `json:"candidate"`
+	}
+	if len(res.Raw) > 0 && json.Unmarshal(res.Raw, &raw) == nil && raw.Candidate != nil {
+		t.P10S, t.P90S, t.Iters = raw.Candidate.P10S, raw.Candidate.P90S, raw.Candidate.Iters
+	}
+	return t
+}
+
+func ptr(v float64) *float64 { return &v }
+
+func pos(v float64) *float64 {
+	if v > 0 {
+		return &v
+	}
+	return nil
 }
