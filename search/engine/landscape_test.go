@@ -3,9 +3,9 @@ package engine
 import (
 	"context"
 	"errors"
-	"os"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
