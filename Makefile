@@ -53,7 +53,7 @@ test: venv mcp-clients build
 # with the built-in tuner (no LLM) on a bundled problem: progress, the best
 # kernel's speedup over its start, over eager and its % of SOL, the report.
 # A GPU box's own torch is used where there is one; otherwise the CPU venv.
-DEMO_PROBLEM ?= llm/rmsnorm
+DEMO_PROBLEM ?= other/matmul_fp32
 DEMO_BUDGET  ?= 20
 run: build
 	@if [ -x /opt/torch/.venv/bin/python3 ] || [ -n "$$KEVOLVE_PYTHON" ]; then :; else $(MAKE) --no-print-directory venv; fi

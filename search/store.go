@@ -3,10 +3,14 @@ package search
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // ErrNotFound is returned for an unknown run or node.
 var ErrNotFound = errors.New("not found")
+
+// ErrRunBusy is returned when another live process drives the run.
+var ErrRunBusy = errors.New("another process is driving this run")
 
 // Store persists runs, nodes and events. Every method is one transaction:
 // a process killed between two calls loses nothing that a call returned for.
@@ -27,6 +31,12 @@ type Store interface {
 	SetNodeState(ctx context.Context, id int64, s NodeState) error
 	Nodes(ctx context.Context, runID string) ([]*Node, error)
 	Node(ctx context.Context, id int64) (*Node, error)
+	// AcquireRun, HeartbeatRun and ReleaseRun keep one driver per run (a
+	// CLI resume and a server must not drive the same run at once).
+	AcquireRun(ctx context.Context, runID, me string, staleAfter time.Duration, alive func(driver string) bool) error
+	HeartbeatRun(ctx context.Context, runID, me string) error
+	ReleaseRun(ctx context.Context, runID, me string) error
+
 	// EvaluatedByHash finds an evaluated node with this code hash, in this
 	// run or any run of the same problem key, baseline aside; nil if none.
 	EvaluatedByHash(ctx context.Context, runID, problemKey, hash string) (*Node, error)

@@ -259,7 +259,7 @@ func TestDoctorWithoutGPUExitsZero(t *testing.T) {
 // its start and over eager, its % of SOL and the report's path.
 func TestDemo(t *testing.T) {
 	toolchaintest.Python(t)
-	cmd := exec.Command(binary, "evolve", "--problem", "llm/rmsnorm", "--operator", "tuner", "--budget", "6", "--seed", "3")
+	cmd := exec.Command(binary, "evolve", "--problem", "other/matmul_fp32", "--operator", "tuner", "--budget", "6", "--seed", "3")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

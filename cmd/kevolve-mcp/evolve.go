@@ -129,6 +129,13 @@ func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.W
 		if run.Operator != op.Name() {
 			return fmt.Errorf("run %s used operator %s: resume it with --operator %s", run.ID, run.Operator, run.Operator)
 		}
+		// A built-in problem's reference lives in the materialized corpus,
+		// which a cache cleanup may have removed since the run started.
+		if _, err := corpus.Get(run.Problem.Name); err == nil {
+			if _, err := corpus.Materialize(corpusRoot()); err != nil {
+				return err
+			}
+		}
 	} else {
 		rep := a.devices.Get(ctx, false)
 		spec.Target = strings.ToLower(eo.target)

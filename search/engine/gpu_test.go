@@ -22,10 +22,10 @@ import (
 	"github.com/kevolve/kevolve-mcp/search/harnesseval"
 )
 
-// defaultGPUSuite is the tuner acceptance suite: ten problems, CUDA and
+// defaultGPUSuite is the tuner acceptance suite: twelve problems, CUDA and
 // Triton starts, each with TUNABLES.
 const defaultGPUSuite = "cuda:llm/rmsnorm,cuda:llm/layernorm,cuda:llm/softmax,cuda:llm/cross_entropy,cuda:other/relu," +
-	"cuda:llm/swiglu,cuda:llm/rope,cuda:other/sum_reduction,cuda:rec/embedding_bag_sum,cuda:other/argmax," +
+	"cuda:llm/swiglu,cuda:llm/rope,cuda:other/sum_reduction,cuda:rec/embedding_bag_sum,cuda:other/argmax,cuda:other/matmul_fp32," +
 	"triton:llm/rmsnorm,triton:llm/softmax,triton:other/relu"
 
 func envInt(name string, def int) int {

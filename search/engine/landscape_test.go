@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -357,4 +359,38 @@ func policyConfigForTest(pol string) policy.Config {
 		return policy.Config{Draft: 2}
 	}
 	return policy.Config{}
+}
+
+// One driver per run: a run claimed by a live driver elsewhere is refused
+// with ErrRunBusy; one claimed by a dead process of this host is taken over.
+func TestOneDriverPerRun(t *testing.T) {
+	l := &landscape{}
+	e, st := newTestEngine(t, l)
+	ctx := context.Background()
+	run, err := e.Create(ctx, StartOptions{Problem: synthProblem("lease"), StartCode: startCode(4, 4), Budget: search.Budget{Evals: 3}, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AcquireRun(ctx, run.ID, "elsewhere:123:1", leaseStale, driverAlive); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Drive(ctx, run.ID); !errors.Is(err, search.ErrRunBusy) {
+		t.Fatalf("a run driven elsewhere: %v, want ErrRunBusy", err)
+	}
+	if l.calls.Load() != 0 {
+		t.Fatal("a refused drive evaluated something")
+	}
+	// A dead local process (a pid that cannot exist) loses its claim at once.
+	host, _ := os.Hostname()
+	st.ReleaseRun(ctx, run.ID, "elsewhere:123:1")
+	if err := st.AcquireRun(ctx, run.ID, fmt.Sprintf("%s:%d:1", host, 1<<22+12345), leaseStale, driverAlive); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Drive(ctx, run.ID); err != nil {
+		t.Fatalf("taking over from a dead driver: %v", err)
+	}
+	got, _ := st.Run(ctx, run.ID)
+	if got.Status != search.RunDone || l.calls.Load() != 3 {
+		t.Fatalf("status %s, %d evaluations", got.Status, l.calls.Load())
+	}
 }

@@ -40,15 +40,16 @@ func liveProblem(t *testing.T, name string) (search.Problem, string) {
 }
 
 // TestLiveTunerImprovesCStart: the tuner, on the real harness with real
-// gcc, finds a clearly faster variant of a corpus C start kernel; and UCT
-// and evolve each drive a short live run to its budget.
+// gcc, finds a clearly faster variant of a corpus C start kernel (the
+// matmul's naive i-j-k loop, whose TUNABLES hold the vectorizable i-k-j);
+// and UCT and evolve each drive a short live run to its budget.
 func TestLiveTunerImprovesCStart(t *testing.T) {
 	ad := liveEvaluator(t)
 	e, st := newTestEngine(t, ad)
 	// Pure coordinate descent (no random restarts), so the first moves are
 	// the start's nearest neighbours whatever the seed.
 	e.Operator = &tuner.Tuner{}
-	prob, start := liveProblem(t, "llm/rmsnorm")
+	prob, start := liveProblem(t, "other/matmul_fp32")
 	ctx := context.Background()
 	run, err := e.Run(ctx, StartOptions{Problem: prob, StartCode: start, Policy: "greedy", Budget: search.Budget{Evals: 6}, Seed: 1})
 	if err != nil {
@@ -70,8 +71,8 @@ func TestLiveTunerImprovesCStart(t *testing.T) {
 		t.Errorf("the tuner found only %.2fx over the start kernel; want a clear margin (>= 1.3x)", sum.Best.SpeedupOverStart)
 	}
 	for _, pol := range []string{"uct", "evolve"} {
-		// A store of its own: in the first run's store, this small space
-		// (12 assignments) is mostly answered already.
+		// A store of its own: the first run's evaluations would answer
+		// this one's from the store.
 		e, st := newTestEngine(t, ad)
 		cfg := Config{Policy: policy.Config{Draft: 2, Islands: 2}}
 		r, err := e.Run(ctx, StartOptions{Problem: prob, StartCode: start, Policy: pol, Config: cfg, Budget: search.Budget{Evals: 4}, Seed: 2})

@@ -42,6 +42,11 @@ type driver struct {
 // fires, ctx ends (the run is then paused: resume continues it) or the run
 // is stopped from outside.
 func (e *Engine) Drive(ctx context.Context, runID string) error {
+	release, err := e.holdLease(ctx, runID)
+	if err != nil {
+		return err
+	}
+	defer release()
 	run, err := e.Store.Run(ctx, runID)
 	if err != nil {
 		return err

@@ -40,6 +40,11 @@ func ResolveProblem(ctx context.Context, reg *corpus.Registry, s ProblemSpec) (s
 		return search.Problem{}, "", fmt.Errorf("target %q: use cpu or nvidia", s.Target)
 	}
 	lang := s.Language
+	if lang == "" && s.StartFile != "" {
+		if b, err := os.ReadFile(s.StartFile); err == nil {
+			lang = DetectLanguage(string(b))
+		}
+	}
 	if lang == "" {
 		lang = "c"
 		if s.Target == "nvidia" {
@@ -102,4 +107,21 @@ func ResolveProblem(ctx context.Context, reg *corpus.Registry, s ProblemSpec) (s
 		}
 	}
 	return p, start, nil
+}
+
+// DetectLanguage guesses a candidate's kernel language from its loaders:
+// "triton", "cuda" (load_cuda, load_inline, cupy), "hip", "c", or "" when
+// it cannot tell.
+func DetectLanguage(code string) string {
+	switch {
+	case strings.Contains(code, "@triton.jit"):
+		return "triton"
+	case strings.Contains(code, "load_hip"):
+		return "hip"
+	case strings.Contains(code, "load_cuda") || strings.Contains(code, "load_inline") || strings.Contains(code, "__global__"):
+		return "cuda"
+	case strings.Contains(code, "load_c("):
+		return "c"
+	}
+	return ""
 }

@@ -91,6 +91,11 @@ var migrations = []migration{
 	{2, "unique evaluation order per run", []string{
 		`CREATE UNIQUE INDEX search_nodes_eval_seq ON search_nodes(run_id, eval_seq) WHERE eval_seq IS NOT NULL`,
 	}},
+	// One process drives a run at a time: its id and heartbeat (see lease.go).
+	{3, "run driver lease", []string{
+		`ALTER TABLE search_runs ADD COLUMN driver TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE search_runs ADD COLUMN driver_seen TEXT NOT NULL DEFAULT ''`,
+	}},
 }
 
 // Migrate brings the search tables up to the newest version. It is safe to

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kevolve/kevolve-mcp/search"
 )
@@ -152,5 +153,46 @@ func TestEventsAreSequenced(t *testing.T) {
 	evs, err := s.Events(ctx, run.ID, 2, 2)
 	if err != nil || len(evs) != 2 || evs[0].Seq != 3 || evs[1].Seq != 4 {
 		t.Fatalf("events %+v, %v", evs, err)
+	}
+}
+
+// A database made by an older build (migrations 1-2) is upgraded in place:
+// its runs survive, and the new columns work.
+func TestMigrateUpgradesOldDatabase(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(filepath.Join(t.TempDir(), "old.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE schema_migrations (component TEXT NOT NULL, version INTEGER NOT NULL, name TEXT NOT NULL,
+		applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')), PRIMARY KEY (component, version))`); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range migrations[:2] {
+		if err := apply(ctx, db, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := &SQLite{db: db}
+	run := &search.Run{Problem: search.Problem{Name: "p", Target: "cpu"}, Policy: "greedy", Operator: "tuner", Baseline: "eager"}
+	if err := old.CreateRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := Version(ctx, db); v != len(migrations) {
+		t.Fatalf("version %d after upgrade", v)
+	}
+	if got, err := s.Run(ctx, run.ID); err != nil || got.Problem.Name != "p" {
+		t.Fatalf("run lost in the upgrade: %v", err)
+	}
+	if err := s.AcquireRun(ctx, run.ID, "me", time.Minute, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AcquireRun(ctx, run.ID, "you", time.Minute, func(string) bool { return true }); !errors.Is(err, search.ErrRunBusy) {
+		t.Fatalf("second driver: %v", err)
 	}
 }
