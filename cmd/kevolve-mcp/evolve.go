@@ -101,6 +101,9 @@ is a checkpoint: a killed run continues with --resume RUN.
 
 func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.Writer) error {
 	spec, o := eo.spec, eo.start
+	if err := eo.fleet.validate(c); err != nil {
+		return err
+	}
 	budgetSet := fs.Changed("budget") || fs.Changed("time") || fs.Changed("tokens") || fs.Changed("plateau")
 	op, err := operator.ByName(eo.operator)
 	if err != nil {

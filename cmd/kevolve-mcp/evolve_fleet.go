@@ -39,6 +39,21 @@ func addFleetFlags(f *pflag.FlagSet, ff *fleetFlags) {
 
 func (ff *fleetFlags) enabled() bool { return ff.workers != "" || ff.listen != "" }
 
+// validate checks the fleet flags before any work starts.
+func (ff *fleetFlags) validate(c *cli) error {
+	if !ff.enabled() {
+		if ff.targets != "" {
+			return fmt.Errorf("--targets needs a fleet: add --workers (or --listen)")
+		}
+		return nil
+	}
+	token := ff.token
+	if token == "" {
+		token = c.g.token
+	}
+	return fleet.CheckOptions(fleet.Options{Workers: ff.workers, Listen: ff.listen, Token: token, KindsSpec: ff.targets})
+}
+
 // startFleet starts the coordinator and workers; the returned evaluator
 // replaces the in-process one, and stop ends the workers.
 func (ff *fleetFlags) startFleet(ctx context.Context, a *app, c *cli, p search.Problem, runDir string, stderr io.Writer) (search.Evaluator, func(), error) {
@@ -50,12 +65,7 @@ func (ff *fleetFlags) startFleet(ctx context.Context, a *app, c *cli, p search.P
 		Target: p.Target, Slots: ff.slots, GPUsPerNode: ff.gpus, SlurmArgs: ff.slurmArgs, Name: "kevolve",
 		LogDir: filepath.Join(runDir, "workers"), Log: c.logger}
 	if ff.targets != "" {
-		kinds, err := fleet.ParseKinds(ff.targets)
-		if err != nil {
-			return nil, nil, err
-		}
-		o.Kinds = kinds
-		o.Target = "auto"
+		o.KindsSpec, o.Target = ff.targets, "auto"
 	}
 	f, err := fleet.Start(ctx, o)
 	if err != nil {

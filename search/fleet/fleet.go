@@ -31,6 +31,8 @@ type Options struct {
 	// Kinds are the device kinds every node is evaluated on (empty: the
 	// problem's target).
 	Kinds []Kind
+	// KindsSpec is --targets as given (CheckOptions parses it).
+	KindsSpec string
 	// Target and Slots are passed to launched workers (--target, --slots).
 	Target string
 	Slots  int
@@ -54,6 +56,51 @@ type Fleet struct {
 	cancel      context.CancelFunc
 }
 
+// CheckOptions validates the options' flags (workers spec, address,
+// token, kinds) without starting anything.
+func CheckOptions(o Options) error {
+	_, err := resolve(&o)
+	return err
+}
+
+// resolve parses and defaults o in place.
+func resolve(o *Options) (WorkersSpec, error) {
+	var spec WorkersSpec
+	if o.Workers != "" {
+		var err error
+		if spec, err = ParseWorkers(o.Workers); err != nil {
+			return spec, err
+		}
+	}
+	if o.KindsSpec != "" && len(o.Kinds) == 0 {
+		kinds, err := ParseKinds(o.KindsSpec)
+		if err != nil {
+			return spec, err
+		}
+		o.Kinds = kinds
+	}
+	if o.Listen == "" {
+		o.Listen = "127.0.0.1:0"
+		if spec.Engine != "" && spec.Engine != "local" {
+			o.Listen = "0.0.0.0:8787"
+		}
+	}
+	if _, _, err := net.SplitHostPort(o.Listen); err != nil {
+		return spec, fmt.Errorf("fleet: --listen %q: want HOST:PORT", o.Listen)
+	}
+	if spec.Engine != "" && spec.Engine != "local" && IsLoopback(o.Listen) {
+		return spec, fmt.Errorf("fleet: %s workers cannot reach a coordinator on loopback %s: give --listen HOST:PORT (with --token)", spec.Engine, o.Listen)
+	}
+	if o.Token == "" && !IsLoopback(o.Listen) {
+		if spec.Engine == "" {
+			return spec, fmt.Errorf("fleet: listening on %s: %w", o.Listen, ErrNeedToken)
+		}
+		// Launched workers get it through their environment or stdin.
+		o.Token = randomID("") + randomID("")
+	}
+	return spec, nil
+}
+
 // Start migrates the fleet tables, serves the coordinator and launches
 // the workers.
 func Start(ctx context.Context, o Options) (*Fleet, error) {
@@ -63,28 +110,9 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	var spec WorkersSpec
-	if o.Workers != "" {
-		var err error
-		if spec, err = ParseWorkers(o.Workers); err != nil {
-			return nil, err
-		}
-	}
-	if o.Listen == "" {
-		o.Listen = "127.0.0.1:0"
-		if spec.Engine != "" && spec.Engine != "local" {
-			o.Listen = "0.0.0.0:8787"
-		}
-	}
-	if spec.Engine != "" && spec.Engine != "local" && IsLoopback(o.Listen) {
-		return nil, fmt.Errorf("fleet: %s workers cannot reach a coordinator on loopback %s: give --listen HOST:PORT (with --token)", spec.Engine, o.Listen)
-	}
-	if o.Token == "" && !IsLoopback(o.Listen) {
-		if spec.Engine == "" {
-			return nil, fmt.Errorf("fleet: listening on %s: %w", o.Listen, ErrNeedToken)
-		}
-		o.Token = randomID("")
-		o.Token += randomID("")
+	spec, err := resolve(&o)
+	if err != nil {
+		return nil, err
 	}
 	q, err := NewQueue(ctx, o.DB)
 	if err != nil {
