@@ -111,4 +111,15 @@ func TestHeterogeneousKinds(t *testing.T) {
 	var b strings.Builder
 	panel.WriteText(&b)
 	t.Log("\n" + b.String())
+	// The run's HTML report carries the panel.
+	page, err := engine.WriteReport(ctx, st, run.ID, filepath.Join(dir, "report"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html, _ := os.ReadFile(page)
+	for _, want := range []string{`class="panel fleet"`, "mi300-box", "h100-box", "amd:gfx942", "nvidia:sm_90"} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("the report lacks %q", want)
+		}
+	}
 }
