@@ -268,15 +268,16 @@ func (w *Worker) runJob(ctx context.Context, h *heldJob) {
 		req.Result, req.Error = nil, err.Error()
 		w.log().Warn("job not evaluated", "job", h.job.ID, "err", err)
 	}
-	w.report(req)
+	w.report(ctx, req)
 }
 
 // report posts a result until the coordinator answers (it may be
-// restarting), for at most ten minutes.
-func (w *Worker) report(req ResultRequest) {
+// restarting), for at most ten minutes, or until ctx ends (a drain that ran
+// out of time releases the job instead).
+func (w *Worker) report(ctx context.Context, req ResultRequest) {
 	deadline := time.Now().Add(10 * time.Minute)
 	backoff := 200 * time.Millisecond
-	for time.Now().Before(deadline) {
+	for time.Now().Before(deadline) && ctx.Err() == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		var resp ResultResponse
 		err := w.c.post(ctx, PathResult, req, &resp)
@@ -292,7 +293,7 @@ func (w *Worker) report(req ResultRequest) {
 			w.log().Warn("result refused", "job", req.JobID, "err", err)
 			return
 		}
-		time.Sleep(backoff)
+		sleepCtx(ctx, backoff)
 		backoff = min(backoff*2, 2*time.Second)
 	}
 }
