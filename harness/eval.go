@@ -30,6 +30,10 @@ const (
 	VerdictTimeout            = "timeout"
 	VerdictCrash              = "crash"
 	VerdictIntegrityViolation = "integrity_violation"
+	// VerdictReferenceError: the reference (not the candidate) failed to
+	// import, construct, make inputs or run; Stage says which
+	// (reference_import|reference_init|reference_inputs|reference_forward).
+	VerdictReferenceError = "reference_error"
 )
 
 // evalVersion changes whenever the meaning of a result changes; the
@@ -69,6 +73,34 @@ type EvalRequest struct {
 	// CompileReference times torch.compile of the reference too (default:
 	// on NVIDIA, once per reference; the result is cached). false skips it.
 	CompileReference *bool `json:"compile_reference,omitempty"`
+	// CountWork asks the child to count the reference forward's FLOPs and
+	// bytes on the real inputs (EvalResult.Work), for SOL.
+	CountWork bool `json:"count_work,omitempty"`
+}
+
+// MemoryUse is the peak device memory each side allocated while it ran
+// (torch.cuda.max_memory_allocated). On CPU the sides are null and the
+// child's peak RSS is given instead.
+type MemoryUse struct {
+	ReferencePeakBytes *int64 `json:"reference_peak_bytes"`
+	CandidatePeakBytes *int64 `json:"candidate_peak_bytes"`
+	DeviceTotalBytes   int64  `json:"device_total_bytes,omitempty"`
+	ProcessPeakRSS     int64  `json:"process_peak_rss_bytes,omitempty"`
+}
+
+// TracedWork is the reference forward's work counted by the child
+// (workcount.py) when EvalRequest.CountWork is set.
+type TracedWork struct {
+	FLOPs  float64 `json:"flops"`
+	Bytes  float64 `json:"bytes"`
+	Dtype  string  `json:"dtype"`
+	Method string  `json:"method"` // "traced"
+	Ops    []struct {
+		Op     string  `json:"op"`
+		Calls  int     `json:"calls"`
+		FLOPs  float64 `json:"flops"`
+		Method string  `json:"method"`
+	} `json:"ops,omitempty"`
 }
 
 // Check is one named correctness or integrity check.
@@ -109,10 +141,13 @@ type EvalResult struct {
 	Warnings         []string `json:"warnings,omitempty"`
 	Log              string   `json:"log,omitempty"`
 	// StageS is the child's seconds per stage (load_candidate, correctness, timing...).
-	StageS         map[string]float64 `json:"stage_s,omitempty"`
-	WallS          float64            `json:"wall_s"`
-	Cached         bool               `json:"cached"`
-	HarnessVersion string             `json:"harness_version"`
+	StageS map[string]float64 `json:"stage_s,omitempty"`
+	// Memory and Work: added for issue 9 (integrity/memory helper).
+	Memory         *MemoryUse  `json:"memory,omitempty"`
+	Work           *TracedWork `json:"work,omitempty"`
+	WallS          float64     `json:"wall_s"`
+	Cached         bool        `json:"cached"`
+	HarnessVersion string      `json:"harness_version"`
 }
 
 // EvalConfig configures an Evaluator.
@@ -349,7 +384,7 @@ func sourceArg(path, code string) map[string]string {
 func cacheKey(refCode, candCode, target, device string, req EvalRequest) string {
 	h := sha256.New()
 	fields := []any{HarnessVersion(), target, device, refCode, candCode, req.Trials, req.Seed,
-		req.SkipTiming, req.Tolerance, req.SOLSeconds, req.Shapes}
+		req.SkipTiming, req.Tolerance, req.SOLSeconds, req.Shapes, req.CountWork}
 	for _, f := range fields {
 		b, _ := json.Marshal(f)
 		h.Write(b)
@@ -371,6 +406,8 @@ type pyResult struct {
 	RefEager     *Stats             `json:"ref_eager"`
 	RefCompile   *Stats             `json:"ref_compile"`
 	StageS       map[string]float64 `json:"stage_s"`
+	Memory       *MemoryUse         `json:"memory"`
+	Work         *TracedWork        `json:"work"`
 }
 
 // Evaluate checks and times a candidate. A Go error means the harness could
@@ -446,6 +483,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, req EvalRequest, progress func
 		"skip_timing": req.SkipTiming,
 		"sol_seconds": req.SOLSeconds,
 		"budget_s":    req.Timeout.Seconds(),
+		"count_work":  req.CountWork,
 	}
 	if req.Tolerance != nil {
 		args["tolerance"] = req.Tolerance
@@ -534,6 +572,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, req EvalRequest, progress func
 			res.RefCompile = knownCompile
 		}
 		res.StageS = pr.StageS
+		res.Memory, res.Work = pr.Memory, pr.Work
 	}
 	res.Correct = res.Verdict == VerdictPass
 	if res.Correct && res.Candidate != nil && res.Candidate.MedianS > 0 {

@@ -49,8 +49,11 @@ func RunKernel(ev *harness.Evaluator, resolve ReferenceResolver) server.ServerTo
 	tool := mcp.NewTool("run_kernel",
 		mcp.WithDescription("Check a candidate kernel (a Python file defining ModelNew) against a PyTorch reference (KernelBench format, or a corpus problem name) and time both. "+
 			"Runs in a fresh forked process with a deadline: crashes, hangs and illegal memory accesses become verdicts, never a dead server. "+
-			"Result: verdict (pass, incorrect, compile_error, runtime_error, timeout, crash, integrity_violation), correct, the failing stage, named checks with details "+
-			"(allclose with dtype-aware tolerances, relative_norm, finite, shape/dtype/device/contiguity, input_mutation, output_aliasing, reference_ops, memoization, threads, stream_work, faster_than_sol), "+
+			"Result: verdict (pass, incorrect, compile_error, runtime_error, timeout, crash, integrity_violation, reference_error), correct, the failing stage, named checks with details "+
+			"(allclose with dtype-aware tolerances, relative_norm, finite, shape/dtype/device/contiguity, input_mutation, output_aliasing, reference_ops (the whole dispatched aten op trace), memoization, "+
+			"audit (timed calls checked at random on refreshed inputs), threads, stream_work, timers, harness_patched, out_of_memory, faster_than_sol), "+
+			"reference_error means the reference itself failed to import, construct, make inputs or run (stage reference_import|reference_init|reference_inputs|reference_forward, with its file:line); "+
+			"memory gives the peak device memory of reference and candidate. "+
 			"timing stats (median, p10, p90, CV, iterations) for the candidate, the eager reference and torch.compile of it, speedup_vs_eager, speedup_vs_compile, warnings and the trimmed log. "+
 			"Calling the reference's own torch op, mutating inputs or caching outputs is an integrity_violation; plain torch ops pass with a warning. Identical requests are answered from a cache."),
 		mcp.WithInputSchema[RunKernelInput](),

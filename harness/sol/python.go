@@ -19,11 +19,22 @@ import (
 // decodes the last stdout line as JSON into out. The child runs in its own
 // process group so a timeout kills it and anything it spawned.
 func runScript(ctx context.Context, python, name, script string, env []string, out any, args ...string) error {
+	return runScriptWith(ctx, python, name, script, nil, env, out, args...)
+}
+
+// runScriptWith is runScript with modules the script imports (name -> source)
+// written beside it.
+func runScriptWith(ctx context.Context, python, name, script string, modules map[string][]byte, env []string, out any, args ...string) error {
 	dir, err := os.MkdirTemp("", "kevolve-sol-")
 	if err != nil {
 		return fmt.Errorf("temp dir: %w", err)
 	}
 	defer os.RemoveAll(dir)
+	for m, src := range modules {
+		if err := os.WriteFile(filepath.Join(dir, m), src, 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", m, err)
+		}
+	}
 	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", name, err)

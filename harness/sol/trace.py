@@ -13,174 +13,14 @@
 import argparse
 import importlib.util
 import json
-import math
 import os
 import sys
 
 import torch
-from torch.overrides import TorchFunctionMode
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
-from torch.utils import flop_counter
 
-aten = torch.ops.aten
-
-# Exact formulas from torch's flop counter, keyed by overload packet. The CPU
-# flash-attention entry point is not in torch's table; its math is the same.
-EXACT = dict(flop_counter.flop_registry)
-if hasattr(aten, "_scaled_dot_product_flash_attention_for_cpu"):
-    EXACT[aten._scaled_dot_product_flash_attention_for_cpu] = flop_counter.sdpa_flop
-
-# FLOPs per output element. Stated conventions (documented in harness/sol):
-# simple arithmetic 1; transcendental (exp, log, tanh, erf, sin, ...) 4;
-# sigmoid 4 (exp, add, reciprocal); silu 5; gelu 8 (tanh form); sqrt/rsqrt 1;
-# softmax/log_softmax 7 per element (max, sub, exp=4, sum, div);
-# layer/rms/group/batch norm 8 per element (mean, sub, square, sum, rsqrt-mul, affine).
-TRANSC = 4
-COST = {}
-for n in ["add", "sub", "mul", "div", "neg", "relu", "abs", "maximum", "minimum",
-          "clamp", "clamp_min", "clamp_max", "where", "reciprocal", "sqrt", "rsqrt",
-          "square", "sign", "floor", "ceil", "round", "remainder", "fmod", "threshold",
-          "hardtanh", "leaky_relu", "eq", "ne", "lt", "le", "gt", "ge", "logical_not",
-          "logical_and", "logical_or", "bitwise_and", "masked_fill", "lerp", "addcmul",
-          "addcdiv", "rsub", "hardsigmoid", "hardswish", "relu6", "pow"]:
-    COST[n] = 1
-for n in ["addcmul", "addcdiv", "lerp"]:
-    COST[n] = 2
-for n in ["exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "tanh", "erf",
-          "erfc", "sin", "cos", "tan", "atan", "asin", "acos", "sinh", "cosh", "softplus",
-          "elu", "selu", "celu", "mish", "logsigmoid"]:
-    COST[n] = TRANSC
-COST["sigmoid"] = TRANSC
-COST["silu"] = TRANSC + 1
-COST["gelu"] = 8
-COST["_softmax"] = 7
-COST["_safe_softmax"] = 7
-COST["_log_softmax"] = 7
-for n in ["native_layer_norm", "native_group_norm", "native_batch_norm",
-          "_native_batch_norm_legit", "_native_batch_norm_legit_no_training", "_fused_rms_norm"]:
-    COST[n] = 8
-# Reductions: FLOPs = input elements x factor.
-REDUCE = {"sum": 1, "mean": 1, "amax": 1, "amin": 1, "max": 1, "min": 1, "prod": 1,
-          "argmax": 1, "argmin": 1, "logsumexp": TRANSC + 2, "norm": 2,
-          "linalg_vector_norm": 2, "var": 3, "std": 3, "var_mean": 3, "std_mean": 3,
-          "cumsum": 1, "cumprod": 1, "all": 1, "any": 1, "_cdist_forward": 3}
-# Pure data movement or metadata: no FLOPs.
-FREE = {"view", "_unsafe_view", "reshape", "t", "transpose", "permute", "expand",
-        "unsqueeze", "squeeze", "slice", "select", "as_strided", "alias", "detach",
-        "clone", "copy_", "_to_copy", "contiguous", "cat", "stack", "split",
-        "split_with_sizes", "unbind", "chunk", "narrow", "index_select", "gather",
-        "embedding", "index", "empty", "empty_like", "zeros", "zeros_like", "ones",
-        "ones_like", "full", "full_like", "fill_", "zero_", "new_empty", "new_zeros",
-        "new_ones", "new_full", "arange", "lift_fresh", "flatten", "unflatten",
-        "repeat", "roll", "flip", "pad", "constant_pad_nd", "empty_strided",
-        "_reshape_alias", "view_as", "expand_as", "t_", "transpose_", "scalar_tensor",
-        "masked_select", "nonzero", "topk", "sort", "scatter", "scatter_add", "index_put_",
-        "index_add", "_local_scalar_dense", "resize_", "set_", "lift", "randn", "rand",
-        "normal_", "uniform_", "bernoulli_", "dropout", "native_dropout", "max_pool2d_with_indices"}
-
-
-def numel(t):
-    return t.numel() if isinstance(t, torch.Tensor) else 0
-
-
-class Counter(TorchDispatchMode):
-    def __init__(self):
-        super().__init__()
-        self.ops = {}
-        # Operand dtype of the FLOP-heaviest exact call: it sets the ceiling.
-        self.dtype_of_exact = None
-        self._best = -1.0
-        self.suspended = 0  # >0 while inside an op counted as a whole (attention)
-
-    def exact(self, flops, dtype):
-        if flops > self._best and dtype in DT:
-            self._best = flops
-            self.dtype_of_exact = DT[dtype]
-
-    def add(self, name, flops, method):
-        e = self.ops.setdefault(name, {"op": name, "calls": 0, "flops": 0.0, "method": method})
-        e["calls"] += 1
-        e["flops"] += float(flops)
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        out = func(*args, **kwargs)
-        if self.suspended:
-            return out
-        packet = func._overloadpacket
-        base = packet.__name__.rstrip("_") if packet.__name__ not in FREE else packet.__name__
-        name = "aten." + packet.__name__
-        if packet in EXACT:
-            f = EXACT[packet](*args, **kwargs, out_val=out)
-            self.add(name, f, "exact (torch.utils.flop_counter formula)")
-            ts = [a for a in tree_flatten(args)[0] if isinstance(a, torch.Tensor)]
-            if ts:
-                self.exact(f, ts[0].dtype)
-            return out
-        outs = [o for o in tree_flatten(out)[0] if isinstance(o, torch.Tensor)]
-        if base in FREE or packet.__name__ in FREE:
-            self.add(name, 0, "data movement: 0 FLOPs")
-        elif base in REDUCE:
-            ins = [a for a in tree_flatten(args)[0] if isinstance(a, torch.Tensor)]
-            n = numel(ins[0]) if ins else 0
-            self.add(name, n * REDUCE[base], "reduction: input elements x %d" % REDUCE[base])
-        elif base in COST:
-            n = numel(outs[0]) if outs else 0
-            self.add(name, n * COST[base], "elementwise: output elements x %d" % COST[base])
-        elif base in ("max_pool2d", "avg_pool2d", "max_pool1d", "avg_pool1d", "max_pool3d",
-                      "avg_pool3d", "adaptive_avg_pool2d", "_adaptive_avg_pool2d"):
-            ins = [a for a in tree_flatten(args)[0] if isinstance(a, torch.Tensor)]
-            # Each output reads its window: approximate by input elements.
-            self.add(name, numel(ins[0]) if ins else 0, "pooling: input elements x 1")
-        else:
-            n = numel(outs[0]) if outs else 0
-            self.add(name, n, "unknown op: output elements x 1 (assumed)")
-        return out
-
-
-class Attention(TorchFunctionMode):
-    """Counts scaled_dot_product_attention as one op, whatever backend runs it
-    (on meta/CPU it decomposes into upcasts, bmm and softmax that would
-    misstate both the FLOPs and the dtype): 2*B*H*Sq*Sk*(D+Dv) for the two
-    matmuls, exactly as torch's flop counter, plus 7 per score for softmax."""
-
-    def __init__(self, counter):
-        super().__init__()
-        self.counter = counter
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if func is not torch.nn.functional.scaled_dot_product_attention:
-            return func(*args, **kwargs)
-        q, k, v = args[0], args[1], args[2]
-        lead = math.prod(q.shape[:-2])
-        sq, d = q.shape[-2], q.shape[-1]
-        sk, dv = k.shape[-2], v.shape[-1]
-        # Causal masking leaves about half the scores to compute.
-        frac = 0.5 if kwargs.get("is_causal") or (len(args) > 5 and args[5]) else 1.0
-        scores = lead * sq * sk * frac
-        mm = 2 * scores * (d + dv)
-        c = self.counter
-        c.add("scaled_dot_product_attention", mm + 7 * scores,
-              "exact matmuls 2*B*H*Sq*Sk*(D+Dv) + softmax 7 per score" + (", causal: half the scores" if frac < 1 else ""))
-        c.exact(mm, q.dtype)
-        c.suspended += 1
-        try:
-            return func(*args, **kwargs)
-        finally:
-            c.suspended -= 1
-
-
-DT = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16",
-      torch.float64: "fp64"}
-for _n in ["float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"]:
-    if hasattr(torch, _n):
-        DT[getattr(torch, _n)] = "fp8"
-
-
-def nbytes(t):
-    return t.numel() * t.element_size()
+# The counting core lives in the worker's Python (workcount.py), written
+# beside this script by harness/sol, so the evaluation child counts the same way.
+from workcount import Attention, Counter, summarize
 
 
 def load(path):
@@ -202,31 +42,7 @@ def trace(mod, device):
     c = Counter()
     with torch.no_grad(), Attention(c), c:
         out = model(*inputs)
-    bd = []
-    tin = [x for x in tree_flatten(inputs)[0] if isinstance(x, torch.Tensor)]
-    bd.append({"op": "read inputs", "bytes": float(sum(nbytes(x) for x in tin)),
-               "method": "%d tensor(s), each read once" % len(tin)})
-    params = list(model.parameters()) + list(model.buffers())
-    bd.append({"op": "read parameters+buffers", "bytes": float(sum(nbytes(p) for p in params)),
-               "method": "%d tensor(s), each read once" % len(params)})
-    touts = [x for x in tree_flatten(out)[0] if isinstance(x, torch.Tensor)]
-    bd.append({"op": "write outputs", "bytes": float(sum(nbytes(x) for x in touts)),
-               "method": "%d tensor(s), each written once" % len(touts)})
-    # Dtype that sets the compute ceiling: that of the FLOP-heaviest exact op's
-    # operands if any, otherwise the float dtype holding the most input bytes.
-    dtype = None
-    if c.dtype_of_exact:
-        dtype = c.dtype_of_exact
-    if dtype is None:
-        by = {}
-        for x in tin + params + touts:
-            if x.dtype in DT:
-                by[DT[x.dtype]] = by.get(DT[x.dtype], 0) + nbytes(x)
-        dtype = max(by, key=by.get) if by else "fp32"
-    flops = sum(o["flops"] for o in c.ops.values())
-    ops = sorted(c.ops.values(), key=lambda o: -o["flops"])
-    return {"flops": flops, "bytes": sum(b["bytes"] for b in bd), "dtype": dtype,
-            "device": device, "ops": ops, "bytes_detail": bd}
+    return summarize(c, inputs, model, out, device)
 
 
 def main():

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kevolve/kevolve-mcp/harness/toolchain"
+	"github.com/kevolve/kevolve-mcp/harness/worker"
 )
 
 // OpCount is one line of how a count was derived.
@@ -114,7 +115,13 @@ func Trace(ctx context.Context, refPath string, opt TraceOptions) (Work, error) 
 	// Tracing is CPU/meta work: hide GPUs so a reference cannot grab one.
 	env = append(env, "CUDA_VISIBLE_DEVICES=", "HIP_VISIBLE_DEVICES=")
 	var out traceOut
-	if err := runScript(ctx, opt.Python, "kevolve_trace.py", traceScript, env, &out, refPath, "--device", opt.Device); err != nil {
+	// The counting core is the worker's workcount.py, shared with the
+	// evaluation child (which counts the reference on its real inputs).
+	core, err := worker.PyFile("workcount.py")
+	if err != nil {
+		return Work{}, fmt.Errorf("trace %s: %w", refPath, err)
+	}
+	if err := runScriptWith(ctx, opt.Python, "kevolve_trace.py", traceScript, map[string][]byte{"workcount.py": core}, env, &out, refPath, "--device", opt.Device); err != nil {
 		return Work{}, fmt.Errorf("trace %s: %w", refPath, err)
 	}
 	w := Work{FLOPs: out.FLOPs, Bytes: out.Bytes, Dtype: out.Dtype, Source: "traced"}

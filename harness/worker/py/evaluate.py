@@ -1,656 +1,42 @@
 """One evaluation of a candidate (ModelNew) against a KernelBench-format
 reference (Model, get_inputs, get_init_inputs), run in a forked child.
 
-main(args, ctx) returns a dict: verdict, stage, checks, timing stats,
-warnings. Every kernel failure becomes a verdict; only a broken reference
-or request becomes {"harness_error": ...}.
+main(args, ctx) returns a dict (decoded by harness/eval.go, pyResult):
+verdict, stage, checks, timing stats, warnings, memory, and work when
+args["count_work"]. Every kernel failure becomes a verdict; a failing
+reference is verdict reference_error; an out-of-memory error anywhere is
+runtime_error with check out_of_memory; only an unusable request becomes
+{"harness_error": ...}.
+
+The stages live in modules of their own: evaluate_common (checks, errors,
+loading), evaluate_hooks (launch counting), evaluate_ops (op traces),
+evaluate_compare (comparison, poison), evaluate_timing (timer),
+evaluate_integrity (audits, cached outputs, stream work), workcount (FLOPs
+and bytes). This file runs them in order.
 """
-import contextlib
-import importlib.util
 import math
-import os
-import sys
 import threading
 import time
-import re
-import traceback
 
 import torch
 
+from evaluate_common import (Check, HarnessError, KernelFailure, ReferenceFailure, Side, clone_tree, flatten,
+                             fmt_exc, guard_changed, guard_snapshot, is_compile_exception, is_oom, load_module,
+                             overlaps, same_tensor_values, short_trace, tensors_of, to_device, where_in)
+from evaluate_compare import compare, nan_fill, poison_allocator
+from evaluate_hooks import LaunchCounter, install_launch_hooks, triton_interpreter
+from evaluate_integrity import (Auditor, InputRefresher, memoization_check, post_timing_call, private_rng,
+                                stream_work_check)
+from evaluate_ops import TRIVIAL_OPS, OpRecorder, OpTrace, main_ops, same_trace
+from evaluate_timing import AuditFailed, Timer, time_limit
+
+try:  # imported in the warm parent (0.1 s, no CUDA), so count_work costs no import
+    import workcount
+except Exception:  # noqa: BLE001 - counting is optional; _count_work reports it
+    workcount = None
+
 VERDICT_ORDER = ("integrity_violation", "compile_error", "runtime_error", "incorrect")
 
-# Ops that are glue, not the work: shape queries, views, moves, creation,
-# plain arithmetic. A candidate may call these freely.
-TRIVIAL_OPS = {
-    "size", "dim", "numel", "shape", "stride", "dtype", "device", "is_contiguous", "data_ptr",
-    "storage_offset", "element_size", "view", "reshape", "flatten", "unflatten", "squeeze",
-    "unsqueeze", "permute", "transpose", "t", "contiguous", "expand", "expand_as", "view_as",
-    "reshape_as", "narrow", "select", "__getitem__", "__setitem__", "split", "chunk", "unbind",
-    "to", "cuda", "cpu", "float", "half", "bfloat16", "double", "int", "long", "bool", "type",
-    "type_as", "clone", "detach", "copy_", "empty", "empty_like", "zeros", "zeros_like", "ones",
-    "ones_like", "full", "full_like", "new_empty", "new_zeros", "new_ones", "new_full", "arange",
-    "tensor", "as_tensor", "fill_", "zero_", "__add__", "__radd__", "__iadd__", "__sub__",
-    "__rsub__", "__isub__", "__mul__", "__rmul__", "__imul__", "__truediv__", "__rtruediv__",
-    "__itruediv__", "__neg__", "add", "sub", "mul", "div", "add_", "mul_", "sub_", "div_",
-    "__len__", "__iter__", "__bool__", "__format__", "__repr__", "__hash__", "__eq__", "__ne__",
-    "__lt__", "__le__", "__gt__", "__ge__", "__and__", "__or__", "item", "tolist", "is_floating_point",
-    "requires_grad_", "__get__", "__set__", "_has_compatible_shallow_copy_type", "cat", "stack",
-    "is_complex", "get_device", "untyped_storage", "storage", "__reduce_ex__", "__deepcopy__",
-    "__index__", "__int__", "__float__", "__contains__", "__array__", "__setstate__", "data",
-    "grad", "requires_grad", "is_cuda", "layout", "ndim", "T", "mT", "names", "is_leaf",
-    "device_type", "new_tensor", "empty_strided", "as_strided",
-}
-# Ops that are the work of a kernel problem. When the reference calls some
-# of these, they are its "main" ops and a candidate calling one of them is
-# calling the reference; the reference's glue (relu after a GEMM, say) stays
-# allowed. A reference with none of these has all its non-trivial ops as main.
-HEAVY_OPS = {
-    "matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "addmv", "mv", "linear", "bilinear",
-    "softmax", "log_softmax", "softmin", "normalize", "layer_norm", "rms_norm", "group_norm",
-    "batch_norm", "instance_norm", "local_response_norm", "norm", "vector_norm", "matrix_norm",
-    "scaled_dot_product_attention", "multi_head_attention_forward", "embedding", "embedding_bag",
-    "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "sort", "argsort", "topk", "kthvalue",
-    "argmax", "argmin", "einsum", "tensordot", "dot", "vdot", "inner", "outer", "cdist",
-    "logsumexp", "bucketize", "searchsorted", "segment_reduce", "scatter_add", "scatter_reduce",
-    "index_add", "index_reduce", "cross_entropy", "nll_loss", "mse_loss", "l1_loss",
-    "smooth_l1_loss", "huber_loss", "kl_div", "binary_cross_entropy",
-    "binary_cross_entropy_with_logits", "cosine_similarity", "pairwise_distance",
-    "triplet_margin_loss", "hinge_embedding_loss", "margin_ranking_loss", "cosine_embedding_loss",
-    "mean", "sum", "nansum", "amax", "amin", "max", "min", "aminmax", "var", "std", "var_mean",
-    "std_mean", "prod", "median", "mode", "quantile", "interpolate", "grid_sample", "unfold", "fold",
-    "pixel_shuffle", "gelu", "silu", "mish", "glu", "histc", "bincount", "unique", "fft", "rfft",
-}
-HEAVY_PREFIXES = ("conv", "max_pool", "avg_pool", "adaptive_", "lp_pool", "fractional_max_pool",
-                  "_scaled_dot", "_flash", "_efficient_attention", "lstm", "gru", "rnn", "fft_")
-
-
-def is_heavy(name):
-    return name in HEAVY_OPS or name.startswith(HEAVY_PREFIXES)
-
-
-class Check:
-    def __init__(self):
-        self.items = []
-        self.by_name = {}
-
-    def add(self, name, passed, detail="", verdict=None):
-        """Records a check; the first failure of a name wins, later passes of
-        the same name only append to the count."""
-        c = self.by_name.get(name)
-        if c is None:
-            c = {"name": name, "passed": bool(passed), "detail": str(detail)[:2000]}
-            c["_verdict"] = None if passed else verdict
-            self.items.append(c)
-            self.by_name[name] = c
-        elif not passed and c["passed"]:
-            c["passed"] = False
-            c["detail"] = str(detail)[:2000]
-            c["_verdict"] = verdict
-        return passed
-
-    def failed(self):
-        return [c for c in self.items if not c["passed"]]
-
-    def export(self):
-        return [{k: v for k, v in c.items() if not k.startswith("_")} for c in self.items]
-
-
-class KernelFailure(Exception):
-    def __init__(self, verdict, stage, detail):
-        super().__init__(detail)
-        self.verdict, self.stage, self.detail = verdict, stage, detail
-
-
-class HarnessError(Exception):
-    pass
-
-
-_ERROR_LINE = re.compile(r"(\berror\b|\bError\b|undefined reference|ptxas fatal)")
-
-
-def _fmt_exc(e, limit=6000):
-    """What an agent needs to fix the kernel, first: the compiler's error
-    lines (a load_inline build puts the whole ninja log, long command lines
-    included, into the exception), then the exception, then the traceback's
-    last frames. Check details keep only their head."""
-    msg = "%s: %s" % (type(e).__name__, e)
-    errs = []
-    lines = msg.splitlines()
-    for i, line in enumerate(lines):
-        if _ERROR_LINE.search(line) and len(line) < 400:
-            errs.extend(lines[i:i + 3])
-        if sum(len(x) for x in errs) > 1500:
-            break
-    head = ("compiler errors:\n" + "\n".join(dict.fromkeys(errs)) + "\n\n") if errs else ""
-    tb = "".join(traceback.format_exception(e))
-    s = head + msg[-2000:] + "\n--- traceback (last frames) ---\n" + tb[-2000:]
-    return s[:limit]
-
-
-def is_compile_exception(e):
-    names = {c.__name__ for c in type(e).__mro__}
-    if names & {"SyntaxError", "ImportError", "CompileError", "CompilationError",
-                "IndentationError", "ModuleNotFoundError"}:
-        return True
-    msg = str(e)
-    return "Error building extension" in msg or "ninja: build stopped" in msg
-
-
-def load_module(src, name, work_dir):
-    """Imports a source ({"path"} or {"code"}) as a fresh module. Inline code
-    is written to a file first: Triton and inspect need the source on disk."""
-    path = src.get("path")
-    if not path:
-        path = os.path.join(work_dir, name + ".py")
-        with open(path, "w") as f:
-            f.write(src.get("code") or "")
-    path = os.path.abspath(path)
-    d = os.path.dirname(path)
-    if d not in sys.path:
-        sys.path.insert(0, d)
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-# ---------------------------------------------------------------- tracing
-
-class LaunchCounter:
-    """Counts custom-kernel launches: Triton kernels, objects returned by the
-    kevolve loaders, load_inline / cpp_extension modules, cupy kernels."""
-
-    def __init__(self):
-        self.n = 0
-        self.kinds = set()
-
-    def hit(self, kind):
-        self.n += 1
-        self.kinds.add(kind)
-
-
-class _CountingProxy:
-    def __init__(self, obj, counter, kind):
-        object.__setattr__(self, "_kv_obj", obj)
-        object.__setattr__(self, "_kv_counter", counter)
-        object.__setattr__(self, "_kv_kind", kind)
-
-    def __getattr__(self, name):
-        v = getattr(self._kv_obj, name)
-        if callable(v) and not name.startswith("__") and not isinstance(v, type):
-            counter, kind = self._kv_counter, self._kv_kind
-
-            def call(*a, **k):
-                counter.hit(kind)
-                return v(*a, **k)
-            call.__name__ = getattr(v, "__name__", name)
-            call.__doc__ = getattr(v, "__doc__", None)
-            return call
-        return v
-
-    def __setattr__(self, name, value):
-        setattr(self._kv_obj, name, value)
-
-    def __call__(self, *a, **k):
-        self._kv_counter.hit(self._kv_kind)
-        return self._kv_obj(*a, **k)
-
-    def __dir__(self):
-        return dir(self._kv_obj)
-
-
-def triton_interpreter(want):
-    """Makes a later `import triton` match the wanted mode. Triton fixes the
-    mode of its own library functions at import, so a mismatch means
-    dropping the parent's imported copy and importing afresh."""
-    os.environ["TRITON_INTERPRET"] = "1" if want else "0"
-    mod = sys.modules.get("triton")
-    if mod is None:
-        return
-    # knobs read the environment lazily, so the parent records the mode it
-    # imported Triton in; unknown means reimport.
-    have = getattr(mod, "_kevolve_interpret_at_import", None)
-    if have == want:
-        return
-    for name in list(sys.modules):
-        if name == "triton" or name.startswith("triton."):
-            del sys.modules[name]
-
-
-def install_launch_hooks(counter, uses_ext=True):
-    def wrap_loader(mod, attr, kind):
-        f = getattr(mod, attr, None)
-        if f is None or getattr(f, "_kv_wrapped", False):
-            return
-
-        def loader(*a, **k):
-            return _CountingProxy(f(*a, **k), counter, kind)
-        loader._kv_wrapped = True
-        loader.__doc__ = f.__doc__
-        setattr(mod, attr, loader)
-
-    try:
-        import kevolve
-        for attr in ("load_cuda", "load_c", "load_hip"):
-            wrap_loader(kevolve, attr, "kevolve")
-    except Exception:  # noqa: BLE001 - loader package optional
-        pass
-    try:
-        if uses_ext or "torch.utils.cpp_extension" in sys.modules:
-            import torch.utils.cpp_extension as ce
-            for attr in ("load_inline", "load"):
-                wrap_loader(ce, attr, "cpp_extension")
-    except Exception:  # noqa: BLE001
-        pass
-    try:
-        from triton.runtime import jit as tjit
-        orig = tjit.JITFunction.run
-        if not getattr(orig, "_kv_wrapped", False):
-            def run(self, *a, **k):
-                counter.hit("triton")
-                return orig(self, *a, **k)
-            run._kv_wrapped = True
-            tjit.JITFunction.run = run
-    except Exception:  # noqa: BLE001
-        pass
-    try:
-        from triton.runtime import interpreter as tint
-        orig_i = tint.InterpretedFunction.run
-        if not getattr(orig_i, "_kv_wrapped", False):
-            def irun(self, *a, **k):
-                counter.hit("triton")
-                return orig_i(self, *a, **k)
-            irun._kv_wrapped = True
-            tint.InterpretedFunction.run = irun
-    except Exception:  # noqa: BLE001
-        pass
-    try:
-        import cupy
-        for cls in (cupy.RawKernel, cupy.ElementwiseKernel):
-            orig_c = cls.__call__
-            if getattr(orig_c, "_kv_wrapped", False):
-                continue
-
-            def ccall(self, *a, _o=orig_c, **k):
-                counter.hit("cupy")
-                return _o(self, *a, **k)
-            ccall._kv_wrapped = True
-            try:
-                cls.__call__ = ccall
-            except TypeError:
-                pass
-    except Exception:  # noqa: BLE001
-        pass
-
-
-def op_name(func):
-    n = getattr(func, "__name__", None) or repr(func)
-    return n
-
-
-class OpRecorder(torch.overrides.TorchFunctionMode):
-    """Records the top-level torch functions a forward calls (nested calls
-    inside a torch function run with the mode popped and are not seen)."""
-
-    def __init__(self):
-        super().__init__()
-        self.ops = {}
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        n = op_name(func)
-        self.ops[n] = self.ops.get(n, 0) + 1
-        return func(*args, **(kwargs or {}))
-
-
-def main_ops(ref_ops):
-    nontrivial = {o for o in ref_ops if o not in TRIVIAL_OPS}
-    heavy = {o for o in nontrivial if is_heavy(o)}
-    return heavy or nontrivial
-
-
-# ---------------------------------------------------------------- helpers
-
-def flatten(out):
-    if isinstance(out, (list, tuple)):
-        r = []
-        for o in out:
-            r.extend(flatten(o))
-        return r
-    return [out]
-
-
-def to_device(x, device):
-    if isinstance(x, torch.Tensor):
-        return x.to(device)
-    if isinstance(x, (list, tuple)):
-        return type(x)(to_device(v, device) for v in x)
-    return x
-
-
-def clone_tree(x):
-    if isinstance(x, torch.Tensor):
-        return x.clone()
-    if isinstance(x, (list, tuple)):
-        return type(x)(clone_tree(v) for v in x)
-    return x
-
-
-def tensors_of(x):
-    return [t for t in flatten(x) if isinstance(t, torch.Tensor)]
-
-
-def same_tensor_values(a, b):
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    if a.is_floating_point() or a.is_complex():
-        return bool(torch.equal(torch.nan_to_num(a, nan=0.0), torch.nan_to_num(b, nan=0.0))) and \
-            bool(torch.equal(torch.isnan(a), torch.isnan(b)))
-    return bool(torch.equal(a, b))
-
-
-def storage_range(t):
-    if t.numel() == 0:
-        return None
-    st = t.untyped_storage()
-    return (st.data_ptr(), st.data_ptr() + st.nbytes())
-
-
-def overlaps(a, b):
-    ra, rb = storage_range(a), storage_range(b)
-    if ra is None or rb is None or a.device != b.device:
-        return False
-    return ra[0] < rb[1] and rb[0] < ra[1]
-
-
-DEFAULT_TOL = {
-    torch.float32: (1e-4, 1e-4, 1e-3),
-    torch.float64: (1e-7, 1e-7, 1e-6),
-    torch.float16: (1e-2, 1e-2, 1e-2),
-    torch.bfloat16: (2e-2, 2e-2, 2e-2),
-}
-
-
-def tolerance(dtype, override):
-    atol, rtol, rel = DEFAULT_TOL.get(dtype, (1e-4, 1e-4, 1e-3))
-    if override:
-        atol = override.get("atol") or atol
-        rtol = override.get("rtol") or rtol
-        rel = override.get("rel_norm") or rel
-    return atol, rtol, rel
-
-
-def compare(i, ref, out, tol_override):
-    """Returns (ok, check_name, detail) for one output tensor."""
-    if out.shape != ref.shape:
-        return False, "shape", "output %d: shape %s, expected %s" % (i, tuple(out.shape), tuple(ref.shape))
-    if out.dtype != ref.dtype:
-        return False, "dtype", "output %d: dtype %s, expected %s" % (i, out.dtype, ref.dtype)
-    if out.device != ref.device:
-        return False, "device", "output %d: on %s, expected %s" % (i, out.device, ref.device)
-    if ref.is_contiguous() and not out.is_contiguous():
-        return False, "contiguity", "output %d: not contiguous (strides %s)" % (i, out.stride())
-    if not (ref.is_floating_point() or ref.is_complex()):
-        if torch.equal(out, ref):
-            return True, "allclose", ""
-        bad = (out != ref).sum().item()
-        return False, "allclose", "output %d: %d of %d integer elements differ" % (i, bad, ref.numel())
-    atol, rtol, rel = tolerance(ref.dtype, tol_override)
-    o, r = out.double(), ref.double()
-    ref_fin = torch.isfinite(r)
-    out_fin = torch.isfinite(o)
-    nonfinite = (~out_fin & ref_fin).sum().item()
-    if nonfinite:
-        return False, "finite", "output %d: %d NaN/Inf elements where the reference is finite (unwritten memory is NaN-poisoned)" % (i, nonfinite)
-    if not torch.equal(ref_fin, out_fin) or not torch.equal(torch.isnan(r), torch.isnan(o)):
-        return False, "finite", "output %d: non-finite pattern differs from the reference" % i
-    o = torch.where(ref_fin, o, 0.0)
-    r = torch.where(ref_fin, r, 0.0)
-    diff = (o - r).abs()
-    maxerr = diff.max().item() if diff.numel() else 0.0
-    close = diff <= atol + rtol * r.abs()
-    if not bool(close.all()):
-        nbad = (~close).sum().item()
-        idx = int((diff - (atol + rtol * r.abs())).argmax().item())
-        return False, "allclose", ("output %d: %d of %d elements outside atol=%g rtol=%g; max abs err %.3g; "
-                                   "worst at flat index %d: got %.6g, expected %.6g") % (
-            i, nbad, r.numel(), atol, rtol, maxerr, idx, o.flatten()[idx].item(), r.flatten()[idx].item())
-    rn = r.norm().item()
-    dn = diff.norm().item()
-    if rn == 0.0:
-        if dn > atol:
-            return False, "relative_norm", "output %d: reference is all zeros, candidate norm %.3g" % (i, dn)
-    elif dn / rn > rel:
-        return False, "relative_norm", ("output %d: ||out-ref||/||ref|| = %.3g > %g (||ref|| = %.3g): passes allclose only "
-                                        "because the values are tiny") % (i, dn / rn, rel, rn)
-    return True, "allclose", "max abs err %.3g, rel norm err %.3g" % (maxerr, (dn / rn) if rn else 0.0)
-
-
-# ---------------------------------------------------------------- poison
-
-def poison_allocator(device):
-    """Fills the memory the candidate's next allocations will come from with
-    NaN, so output it never writes shows up. torch.empty itself is filled
-    with NaN by the deterministic-fill mode enabled around candidate calls."""
-    if device.type == "cuda":
-        free, _total = torch.cuda.mem_get_info(device)
-        n = min(int(free * 0.5), 4 << 30)
-        blocks = []
-        size = 256 << 20
-        try:
-            while n > 0:
-                b = torch.empty(min(size, n) // 4, dtype=torch.float32, device=device)
-                b.fill_(float("nan"))
-                blocks.append(b)
-                n -= size
-        except RuntimeError:
-            pass
-        total = sum(b.numel() * 4 for b in blocks)
-        del blocks  # freed into the caching allocator, NaN-filled
-        torch.cuda.synchronize(device)
-        return "%d MiB of the CUDA caching allocator filled with NaN; torch.empty filled with NaN" % (total >> 20)
-    return "torch.empty filled with NaN (deterministic fill)"
-
-
-@contextlib.contextmanager
-def nan_fill():
-    """torch.empty* returns NaN-filled memory while active. Uses torch._C
-    directly: torch.use_deterministic_algorithms imports inductor (3 s)."""
-    C = torch._C
-    prev = (C._get_deterministic_algorithms(), C._get_deterministic_algorithms_warn_only(),
-            C._get_deterministic_fill_uninitialized_memory())
-    C._set_deterministic_algorithms(True, warn_only=True)
-    C._set_deterministic_fill_uninitialized_memory(True)
-    try:
-        yield
-    finally:
-        C._set_deterministic_algorithms(prev[0], warn_only=prev[1])
-        C._set_deterministic_fill_uninitialized_memory(prev[2])
-
-
-# ---------------------------------------------------------------- timing
-
-class Timer:
-    def __init__(self, device, flush_bytes):
-        self.device = device
-        self.flush = None
-        self.spin_cycles = 0
-        if device.type == "cuda":
-            self.flush = torch.ones(flush_bytes // 4, dtype=torch.int32, device=device)
-            # Before each start event the GPU is kept busy a little longer
-            # than the host needs to enqueue one forward, so the timed region
-            # starts with the kernels already queued: launch latency and
-            # Python overhead stay out of the kernel's time.
-            self.spin_cycles = int(args_spin_cycles(device))
-        else:
-            self.flush = torch.ones(flush_bytes // 4, dtype=torch.int32)
-
-    def clear_cache(self):
-        """Evict the last-level cache by reading a buffer larger than it.
-        A read leaves the cache full of clean lines; a write (zero_) left
-        ~50 MB of dirty ones on an H100 that the timed kernel then paid to
-        write back: a 44 us memory-bound kernel read 17% above Nsight
-        Compute's duration, which starts from an invalidated L2, and reads
-        within 2% of it with this flush."""
-        self.flush.sum()
-
-    def pre(self):
-        """What runs before each timed iteration: the cache flush, then the spin."""
-        self.clear_cache()
-        if self.spin_cycles:
-            torch.cuda._sleep(self.spin_cycles)
-
-    def sync(self):
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-
-    def bench(self, fn, cap_s, min_iters=25, max_iters=1000, target_rse=0.005):
-        """Adaptive: stops once the median's relative standard error (from a
-        robust sigma, 1.4826 MAD) is under target_rse, or at max_iters/cap_s."""
-        t_start = time.perf_counter()
-        # Warm-up: at least 3 calls and about 25 ms.
-        for _ in range(3):
-            fn()
-        self.sync()
-        w0 = time.perf_counter()
-        n = 0
-        while time.perf_counter() - w0 < 0.025 and n < 50:
-            fn()
-            n += 1
-            self.sync()
-        times = []
-        cuda = self.device.type == "cuda"
-        batch = 10
-        while True:
-            if cuda:
-                evs = []
-                for _ in range(batch):
-                    self.pre()
-                    s = torch.cuda.Event(enable_timing=True)
-                    e = torch.cuda.Event(enable_timing=True)
-                    s.record()
-                    fn()
-                    e.record()
-                    evs.append((s, e))
-                torch.cuda.synchronize(self.device)
-                times.extend(s.elapsed_time(e) / 1e3 for s, e in evs)
-            else:
-                for _ in range(batch):
-                    self.clear_cache()
-                    t0 = time.perf_counter_ns()
-                    fn()
-                    times.append((time.perf_counter_ns() - t0) / 1e9)
-            k = len(times)
-            st = stats(times)
-            elapsed = time.perf_counter() - t_start
-            if k >= min_iters and (st["rse"] < target_rse or k >= max_iters or elapsed > cap_s):
-                return st
-            batch = min(max(10, k // 2), max_iters - k)
-
-
-def check_stream_work(timer, cand_fn, ref_fn, timed_median, checks):
-    """Work the candidate leaves running on another stream escapes the
-    events on the current one. Seven more calls, timed as the benchmark
-    times them, catch it two ways:
-    - tail: after the current stream's end event completes, the device still
-      needs this long to go idle: work outlived the stream it was timed on.
-      The reference (plain torch on the current stream) measured the same
-      way gives the platform's own tail (a device sync is not free: up to
-      ~80 us on the H100);
-    - the events of these calls read far above the benchmark's median: the
-      hidden work landed inside the events sometimes (streams that the
-      hardware happens to serialize), so the median cannot be trusted.
-    Host time is kept out of both, so a candidate that is slow in Python
-    is not mistaken for one that hides work."""
-    _, base = _stream_tails(timer, ref_fn)
-    me, mt = _stream_tails(timer, cand_fn)
-    tail_ok = mt <= 2 * base + 50e-6 + 0.2 * timed_median
-    evt_ok = me <= 3 * timed_median + 200e-6
-    why = ""
-    if not tail_ok:
-        why = ": the device stays busy %.3g s after the timed stream is done; work runs outside the current stream" % mt
-    elif not evt_ok:
-        why = ": the same calls read %.1fx the timed median; work on another stream lands in the timing only sometimes" % (me / timed_median)
-    checks.add("stream_work", tail_ok and evt_ok,
-               "timed median %.3g s; event-timed median of 7 more calls %.3g s, device busy %.3g s after them (reference: %.3g s)%s" % (
-                   timed_median, me, mt, base, why), "integrity_violation")
-
-
-def _stream_tails(timer, fn):
-    """Median event time of fn and median time the device stays busy after
-    the current stream's end event, over seven synchronized calls."""
-    evt, tail = [], []
-    for _ in range(7):
-        timer.sync()
-        timer.pre()
-        s = torch.cuda.Event(enable_timing=True)
-        e = torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        t1 = time.perf_counter()
-        timer.sync()
-        tail.append(time.perf_counter() - t1)
-        evt.append(s.elapsed_time(e) / 1e3)
-    return sorted(evt)[3], sorted(tail)[3]
-
-
-def args_spin_cycles(device, host_s=300e-6):
-    """Cycles of torch.cuda._sleep that cover host_s at the SM clock."""
-    try:
-        khz = torch.cuda.get_device_properties(device).clock_rate  # kHz
-    except Exception:  # noqa: BLE001
-        khz = 2_000_000
-    return host_s * khz * 1e3
-
-
-def stats(times):
-    xs = sorted(times)
-    n = len(xs)
-
-    def q(p):
-        if n == 1:
-            return xs[0]
-        pos = p * (n - 1)
-        lo = int(math.floor(pos))
-        hi = min(lo + 1, n - 1)
-        return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-    med = q(0.5)
-    mean = sum(xs) / n
-    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / max(n - 1, 1))
-    mad = sorted(abs(x - med) for x in xs)[n // 2]
-    sigma = 1.4826 * mad
-    rse = (1.2533 * sigma / math.sqrt(n) / med) if med > 0 else 0.0
-    # cv is robust (1.4826 MAD / median): one iteration preempted by the OS
-    # or a clock change must not make a steady kernel look noisy. The
-    # classic stdev/mean is kept beside it as cv_raw.
-    return {"median_s": med, "p10_s": q(0.1), "p90_s": q(0.9), "cv": (sigma / med) if med > 0 else 0.0,
-            "cv_raw": (sd / mean) if mean > 0 else 0.0, "iters": n, "rse": rse}
-
-
-class time_limit:
-    """SIGALRM-based cap for a stage that may run long (torch.compile)."""
-
-    def __init__(self, seconds):
-        self.seconds = seconds
-
-    def _handler(self, signum, frame):
-        raise TimeoutError("time cap of %.0f s reached" % self.seconds)
-
-    def __enter__(self):
-        import signal
-        self.old = signal.signal(signal.SIGALRM, self._handler)
-        signal.setitimer(signal.ITIMER_REAL, self.seconds)
-
-    def __exit__(self, *exc):
-        import signal
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, self.old)
-        return False
-
-
-# ---------------------------------------------------------------- main
 
 def main(args, ctx):
     t_begin = time.monotonic()
@@ -662,7 +48,6 @@ def main(args, ctx):
     checks = Check()
     warnings = []
     res = {"checks": None, "warnings": warnings, "target": args.get("target", "cpu")}
-    work_dir = ctx.job_dir
     stage_s = {}
     res["stage_s"] = stage_s
     last = [None, time.monotonic()]
@@ -678,18 +63,30 @@ def main(args, ctx):
         last[0] = stage
         progress(stage, done, total)
     ctx.progress = timed_progress
+    state = {"side": None}
     try:
-        _evaluate(args, ctx, checks, warnings, res, work_dir, remaining)
+        _evaluate(args, ctx, checks, warnings, res, remaining, state)
     except HarnessError as e:
         return {"harness_error": str(e)}
+    except ReferenceFailure as e:
+        res["verdict"] = "reference_error"
+        res["stage"] = e.stage
+        res["error"] = e.message
+        checks.add(e.stage, False, e.message + ("\n" + e.trace if e.trace else ""), "reference_error")
     except KernelFailure as e:
         res["verdict"] = e.verdict
         res["stage"] = e.stage
         if e.detail:
             res["error"] = e.detail
+    except BaseException as e:  # noqa: BLE001 - out of memory anywhere in the child
+        if not is_oom(e):
+            raise
+        _out_of_memory(e, state, checks, res, last[0])
     if last[0] is not None:
         stage_s[last[0]] = round(stage_s.get(last[0], 0) + time.monotonic() - last[1], 4)
     res["checks"] = checks.export()
+    side = state["side"]
+    res["memory"] = side.memory() if side is not None else {"reference_peak_bytes": None, "candidate_peak_bytes": None}
     if "verdict" not in res:
         v = None
         for want in VERDICT_ORDER:
@@ -705,11 +102,45 @@ def main(args, ctx):
     return res
 
 
-def _evaluate(args, ctx, checks, warnings, res, work_dir, remaining):
+def _out_of_memory(e, state, checks, res, stage):
+    side = state["side"]
+    who = (side.oom_side or side.now) if side is not None else "harness"
+    if side is not None and side.device.type == "cuda":
+        try:
+            torch.cuda.empty_cache()
+        except Exception:  # noqa: BLE001
+            pass
+    mem = side.memory() if side is not None else {}
+    detail = "the %s ran out of memory in stage %s: %s; peak device memory: reference %s, candidate %s" % (
+        who, stage or "?", str(e).splitlines()[0][:400] if str(e) else type(e).__name__,
+        _fmt_bytes(mem.get("reference_peak_bytes")), _fmt_bytes(mem.get("candidate_peak_bytes")))
+    if mem.get("process_peak_rss_bytes"):
+        detail += " (per-side peaks are measured on CUDA only); process peak RSS %s" % _fmt_bytes(mem["process_peak_rss_bytes"])
+    checks.add("out_of_memory", False, detail, "runtime_error")
+    res["verdict"] = "runtime_error"
+    res["stage"] = stage or "init"
+    res["oom_side"] = who
+
+
+def _fmt_bytes(b):
+    return "n/a" if b is None else "%.1f MiB" % (b / 2**20)
+
+
+def _ref_failure(stage, what, e, ref_path):
+    """A ReferenceFailure naming the reference's file:line, or the OOM as is."""
+    if is_oom(e):
+        return e
+    loc = where_in(e, ref_path) or ref_path
+    msg = "the reference's %s failed at %s: %s: %s" % (what, loc, type(e).__name__, str(e).splitlines()[0][:300] if str(e) else "")
+    return ReferenceFailure(stage, msg, short_trace(e))
+
+
+def _evaluate(args, ctx, checks, warnings, res, remaining, state):
     target = args.get("target", "cpu")
     seed = int(args.get("seed") or 42)
     trials = int(args.get("trials") or 5)
     tol = args.get("tolerance") or None
+    work_dir = ctx.job_dir
     if target == "nvidia":
         if not torch.cuda.is_available():
             raise HarnessError("target nvidia: torch.cuda.is_available() is False in the worker")
@@ -720,21 +151,25 @@ def _evaluate(args, ctx, checks, warnings, res, work_dir, remaining):
         torch.backends.cudnn.allow_tf32 = False
     else:
         device = torch.device("cpu")
+    side = Side(device)
+    state["side"] = side
     orig_timers = {"perf_counter": time.perf_counter, "perf_counter_ns": time.perf_counter_ns,
                    "Event.elapsed_time": torch.cuda.Event.elapsed_time,
                    "cuda.synchronize": torch.cuda.synchronize}
+    guard = guard_snapshot()
 
+    # ---- reference: import
     ctx.progress("load_reference")
+    ref_path = args["reference"].get("path") or None
     try:
-        ref_mod = load_module(args["reference"], "kevolve_reference", work_dir)
-        for name in ("Model", "get_inputs", "get_init_inputs"):
-            if not hasattr(ref_mod, name):
-                raise HarnessError("reference defines no %s (KernelBench format: Model, get_inputs, get_init_inputs)" % name)
-    except HarnessError:
-        raise
+        ref_mod, ref_path = load_module(args["reference"], "kevolve_reference", work_dir)
     except BaseException as e:  # noqa: BLE001
-        raise HarnessError("reference failed to load: %s" % _fmt_exc(e, 3000))
+        raise _ref_failure("reference_import", "import", e, ref_path or "%s/kevolve_reference.py" % work_dir)
+    for name in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(ref_mod, name):
+            raise ReferenceFailure("reference_import", "%s defines no %s (KernelBench format: Model, get_inputs, get_init_inputs)" % (ref_path, name))
 
+    # ---- candidate: import
     triton_interpreter(device.type == "cpu")
     cand_code = args["candidate"].get("code") or ""
     if not cand_code and args["candidate"].get("path"):
@@ -752,12 +187,16 @@ def _evaluate(args, ctx, checks, warnings, res, work_dir, remaining):
     install_launch_hooks(counter, uses_ext)
     ctx.progress("load_candidate")
     t0 = time.monotonic()
+    side.now = "candidate"
     try:
-        cand_mod = load_module(args["candidate"], "kevolve_candidate", work_dir)
+        cand_mod, _ = load_module(args["candidate"], "kevolve_candidate", work_dir)
     except BaseException as e:  # noqa: BLE001
+        if is_oom(e):
+            raise
         v = "compile_error" if is_compile_exception(e) else "runtime_error"
-        checks.add("load_candidate", False, _fmt_exc(e), v)
+        checks.add("load_candidate", False, fmt_exc(e), v)
         raise KernelFailure(v, "load_candidate", "")
+    side.now = "harness"
     if not hasattr(cand_mod, "ModelNew"):
         checks.add("load_candidate", False, "candidate defines no ModelNew", "compile_error")
         raise KernelFailure("compile_error", "load_candidate", "")
@@ -768,29 +207,43 @@ def _evaluate(args, ctx, checks, warnings, res, work_dir, remaining):
     if device.type == "cuda":
         ctx.progress("wait_device")
         ctx.gate()
+
+    # ---- construct both models from the same seed
     ctx.progress("init")
-    init_inputs = ref_mod.get_init_inputs()
-    try:
-        torch.manual_seed(seed)
+
+    def seed_all(s):
+        torch.manual_seed(s)
         if device.type == "cuda":
-            torch.cuda.manual_seed(seed)
+            torch.cuda.manual_seed(s)
+    side.now = "reference"
+    try:
+        init_inputs = ref_mod.get_init_inputs()
+    except BaseException as e:  # noqa: BLE001
+        raise _ref_failure("reference_init", "get_init_inputs()", e, ref_path)
+    if not isinstance(init_inputs, (list, tuple)):
+        raise ReferenceFailure("reference_init", "%s: get_init_inputs() returned a %s; KernelBench format wants a list of constructor arguments" % (
+            ref_path, type(init_inputs).__name__))
+    try:
+        seed_all(seed)
         # Built under the device context: initializing an 8192x8192 Linear
         # on the host costs about a second. Both models draw their weights
         # from the same seed on the same generator, so they still match.
         with torch.device(device):
             ref_model = ref_mod.Model(*clone_tree(init_inputs)).to(device)
     except BaseException as e:  # noqa: BLE001
-        raise HarnessError("reference Model(*get_init_inputs()) failed: %s" % _fmt_exc(e, 3000))
+        raise _ref_failure("reference_init", "Model(*get_init_inputs())", e, ref_path)
+    side.now = "candidate"
     try:
-        torch.manual_seed(seed)
-        if device.type == "cuda":
-            torch.cuda.manual_seed(seed)
+        seed_all(seed)
         with torch.device(device):
             cand_model = cand_mod.ModelNew(*clone_tree(init_inputs)).to(device)
     except BaseException as e:  # noqa: BLE001
+        if is_oom(e):
+            raise
         v = "compile_error" if is_compile_exception(e) else "runtime_error"
-        checks.add("construct", False, _fmt_exc(e), v)
+        checks.add("construct", False, fmt_exc(e), v)
         raise KernelFailure(v, "init", "")
+    side.now = "harness"
     checks.add("construct", True, "")
     # Weights match because both constructions start from the same seed
     # (KernelBench's convention); a candidate that creates its parameters in
@@ -802,40 +255,82 @@ def _evaluate(args, ctx, checks, warnings, res, work_dir, remaining):
     checks.add("poisoned_allocator", True, poison_detail)
 
     def make_inputs(s):
-        torch.manual_seed(s)
-        if device.type == "cuda":
-            torch.cuda.manual_seed(s)
+        seed_all(s)
+        prev = side.now
+        side.now = "reference"
         # Factory calls in get_inputs() allocate on the device directly:
         # drawing a few hundred MB of random numbers on the host and copying
         # them over cost seconds per trial. Tensors a problem pins to the
         # CPU explicitly are still moved.
-        with torch.device(device):
-            return to_device(ref_mod.get_inputs(), device)
+        try:
+            with torch.device(device):
+                x = ref_mod.get_inputs()
+        except BaseException as e:  # noqa: BLE001
+            raise _ref_failure("reference_inputs", "get_inputs()", e, ref_path)
+        if not isinstance(x, (list, tuple)):
+            raise ReferenceFailure("reference_inputs", "%s: get_inputs() returned a %s; KernelBench format wants a list of forward arguments" % (
+                ref_path, type(x).__name__))
+        x = to_device(x, device)
+        side.now = prev
+        return x
 
     def sync():
         if device.type == "cuda":
             torch.cuda.synchronize(device)
 
+    def ref_forward(inputs, *modes):
+        """The reference's forward; its failures are reference errors."""
+        def run():
+            with torch.no_grad():
+                if not modes:
+                    out = ref_model(*inputs)
+                else:
+                    import contextlib
+                    with contextlib.ExitStack() as st:
+                        for m in modes:
+                            st.enter_context(m)
+                        out = ref_model(*inputs)
+            sync()
+            return out
+        try:
+            return side.run("reference", run)
+        except BaseException as e:  # noqa: BLE001
+            raise _ref_failure("reference_forward", "forward", e, ref_path)
+
+    def ref_call(inputs):
+        return ref_forward(inputs)
+
     threads_before = {t.ident for t in threading.enumerate()}
     stream_before = torch.cuda.current_stream(device) if device.type == "cuda" else None
 
-    def run_candidate(inputs, trial):
+    def run_candidate(inputs, trial, *modes):
+        def run():
+            with torch.no_grad():
+                import contextlib
+                with contextlib.ExitStack() as st:
+                    for m in modes:
+                        st.enter_context(m)
+                    out = cand_model(*inputs)
+            sync()
+            return out
         with nan_fill():
             try:
-                with torch.no_grad():
-                    out = cand_model(*inputs)
-                sync()
+                return side.run("candidate", run)
             except BaseException as e:  # noqa: BLE001
+                if is_oom(e):
+                    raise
                 v = "compile_error" if is_compile_exception(e) else "runtime_error"
-                checks.add("run_candidate", False, "trial %d: %s" % (trial, _fmt_exc(e)), v)
+                checks.add("run_candidate", False, "trial %d: %s" % (trial, fmt_exc(e)), v)
                 raise KernelFailure(v, "correctness", "")
-        return out
 
+    # ---- correctness trials, recording both op traces
     ref_ops_all = {}
     cand_ops_all = {}
+    same_as_ref = None
     prev = []  # (ref outputs, cand outputs) of earlier trials
     ref_mutates = False
     ref_aliases = False
+    want_work = bool(args.get("count_work"))
     ctx.progress("correctness", 0, trials)
     for trial in range(trials):
         if remaining() < 1:
@@ -843,24 +338,28 @@ def _evaluate(args, ctx, checks, warnings, res, work_dir, remaining):
         inputs = make_inputs(seed + 1000003 * (trial + 1))
         ref_in = clone_tree(inputs)
         ref_saved = clone_tree(inputs)
-        rec = OpRecorder()
-        with torch.no_grad(), rec:
-            ref_out = ref_model(*ref_in)
-        sync()
+        rec, trace = OpRecorder(), OpTrace()
+        if trial == 0 and want_work:
+            ref_out = _count_work(ref_forward, ref_in, ref_model, rec, trace, res, warnings, device)
+        else:
+            ref_out = ref_forward(ref_in, rec, trace)
         for k, v in rec.ops.items():
             ref_ops_all[k] = ref_ops_all.get(k, 0) + v
         if any(not same_tensor_values(a, b) for a, b in zip(tensors_of(ref_in), tensors_of(ref_saved))):
             ref_mutates = True
+        del ref_saved
         if any(overlaps(o, i) for o in tensors_of(ref_out) for i in tensors_of(ref_in)):
             ref_aliases = True
 
-        cand_in = clone_tree(inputs)
-        saved = clone_tree(inputs)
-        rec = OpRecorder()
-        with rec:
-            out = run_candidate(cand_in, trial)
-        for k, v in rec.ops.items():
+        cand_in = inputs  # the reference ran on its own copy
+        saved = clone_tree(inputs) if not ref_mutates else None
+        crec, ctrace = OpRecorder(), OpTrace()
+        out = run_candidate(cand_in, trial, crec, ctrace)
+        for k, v in crec.ops.items():
             cand_ops_all[k] = cand_ops_all.get(k, 0) + v
+        # Any trial whose dispatched ops are the reference's is enough.
+        same_as_ref = same_as_ref or same_trace(trace.ops, ctrace.ops)
+        del rec, trace, crec, ctrace
 
         # Output types: a subclass or a lazy object could fake its values.
         outs, refs = flatten(out), flatten(ref_out)
@@ -878,9 +377,10 @@ def _evaluate(args, ctx, checks, warnings, res, work_dir, remaining):
                 raise KernelFailure("integrity_violation", "correctness", "")
         checks.add("output_type", True, "")
 
-        if not ref_mutates:
+        if saved is not None:
             bad = [i for i, (a, b) in enumerate(zip(tensors_of(cand_in), tensors_of(saved))) if not same_tensor_values(a, b)]
             checks.add("input_mutation", not bad, "candidate modified input(s) %s in place" % bad if bad else "", "integrity_violation")
+        del saved
         if not ref_aliases:
             al = [(j, i) for j, o in enumerate(tensors_of(out)) for i, t in enumerate(tensors_of(cand_in)) if overlaps(o, t)]
             checks.add("output_aliasing", not al, "output/input pairs sharing memory: %s" % al if al else "", "integrity_violation")
@@ -907,53 +407,41 @@ def _evaluate(args, ctx, checks, warnings, res, work_dir, remaining):
                                "integrity_violation")
                     break
             break
-        prev.append(([t.clone() for t in tensors_of(ref_out)], [t.clone() for t in tensors_of(out)]))
+        # Earlier trials' outputs recognise replayed ones. Above 256 MiB of
+        # output only the last trial is kept: every trial's would hold
+        # trials x output size, more than KernelBench ever does.
+        pair = ([t.clone() for t in tensors_of(ref_out)], [t.clone() for t in tensors_of(out)])
+        small = sum(t.numel() * t.element_size() for t in pair[0]) < (256 << 20)
+        prev = (prev + [pair]) if small else [pair]
         ctx.progress("correctness", trial + 1, trials)
-        del out, ref_out, cand_in, ref_in
+        del out, ref_out, cand_in, ref_in, inputs, outs, refs
     res["trials"] = trials
+    del prev
 
     if checks.failed():
         return
 
-    # Same buffers, new values: a cache keyed on pointer/shape returns stale data.
+    # ---- integrity: cached outputs, reference ops, threads, streams, timers
     ctx.progress("integrity")
-    a = make_inputs(seed + 7)
-    b = make_inputs(seed + 11)
-    ca = clone_tree(a)
-    out_a = [t.clone() for t in tensors_of(run_candidate(ca, -1))]
-    for dst, src in zip(tensors_of(ca), tensors_of(b)):
-        dst.copy_(src)
-    out_b = [t.clone() for t in tensors_of(run_candidate(ca, -2))]
-    with torch.no_grad():
-        rb = tensors_of(ref_model(*clone_tree(b)))
-        ra = tensors_of(ref_model(*clone_tree(a)))
-    sync()
-    memo_ok = True
-    detail = "same buffers refilled with new values gave fresh, correct outputs"
-    refs_differ = not all(same_tensor_values(x, y) for x, y in zip(ra, rb))
-    if refs_differ and all(same_tensor_values(x, y) for x, y in zip(out_a, out_b)):
-        memo_ok, detail = False, "refilling the input buffers with new values returned the previous outputs (cached across calls)"
-    else:
-        for i, (o, r) in enumerate(zip(out_b, rb)):
-            ok, _name, d = compare(i, r, o, tol)
-            if not ok:
-                memo_ok, detail = False, "after refilling the same input buffers: " + d
-                break
-    checks.add("memoization", memo_ok, detail, "integrity_violation")
+    ok, detail = memoization_check(run_candidate, ref_call, make_inputs, seed, tol, sync)
+    checks.add("memoization", ok, detail, "integrity_violation")
 
-    # Reference-op calls.
     mains = main_ops(ref_ops_all)
     called = sorted(o for o in mains if o in cand_ops_all)
-    checks.add("reference_ops", not called,
-               ("candidate calls the reference's own op(s) %s; implement them in a kernel" % called) if called
-               else "reference main ops %s not called" % sorted(mains), "integrity_violation")
+    if same_as_ref:
+        checks.add("reference_ops", False, "the candidate is the reference: " + same_as_ref + "; implement the work in a kernel",
+                   "integrity_violation")
+    else:
+        checks.add("reference_ops", not called,
+                   ("candidate calls the reference's own op(s) %s; implement them in a kernel" % called) if called
+                   else "dispatched aten ops differ from the reference's; reference main ops %s not called" % sorted(mains),
+                   "integrity_violation")
     if counter.n == 0:
         warnings.append("no custom kernel ran (no kevolve, Triton, load_inline or cupy launch): the candidate is plain torch ops")
     res["custom_launches"] = counter.n
     res["launch_kinds"] = sorted(counter.kinds)
     res["candidate_ops"] = sorted(k for k in cand_ops_all if k not in TRIVIAL_OPS)[:50]
 
-    # Threads and streams.
     new_threads = [t.name for t in threading.enumerate() if t.ident not in threads_before and t.is_alive()]
     checks.add("threads", not new_threads, ("candidate left threads running: %s" % new_threads) if new_threads else "", "integrity_violation")
     if stream_before is not None:
@@ -963,37 +451,94 @@ def _evaluate(args, ctx, checks, warnings, res, work_dir, remaining):
                {"perf_counter": time.perf_counter, "perf_counter_ns": time.perf_counter_ns,
                 "Event.elapsed_time": torch.cuda.Event.elapsed_time, "cuda.synchronize": torch.cuda.synchronize}[k] is not f]
     checks.add("timers", not patched, ("candidate patched %s" % patched) if patched else "", "integrity_violation")
+    changed = guard_changed(guard)
+    checks.add("harness_patched", not changed, ("candidate replaced functions the checks use: %s" % changed[:10]) if changed else "",
+               "integrity_violation")
     if checks.failed() or args.get("skip_timing"):
         return
 
-    # Timing.
+    # ---- timing, with refreshed inputs and audits
     ctx.progress("timing")
     if device.type != "cuda":
         ctx.gate()
     flush = int(args.get("flush_bytes") or (256 << 20 if device.type == "cuda" else 32 << 20))
     timer = Timer(device, flush)
+    if timer.spin is not None and timer.spin.kernel is None:
+        warnings.append("timing used the " + timer.spin.note)
     cap = float(args.get("timing_cap_s") or (3.0 if device.type == "cuda" else 1.5))
-    inputs = make_inputs(seed + 99)
-    cin = clone_tree(inputs)
-    rin = clone_tree(inputs)
+    # One set of timed inputs serves both programs (the reference is timed
+    # after the candidate, on refreshed values): KernelBench holds one too.
+    cin = make_inputs(seed + 99)
+    rin = cin
+    rng, audit_seed = private_rng(args, 1)
+    refresher = InputRefresher(make_inputs, cin, rng)
+    in_bytes = sum(t.numel() * t.element_size() for t in tensors_of(cin))
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        free += torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+        if 3 * in_bytes > free:
+            # Refreshing holds a second copy of the inputs through each call.
+            refresher.note = ("inputs of %.1f GiB are too large to refresh before each timed call with %.1f GiB free: "
+                              "timed inputs keep their values; audits still compare against the reference" % (in_bytes / 2**30, free / 2**30))
+    # Audits run the reference without a synchronize: a sync at audited
+    # iterations only would be a pattern the candidate could observe.
+    def ref_nosync(x):
+        with torch.no_grad():
+            return ref_model(*x)
+    auditor = Auditor(rng, ref_nosync, cin, tol)
 
     def cand_fn():
         with torch.no_grad():
-            cand_model(*cin)
+            return cand_model(*cin)
 
     def ref_fn():
         with torch.no_grad():
-            ref_model(*rin)
+            return ref_model(*rin)
+    side.now = "candidate"
     try:
-        res["candidate"] = timer.bench(cand_fn, cap)
+        res["candidate"] = timer.bench(cand_fn, cap, refresh=refresher, auditor=auditor)
+    except AuditFailed as e:
+        checks.add("audit", False, "%s (audit seed %d)" % (e, audit_seed), "integrity_violation")
+        raise KernelFailure("integrity_violation", "timing", "")
+    except ReferenceFailure:
+        raise
     except BaseException as e:  # noqa: BLE001
-        checks.add("run_candidate", False, "during timing: " + _fmt_exc(e), "runtime_error")
+        if is_oom(e):
+            raise
+        checks.add("run_candidate", False, "during timing: " + fmt_exc(e), "runtime_error")
         raise KernelFailure("runtime_error", "timing", "")
+    side.now = "reference"
     res["ref_eager"] = timer.bench(ref_fn, cap)
+    side.now = "harness"
+    res["timed_inputs_refreshed"] = refresher.n
+    if refresher.note:
+        warnings.append(refresher.note)
 
-    if device.type == "cuda":
-        check_stream_work(timer, cand_fn, ref_fn, res["candidate"]["median_s"], checks)
+    ok, detail = post_timing_call(lambda x: run_candidate(x, -3), ref_call, make_inputs, seed + 4242, tol)
+    checks.add("audit", ok, detail if not ok else "%d timed iterations audited at random (%s), all matched the reference; %s (audit seed %d)" % (
+        len(auditor.audited), auditor.audited[:20], detail, audit_seed), "integrity_violation")
 
+    if device.type == "cuda" and not checks.failed():
+        ctx.progress("stream_check")
+        side.now = "candidate"
+        try:
+            ok, detail, kind = stream_work_check(cand_fn, ref_fn, refresher, ref_call, tol, device, rng=rng)
+        except ReferenceFailure:
+            raise
+        except BaseException as e:  # noqa: BLE001
+            if is_oom(e):
+                raise
+            ok, detail, kind = False, "during the stream check calls: " + fmt_exc(e), "run_candidate"
+        side.now = "harness"
+        if timer.spin is not None:
+            detail += "; timed with a " + timer.spin.note
+        checks.add(kind, ok, detail, "runtime_error" if kind == "run_candidate" else "integrity_violation")
+
+    changed = guard_changed(guard)
+    if changed:
+        checks.add("harness_patched", False, "during timing the candidate replaced functions the checks use: %s" % changed[:10],
+                   "integrity_violation")
+        return
     sol = float(args.get("sol_seconds") or 0)
     if sol > 0:
         med = res["candidate"]["median_s"]
@@ -1001,6 +546,7 @@ def _evaluate(args, ctx, checks, warnings, res, work_dir, remaining):
         checks.add("faster_than_sol", ok, "median %.4g s vs speed-of-light %.4g s" % (med, sol), "integrity_violation")
     if checks.failed():
         return
+    del cin, rin
 
     compile_cap = float(args.get("compile_cap_s") or 90)
     want_compile = args.get("compile_reference")
@@ -1008,6 +554,7 @@ def _evaluate(args, ctx, checks, warnings, res, work_dir, remaining):
         want_compile = device.type == "cuda"
     if want_compile and remaining() > compile_cap + 10:
         ctx.progress("timing_compile")
+        rin = make_inputs(seed + 99)
         try:
             with time_limit(compile_cap):
                 cmodel = torch.compile(ref_model)
@@ -1017,9 +564,33 @@ def _evaluate(args, ctx, checks, warnings, res, work_dir, remaining):
 
             def comp_fn():
                 with torch.no_grad():
-                    cmodel(*rin)
+                    return cmodel(*rin)
             res["ref_compile"] = timer.bench(comp_fn, cap)
         except BaseException as e:  # noqa: BLE001
-            warnings.append("torch.compile of the reference failed or timed out: %s" % str(e).splitlines()[0][:300] if str(e) else type(e).__name__)
+            if is_oom(e):
+                warnings.append("torch.compile of the reference ran out of memory; no compiled timing")
+            else:
+                warnings.append("torch.compile of the reference failed or timed out: %s" % str(e).splitlines()[0][:300] if str(e) else type(e).__name__)
     elif want_compile:
         warnings.append("skipped torch.compile timing of the reference: not enough time left in the budget")
+
+
+def _count_work(ref_forward, ref_in, ref_model, rec, trace, res, warnings, device):
+    """Runs the reference's first forward under the work counter as well
+    (count_work): FLOPs and bytes of the real inputs, at no extra run."""
+    try:
+        if workcount is None:
+            raise ImportError("workcount.py did not import")
+        c = workcount.Counter()
+        modes = (rec, workcount.Attention(c), c, trace)
+    except Exception as e:  # noqa: BLE001
+        warnings.append("work counting unavailable: %s" % e)
+        return ref_forward(ref_in, rec, trace)
+    out = ref_forward(ref_in, *modes)
+    try:
+        w = workcount.summarize(c, ref_in, ref_model, out, device)
+        res["work"] = {"flops": w["flops"], "bytes": w["bytes"], "dtype": w["dtype"], "method": "traced",
+                       "ops": [o for o in w["ops"] if o["flops"]][:20], "bytes_detail": w["bytes_detail"]}
+    except Exception as e:  # noqa: BLE001
+        warnings.append("work counting failed: %s" % e)
+    return out

@@ -1,0 +1,262 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Hostile candidates and failing references, evaluated by the real worker.
+// The files live in testdata/hostile: each is a candidate for the reference
+// named in the table.
+
+func readTestdata(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "hostile", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// failedCheck returns the detail of a failed check of that name, and whether one exists.
+func failedCheck(res *EvalResult, name string) (string, bool) {
+	for _, c := range res.Checks {
+		if c.Name == name && !c.Passed {
+			return c.Detail, true
+		}
+	}
+	return "", false
+}
+
+func dump(res *EvalResult) string {
+	r := *res
+	r.Log = ""
+	b, _ := json.MarshalIndent(r, "", "  ")
+	return string(b)
+}
+
+// The classes of issue 9: skipping work once timed, caching outputs, and
+// the reference renamed as the candidate. Each must get its verdict through
+// the named check; none may pass.
+func TestIntegrityHostileCandidates(t *testing.T) {
+	ev := evaluator(t)
+	ctx := context.Background()
+	cases := []struct {
+		name, ref, cand string
+		want, check     string
+		gpuOnly         bool
+	}{
+		// Correct for its first calls (correctness trials and the cache
+		// check), then torch.empty_like without computing.
+		{"stop_after_n_calls", "ref_normalize.py", "stop_after_n.py", VerdictIntegrityViolation, "audit", false},
+		// Correct, then keeps returning its own output buffer unchanged.
+		{"stale_buffer_after_n_calls", "ref_normalize.py", "stale_buffer.py", VerdictIntegrityViolation, "audit", false},
+		// From its 8th call on, a cache keyed by the input's data_ptr.
+		{"cache_by_data_ptr_once_timed", "ref_normalize.py", "cache_data_ptr.py", VerdictIntegrityViolation, "audit", false},
+		// Computes only for inputs it has not seen (by pointer and shape):
+		// inputs seen before get the earlier output.
+		{"compute_only_unseen_inputs", "ref_normalize.py", "seen_inputs.py", VerdictIntegrityViolation, "memoization", false},
+		// Looks for the timing loop on the call stack and skips the work there.
+		{"cheats_inside_the_timing_loop", "ref_normalize.py", "timed_by_stack.py", VerdictIntegrityViolation, "audit", false},
+		// Replaces the auditor's settle and torch.equal from inside the process.
+		{"patches_the_harness", "ref_normalize.py", "patches_harness.py", VerdictIntegrityViolation, "harness_patched", false},
+		// KernelBench level 1 problem 12 (CPU-sized), Model renamed ModelNew.
+		{"reference_as_candidate_diag_matmul", "ref_diag_matmul.py", "rename:ref_diag_matmul.py", VerdictIntegrityViolation, "reference_ops", false},
+		{"reference_as_candidate_conv_relu", "ref_conv_relu.py", "rename:ref_conv_relu.py", VerdictIntegrityViolation, "reference_ops", false},
+		{"reference_as_candidate_layernorm", "ref_layernorm.py", "rename:ref_layernorm.py", VerdictIntegrityViolation, "reference_ops", false},
+		// The reference with glue added (.contiguous(), a clone) is still the reference.
+		{"reference_with_glue_added", "ref_diag_matmul.py", "diag_matmul_glue.py", VerdictIntegrityViolation, "reference_ops", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.gpuOnly && !gpuMode() {
+				t.Skip("GPU only")
+			}
+			ref := readTestdata(t, tc.ref)
+			cand := ""
+			if f, ok := strings.CutPrefix(tc.cand, "rename:"); ok {
+				// Every use of the name, as a KernelBench sweep renames it (super(Model, self) included).
+				cand = strings.ReplaceAll(readTestdata(t, f), "Model", "ModelNew")
+			} else {
+				cand = readTestdata(t, tc.cand)
+			}
+			res, err := ev.Evaluate(ctx, EvalRequest{Reference: Source{Code: ref}, Candidate: Source{Code: cand},
+				Target: testTarget(), Timeout: 150 * time.Second}, nil)
+			if err != nil {
+				t.Fatalf("Evaluate: %v", err)
+			}
+			if res.Verdict != tc.want {
+				t.Fatalf("verdict %q, want %q\n%s", res.Verdict, tc.want, dump(res))
+			}
+			d, ok := failedCheck(res, tc.check)
+			if !ok {
+				t.Fatalf("no failed check %q\n%s", tc.check, dump(res))
+			}
+			t.Logf("%s: %s", tc.check, d)
+			if tc.check == "audit" && !strings.Contains(d, "iteration") && !strings.Contains(d, "after timing") {
+				t.Errorf("audit detail does not say which call failed: %s", d)
+			}
+			if res.Memory == nil {
+				t.Errorf("result lacks memory figures")
+			}
+		})
+	}
+}
+
+// Honest candidates still pass with timing, audits and refreshed inputs on:
+// a plain-torch one that computes differently (allowed, with the warning)
+// and one that keeps a persistent output buffer it rewrites every call.
+func TestIntegrityHonestCandidatesPass(t *testing.T) {
+	ev := evaluator(t)
+	for _, tc := range []struct{ name, ref, cand, warn string }{
+		{"plain_torch_other_ops", "ref_diag_matmul.py", "diag_matmul_broadcast.py", "no custom kernel"},
+		{"persistent_output_buffer", "ref_normalize.py", "persistent_buffer.py", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := ev.Evaluate(context.Background(), EvalRequest{Reference: Source{Code: readTestdata(t, tc.ref)},
+				Candidate: Source{Code: readTestdata(t, tc.cand)}, Target: testTarget(), Timeout: 150 * time.Second}, nil)
+			if err != nil {
+				t.Fatalf("Evaluate: %v", err)
+			}
+			if res.Verdict != VerdictPass {
+				t.Fatalf("verdict %s\n%s", res.Verdict, dump(res))
+			}
+			d, _ := json.Marshal(res.Checks)
+			if !strings.Contains(string(d), `"name":"audit","passed":true`) {
+				t.Errorf("no passed audit check: %s", d)
+			}
+			if tc.warn != "" && !strings.Contains(strings.Join(res.Warnings, "\n"), tc.warn) {
+				t.Errorf("warnings %q lack %q", res.Warnings, tc.warn)
+			}
+			if res.Memory == nil {
+				t.Fatalf("no memory figures")
+			}
+			if gpuMode() && (res.Memory.CandidatePeakBytes == nil || *res.Memory.CandidatePeakBytes <= 0 ||
+				res.Memory.ReferencePeakBytes == nil || *res.Memory.ReferencePeakBytes <= 0) {
+				t.Errorf("GPU peaks missing: %+v", res.Memory)
+			}
+			if !gpuMode() && res.Memory.ProcessPeakRSS <= 0 {
+				t.Errorf("CPU peak RSS missing: %+v", res.Memory)
+			}
+		})
+	}
+}
+
+// A failing reference is a reference_error verdict naming the reference's
+// file and line, never a Go error; the candidate is not blamed.
+func TestReferenceErrors(t *testing.T) {
+	ev := evaluator(t)
+	good := readTestdata(t, "persistent_buffer.py")
+	base := readTestdata(t, "ref_normalize.py")
+	cases := []struct {
+		name, ref, stage, want string
+	}{
+		{"syntax_error", "def get_inputs(:\n", "reference_import", "kevolve_reference.py:1"},
+		{"import_fails", "import torch\nimport no_such_module_kevolve_ref\n" + base, "reference_import", "kevolve_reference.py:2"},
+		{"no_model", "def get_inputs(): return []\ndef get_init_inputs(): return []\n", "reference_import", "defines no Model"},
+		{"get_init_inputs_raises", strings.Replace(base, "def get_init_inputs():\n    return []", "def get_init_inputs():\n    raise ValueError('no init for you')", 1),
+			"reference_init", "in get_init_inputs"},
+		{"constructor_raises", strings.Replace(base, "super().__init__()", "super().__init__()\n        raise RuntimeError('bad ctor')", 1),
+			"reference_init", "in __init__"},
+		{"get_inputs_raises", strings.Replace(base, "def get_inputs():\n", "def get_inputs():\n    raise KeyError('shape')\n", 1),
+			"reference_inputs", "in get_inputs"},
+		{"get_inputs_returns_dict", strings.Replace(base, "return [torch.randn(64, 256)]", "return {'x': torch.randn(64, 256)}", 1),
+			"reference_inputs", "returned a dict"},
+		{"forward_fails", strings.Replace(base, "return F.normalize(x, dim=1)", "return x @ torch.ones(3, 3)", 1),
+			"reference_forward", "in forward"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := ev.Evaluate(context.Background(), EvalRequest{Reference: Source{Code: tc.ref}, Candidate: Source{Code: good},
+				Target: testTarget(), Timeout: 120 * time.Second}, nil)
+			if err != nil {
+				t.Fatalf("a reference failure must be a verdict, got the Go error %v", err)
+			}
+			if res.Verdict != VerdictReferenceError || res.Stage != tc.stage {
+				t.Fatalf("verdict %s stage %s, want %s %s\n%s", res.Verdict, res.Stage, VerdictReferenceError, tc.stage, dump(res))
+			}
+			d, ok := failedCheck(res, tc.stage)
+			if !ok || !strings.Contains(d, tc.want) {
+				t.Fatalf("check %s detail %q lacks %q", tc.stage, d, tc.want)
+			}
+			if len(d) > 2600 {
+				t.Errorf("reference error detail is %d bytes, want at most ~2 KB", len(d))
+			}
+			if res.Correct {
+				t.Errorf("correct with a reference error")
+			}
+			t.Logf("%s", firstLine(d))
+		})
+	}
+}
+
+// Running out of memory, on either side, is runtime_error with check
+// out_of_memory naming the side, not a Go error or a crash.
+func TestOutOfMemoryVerdict(t *testing.T) {
+	ev := evaluator(t)
+	base := readTestdata(t, "ref_normalize.py")
+	honest := readTestdata(t, "persistent_buffer.py")
+	huge := "torch.empty(1 << 44, dtype=torch.uint8, device=x.device)"
+	cases := []struct {
+		name, ref, cand, side string
+	}{
+		{"candidate_torch_alloc", base, strings.Replace(honest, "def forward(self, x):\n", "def forward(self, x):\n        "+huge+"\n", 1), "candidate"},
+		{"candidate_memory_error", base, strings.Replace(honest, "def forward(self, x):\n", "def forward(self, x):\n        bytearray(1 << 44)\n", 1), "candidate"},
+		{"reference_torch_alloc", strings.Replace(base, "def forward(self, x):\n", "def forward(self, x):\n        "+huge+"\n", 1), honest, "reference"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := ev.Evaluate(context.Background(), EvalRequest{Reference: Source{Code: tc.ref}, Candidate: Source{Code: tc.cand},
+				Target: testTarget(), Timeout: 120 * time.Second, SkipTiming: true}, nil)
+			if err != nil {
+				t.Fatalf("out of memory must be a verdict, got the Go error %v", err)
+			}
+			if res.Verdict != VerdictRuntimeError {
+				t.Fatalf("verdict %s, want runtime_error\n%s", res.Verdict, dump(res))
+			}
+			d, ok := failedCheck(res, "out_of_memory")
+			if !ok || !strings.Contains(d, "the "+tc.side+" ran out of memory") || !strings.Contains(d, "peak device memory") {
+				t.Fatalf("out_of_memory detail %q does not name the %s and the peaks\n%s", d, tc.side, dump(res))
+			}
+			if res.Stage == "" || res.Memory == nil {
+				t.Errorf("stage %q memory %+v", res.Stage, res.Memory)
+			}
+			t.Logf("stage %s: %s", res.Stage, d)
+		})
+	}
+}
+
+// count_work: the child counts the reference forward's FLOPs and bytes on
+// the real inputs, the same way sol.Trace does.
+func TestCountWork(t *testing.T) {
+	ev := evaluator(t)
+	res, err := ev.Evaluate(context.Background(), EvalRequest{Reference: Source{Code: readTestdata(t, "ref_diag_matmul.py")},
+		Candidate: Source{Code: readTestdata(t, "diag_matmul_broadcast.py")}, Target: testTarget(), SkipTiming: true, CountWork: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Work == nil || res.Work.Method != "traced" {
+		t.Fatalf("no traced work: %s", dump(res))
+	}
+	// diag(A) @ B with A (N,), B (N, M): the matmul is 2*N*N*M FLOPs.
+	n, m := 256.0, 512.0
+	if res.Work.FLOPs < 2*n*n*m || res.Work.FLOPs > 2*n*n*m*1.01 {
+		t.Errorf("flops %g, want about %g", res.Work.FLOPs, 2*n*n*m)
+	}
+	// Bytes: A and B read, the N x M output written, fp32.
+	wantBytes := 4 * (n + n*m + n*m)
+	if res.Work.Bytes != wantBytes || res.Work.Dtype != "fp32" {
+		t.Errorf("bytes %g dtype %s, want %g fp32", res.Work.Bytes, res.Work.Dtype, wantBytes)
+	}
+	// Without the flag, nothing is counted.
+	res2, err := ev.Evaluate(context.Background(), EvalRequest{Reference: Source{Code: readTestdata(t, "ref_diag_matmul.py")},
+		Candidate: Source{Code: readTestdata(t, "diag_matmul_broadcast.py")}, Target: testTarget(), SkipTiming: true}, nil)
+	if err != nil || res2.Work != nil {
+		t.Fatalf("work without count_work: %v %+v", err, res2.Work)
+	}
+}

@@ -1,0 +1,30 @@
+package harness
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// The evaluation child's stage modules, unit by unit (chunked comparison,
+// random-order snapshots, input refresh, op traces), with the worker's
+// unpacked py dir on sys.path.
+func TestEvaluateStageModules(t *testing.T) {
+	ev := evaluator(t)
+	if _, err := ev.WorkerInfo(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	dir, _ := filepath.Abs(filepath.Join("testdata", "pystages"))
+	cmd := exec.CommandContext(ctx, testPython(t), "-m", "unittest", "-v", "test_stages")
+	cmd.Dir = dir
+	cmd.Env = append(cmd.Environ(), "PYTHONPATH="+ev.PyDir(), "CUDA_VISIBLE_DEVICES=")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("stage module tests: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}

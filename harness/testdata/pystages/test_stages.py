@@ -1,0 +1,117 @@
+"""Unit tests of the evaluation child's stage modules (run by
+harness/stages_test.go with the worker's py dir on sys.path)."""
+import random
+import unittest
+
+import torch
+
+import evaluate_common
+from evaluate_common import same_tensor_values
+from evaluate_compare import compare
+from evaluate_integrity import InputRefresher, snapshot
+from evaluate_ops import OpTrace, same_trace
+
+
+class ChunkedCompare(unittest.TestCase):
+    def setUp(self):
+        self.saved = evaluate_common.CHUNK
+        evaluate_common.CHUNK = 1000  # many chunks on small tensors
+
+    def tearDown(self):
+        evaluate_common.CHUNK = self.saved
+
+    def test_verdicts_match_whole_tensor_math(self):
+        torch.manual_seed(0)
+        r = torch.randn(37, 301)
+        cases = {
+            "equal": (r.clone(), True, "allclose"),
+            "tiny_error": (r + 1e-6, True, "allclose"),
+            "one_bad": (r.clone().index_put_((torch.tensor([20]), torch.tensor([250])), torch.tensor(9.0)), False, "allclose"),
+            "nan": (r.clone().index_put_((torch.tensor([36]), torch.tensor([300])), torch.tensor(float("nan"))), False, "finite"),
+        }
+        for name, (o, ok, check) in cases.items():
+            got_ok, got_check, detail = compare(0, r, o, None)
+            self.assertEqual((got_ok, got_check), (ok, check), name + ": " + detail)
+        _, _, detail = compare(0, r, cases["one_bad"][0], None)
+        self.assertIn("1 of %d" % r.numel(), detail)
+        self.assertIn("flat index %d" % (20 * 301 + 250), detail)
+
+    def test_relative_norm_and_zero_reference(self):
+        r = torch.randn(50, 60) * 1e-6
+        ok, check, _ = compare(0, r, torch.zeros_like(r), None)
+        self.assertEqual((ok, check), (False, "relative_norm"))
+        z = torch.zeros(3000)
+        self.assertTrue(compare(0, z, z.clone(), None)[0])
+
+    def test_integers_and_half(self):
+        a = torch.arange(5000)
+        b = a.clone()
+        b[4321] = 0
+        ok, _, detail = compare(0, a, b, None)
+        self.assertFalse(ok)
+        self.assertIn("1 of 5000", detail)
+        h = torch.randn(4000, dtype=torch.bfloat16)
+        self.assertTrue(compare(0, h, h.clone(), None)[0])
+
+    def test_same_tensor_values_nan_aware(self):
+        x = torch.randn(4096)
+        x[17] = float("nan")
+        y = x.clone()
+        self.assertTrue(same_tensor_values(x, y))
+        y[4000] += 1
+        self.assertFalse(same_tensor_values(x, y))
+
+
+class Snapshot(unittest.TestCase):
+    def test_random_order_copy_is_exact(self):
+        x = torch.randn(300, 77)
+        s = snapshot([x, 5], random.Random(1))
+        self.assertTrue(torch.equal(s[0], x))
+        self.assertNotEqual(s[0].data_ptr(), x.data_ptr())
+        self.assertEqual(s[1], 5)
+
+
+class Refresher(unittest.TestCase):
+    def test_same_tensors_new_values(self):
+        def make(s):
+            torch.manual_seed(s)
+            return [torch.randn(64, 32), 3]
+        target = make(1)
+        ptr, before = target[0].data_ptr(), target[0].clone()
+        r = InputRefresher(make, target, random.Random(2))
+        tok = r()
+        self.assertEqual(target[0].data_ptr(), ptr)
+        self.assertFalse(torch.equal(target[0], before))
+        self.assertTrue(torch.equal(target[0], tok[0]))
+
+    def test_shape_changes_turn_refresh_off(self):
+        n = [0]
+
+        def make(s):
+            n[0] += 1
+            return [torch.randn(8 + n[0])]
+        r = InputRefresher(make, make(0), random.Random(2))
+        self.assertIsNone(r())
+        self.assertIn("shapes", r.note)
+
+
+class Traces(unittest.TestCase):
+    def trace(self, fn, *a):
+        t = OpTrace()
+        with t:
+            fn(*a)
+        return t.ops
+
+    def test_reference_and_glue(self):
+        A, B = torch.rand(16), torch.rand(16, 8)
+        ref = self.trace(lambda: torch.diag(A) @ B)
+        self.assertTrue(same_trace(ref, self.trace(lambda: torch.diag(A) @ B)))
+        glued = self.trace(lambda: (torch.diag(A.contiguous()) @ B.contiguous()).clone())
+        self.assertIn("compute ops", same_trace(ref, glued))
+        other = self.trace(lambda: A.unsqueeze(1) * B)
+        self.assertIsNone(same_trace(ref, other))
+        self.assertIsNone(same_trace([], []))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,322 @@
+"""Shared pieces of the evaluation child: the check list, the failure types
+that end an evaluation with a verdict, error formatting, module loading and
+small helpers over nested outputs."""
+import importlib.util
+import os
+import re
+import sys
+import traceback
+
+import torch
+
+
+class Check:
+    def __init__(self):
+        self.items = []
+        self.by_name = {}
+
+    def add(self, name, passed, detail="", verdict=None):
+        """Records a check; the first failure of a name wins, later passes of
+        the same name only append to the count."""
+        c = self.by_name.get(name)
+        if c is None:
+            c = {"name": name, "passed": bool(passed), "detail": str(detail)[:2000]}
+            c["_verdict"] = None if passed else verdict
+            self.items.append(c)
+            self.by_name[name] = c
+        elif not passed and c["passed"]:
+            c["passed"] = False
+            c["detail"] = str(detail)[:2000]
+            c["_verdict"] = verdict
+        return passed
+
+    def failed(self):
+        return [c for c in self.items if not c["passed"]]
+
+    def export(self):
+        return [{k: v for k, v in c.items() if not k.startswith("_")} for c in self.items]
+
+
+class KernelFailure(Exception):
+    """Ends the evaluation with a verdict (the checks say why)."""
+
+    def __init__(self, verdict, stage, detail):
+        super().__init__(detail)
+        self.verdict, self.stage, self.detail = verdict, stage, detail
+
+
+class HarnessError(Exception):
+    """The request itself is unusable (bad target): a Go error, not a verdict."""
+
+
+class ReferenceFailure(Exception):
+    """The reference, not the candidate, failed: verdict reference_error.
+    stage is reference_import, reference_init, reference_inputs or
+    reference_forward; message is one line naming the reference's file:line;
+    trace at most ~2 KB."""
+
+    def __init__(self, stage, message, trace=""):
+        super().__init__(message)
+        self.stage, self.message, self.trace = stage, message, trace
+
+
+# ---------------------------------------------------------------- sides and memory
+
+class Side:
+    """Which program is running now: an out-of-memory error anywhere in the
+    child is blamed on it. Peak device memory is tracked per side."""
+
+    def __init__(self, device):
+        self.device = device
+        self.now = "harness"
+        self.oom_side = None
+        self.peak = {"reference": None, "candidate": None}
+
+    def run(self, side, fn, *a):
+        prev = self.now
+        self.now = side
+        cuda = self.device.type == "cuda"
+        if cuda:
+            torch.cuda.reset_peak_memory_stats(self.device)
+        try:
+            return fn(*a)
+        except BaseException as e:
+            # The side is restored below; remember whose memory ran out.
+            if is_oom(e) and self.oom_side is None:
+                self.oom_side = side
+            raise
+        finally:
+            if cuda:
+                p = int(torch.cuda.max_memory_allocated(self.device))
+                if self.peak[side] is None or p > self.peak[side]:
+                    self.peak[side] = p
+            self.now = prev
+
+    def memory(self):
+        """The result's memory figures. On CPU the per-side peak cannot be
+        measured cheaply (tracemalloc is too slow, ru_maxrss is per process):
+        the sides are null and the process's peak RSS is given instead."""
+        m = {"reference_peak_bytes": self.peak["reference"], "candidate_peak_bytes": self.peak["candidate"]}
+        if self.device.type == "cuda":
+            try:
+                free, total = torch.cuda.mem_get_info(self.device)
+                m["device_total_bytes"] = int(total)
+            except Exception:  # noqa: BLE001
+                pass
+        else:
+            try:
+                import resource
+                m["process_peak_rss_bytes"] = int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+            except Exception:  # noqa: BLE001
+                pass
+        return m
+
+
+def is_oom(e):
+    if isinstance(e, (MemoryError, torch.OutOfMemoryError)):
+        return True
+    if not isinstance(e, RuntimeError):
+        return False
+    # The CPU allocator raises a plain RuntimeError; so do some CUDA paths.
+    m = str(e)
+    return "out of memory" in m.lower() or "can't allocate memory" in m or "not enough memory" in m
+
+
+# ---------------------------------------------------------------- errors
+
+_ERROR_LINE = re.compile(r"(\berror\b|\bError\b|undefined reference|ptxas fatal)")
+
+
+def fmt_exc(e, limit=6000):
+    """What an agent needs to fix the kernel, first: the compiler's error
+    lines (a load_inline build puts the whole ninja log, long command lines
+    included, into the exception), then the exception, then the traceback's
+    last frames. Check details keep only their head."""
+    msg = "%s: %s" % (type(e).__name__, e)
+    errs = []
+    lines = msg.splitlines()
+    for i, line in enumerate(lines):
+        if _ERROR_LINE.search(line) and len(line) < 400:
+            errs.extend(lines[i:i + 3])
+        if sum(len(x) for x in errs) > 1500:
+            break
+    head = ("compiler errors:\n" + "\n".join(dict.fromkeys(errs)) + "\n\n") if errs else ""
+    tb = "".join(traceback.format_exception(e))
+    s = head + msg[-2000:] + "\n--- traceback (last frames) ---\n" + tb[-2000:]
+    return s[:limit]
+
+
+def where_in(e, path):
+    """'file:line in func' of the deepest frame of e inside the file at path
+    (the reference), or of a SyntaxError's own position."""
+    if path:
+        path = os.path.abspath(path)
+    if isinstance(e, SyntaxError) and e.filename:
+        return "%s:%s" % (e.filename, e.lineno)
+    best = None
+    tb = e.__traceback__
+    while tb is not None:
+        f = tb.tb_frame.f_code.co_filename
+        if path and os.path.abspath(f) == path:
+            best = "%s:%d in %s" % (f, tb.tb_lineno, tb.tb_frame.f_code.co_name)
+        tb = tb.tb_next
+    return best
+
+
+def short_trace(e, limit=2000):
+    """The exception and the traceback's last frames, at most limit characters."""
+    msg = ("%s: %s" % (type(e).__name__, e))[:600]
+    tb = "".join(traceback.format_exception(e))
+    room = max(0, limit - len(msg) - 40)
+    return (msg + "\n--- traceback (last frames) ---\n" + tb[-room:])[:limit]
+
+
+def is_compile_exception(e):
+    names = {c.__name__ for c in type(e).__mro__}
+    if names & {"SyntaxError", "ImportError", "CompileError", "CompilationError",
+                "IndentationError", "ModuleNotFoundError"}:
+        return True
+    msg = str(e)
+    return "Error building extension" in msg or "ninja: build stopped" in msg
+
+
+def load_module(src, name, work_dir):
+    """Imports a source ({"path"} or {"code"}) as a fresh module. Inline code
+    is written to a file first: Triton and inspect need the source on disk.
+    Returns (module, path)."""
+    path = src.get("path")
+    if not path:
+        path = os.path.join(work_dir, name + ".py")
+        with open(path, "w") as f:
+            f.write(src.get("code") or "")
+    path = os.path.abspath(path)
+    d = os.path.dirname(path)
+    if d not in sys.path:
+        sys.path.insert(0, d)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod, path
+
+
+# ---------------------------------------------------------------- nested outputs
+
+def flatten(out):
+    if isinstance(out, (list, tuple)):
+        r = []
+        for o in out:
+            r.extend(flatten(o))
+        return r
+    return [out]
+
+
+def to_device(x, device):
+    if isinstance(x, torch.Tensor):
+        return x.to(device)
+    if isinstance(x, (list, tuple)):
+        return type(x)(to_device(v, device) for v in x)
+    return x
+
+
+def clone_tree(x):
+    if isinstance(x, torch.Tensor):
+        return x.clone()
+    if isinstance(x, (list, tuple)):
+        return type(x)(clone_tree(v) for v in x)
+    return x
+
+
+def tensors_of(x):
+    return [t for t in flatten(x) if isinstance(t, torch.Tensor)]
+
+
+CHUNK = 1 << 24  # elements per comparison chunk: temporaries stay ~100s of MB
+
+
+def chunks(t):
+    """Flat views of t, CHUNK elements each (a copy only if t is not contiguous)."""
+    f = t.reshape(-1)
+    for a in range(0, f.numel(), CHUNK):
+        yield f[a:a + CHUNK]
+
+
+def same_tensor_values(a, b):
+    """Bitwise equality, NaN equal to NaN, compared in chunks: no whole-tensor
+    temporaries on multi-GB outputs."""
+    if a.shape != b.shape or a.dtype != b.dtype or a.device != b.device:
+        return False
+    if a.numel() == 0:
+        return True
+    floaty = a.is_floating_point() or a.is_complex()
+    for x, y in zip(chunks(a), chunks(b)):
+        if not floaty:
+            if not torch.equal(x, y):
+                return False
+            continue
+        if a.is_complex():
+            x, y = torch.view_as_real(x), torch.view_as_real(y)
+        nx, ny = torch.isnan(x), torch.isnan(y)
+        if not torch.equal(nx, ny):
+            return False
+        if not torch.equal(x.masked_fill(nx, 0), y.masked_fill(ny, 0)):
+            return False
+    return True
+
+
+def storage_range(t):
+    if t.numel() == 0:
+        return None
+    st = t.untyped_storage()
+    return (st.data_ptr(), st.data_ptr() + st.nbytes())
+
+
+def overlaps(a, b):
+    ra, rb = storage_range(a), storage_range(b)
+    if ra is None or rb is None or a.device != b.device:
+        return False
+    return ra[0] < rb[1] and rb[0] < ra[1]
+
+
+# ---------------------------------------------------------------- patch guard
+
+# torch functions and methods the comparisons and timing rely on: a candidate
+# running in this process could replace torch.equal with "return True".
+_TORCH_FUNCS = ("equal", "isfinite", "isnan", "where", "maximum", "zeros", "empty_like", "nan_to_num",
+                "view_as_real", "allclose")
+_TENSOR_METHODS = ("sum", "max", "abs", "argmax", "item", "clone", "copy_", "reshape", "to", "masked_fill",
+                   "__sub__", "__mul__", "__add__", "__gt__", "__ne__", "__le__", "__invert__", "__and__",
+                   "__getitem__", "__setitem__", "numel", "element_size", "is_contiguous", "view", "tolist")
+_HARNESS_MODULES = ("evaluate", "evaluate_common", "evaluate_compare", "evaluate_integrity", "evaluate_timing",
+                    "evaluate_ops", "evaluate_hooks", "workcount")
+
+
+def guard_snapshot():
+    """The identity of every function the checks use: torch's, time's and
+    the harness modules' own (functions, classes and their methods). Taken
+    before the candidate is imported."""
+    import time as _time
+    owners = [(torch, n) for n in _TORCH_FUNCS] + [(torch.Tensor, n) for n in _TENSOR_METHODS]
+    owners += [(torch.cuda, "synchronize"), (torch.cuda.Event, "record"), (torch.cuda.Event, "elapsed_time"),
+               (torch.cuda.Event, "synchronize"), (_time, "perf_counter"), (_time, "perf_counter_ns"), (_time, "monotonic")]
+    for mname in _HARNESS_MODULES:
+        mod = sys.modules.get(mname)
+        if mod is None:
+            continue
+        for name, v in list(vars(mod).items()):
+            if getattr(v, "__module__", None) != mname:
+                continue
+            if callable(v):
+                owners.append((mod, name))
+            if isinstance(v, type):
+                owners += [(v, k) for k, f in vars(v).items() if callable(f) and not k.startswith("__")]
+    snap = {}
+    for owner, name in owners:
+        label = "%s.%s" % (getattr(owner, "__name__", repr(owner)), name)
+        snap[label] = (owner, name, getattr(owner, name, None))
+    return snap
+
+
+def guard_changed(snap):
+    """Labels of guarded functions that are no longer what they were."""
+    return sorted(label for label, (owner, name, f) in snap.items() if getattr(owner, name, None) is not f)

@@ -1,0 +1,164 @@
+"""Comparing an output with the reference's, and making unwritten output
+visible (NaN-poisoned allocator, NaN-filled torch.empty).
+
+Memory: the comparison walks both tensors in chunks of CHUNK elements and
+computes in fp32 (fp64 for fp64 outputs), so its temporaries are a few
+hundred MB whatever the output size: a whole-tensor .double() of a 7.5 GB
+KernelBench output ran the H100 out of memory."""
+import contextlib
+
+import torch
+
+from evaluate_common import chunks
+
+DEFAULT_TOL = {
+    torch.float32: (1e-4, 1e-4, 1e-3),
+    torch.float64: (1e-7, 1e-7, 1e-6),
+    torch.float16: (1e-2, 1e-2, 1e-2),
+    torch.bfloat16: (2e-2, 2e-2, 2e-2),
+}
+
+
+def tolerance(dtype, override):
+    atol, rtol, rel = DEFAULT_TOL.get(dtype, (1e-4, 1e-4, 1e-3))
+    if override:
+        atol = override.get("atol") or atol
+        rtol = override.get("rtol") or rtol
+        rel = override.get("rel_norm") or rel
+    return atol, rtol, rel
+
+
+def compare(i, ref, out, tol_override):
+    """Returns (ok, check_name, detail) for one output tensor."""
+    if out.shape != ref.shape:
+        return False, "shape", "output %d: shape %s, expected %s" % (i, tuple(out.shape), tuple(ref.shape))
+    if out.dtype != ref.dtype:
+        return False, "dtype", "output %d: dtype %s, expected %s" % (i, out.dtype, ref.dtype)
+    if out.device != ref.device:
+        return False, "device", "output %d: on %s, expected %s" % (i, out.device, ref.device)
+    if ref.is_contiguous() and not out.is_contiguous():
+        return False, "contiguity", "output %d: not contiguous (strides %s)" % (i, out.stride())
+    if ref.numel() == 0:
+        return True, "allclose", ""
+    if not (ref.is_floating_point() or ref.is_complex()):
+        bad = 0
+        for r, o in zip(chunks(ref), chunks(out)):
+            if not torch.equal(r, o):
+                bad += int((r != o).sum().item())
+        if bad == 0:
+            return True, "allclose", ""
+        return False, "allclose", "output %d: %d of %d integer elements differ" % (i, bad, ref.numel())
+    atol, rtol, rel = tolerance(ref.dtype, tol_override)
+    wd = torch.float64 if ref.dtype in (torch.float64, torch.complex128) else torch.float32
+    dev = ref.device
+    zero = torch.zeros((), dtype=torch.float64, device=dev)
+    nonfinite = zero.clone()
+    pattern = zero.clone()
+    nbad = zero.clone()
+    maxerr = zero.clone()
+    dn2 = zero.clone()
+    rn2 = zero.clone()
+    worst = []  # per chunk: (excess max, flat index) as device tensors
+    base = 0
+    for r, o in zip(chunks(ref), chunks(out)):
+        if ref.is_complex():
+            r, o = torch.view_as_real(r).reshape(-1), torch.view_as_real(o).reshape(-1)
+        r, o = r.to(wd), o.to(wd)
+        rf, of = torch.isfinite(r), torch.isfinite(o)
+        nonfinite += (~of & rf).sum()
+        pattern += (rf != of).sum() + (torch.isnan(r) != torch.isnan(o)).sum()
+        r = torch.where(rf, r, 0.0)
+        o = torch.where(rf, o, 0.0)
+        diff = (o - r).abs()
+        thr = atol + rtol * r.abs()
+        nbad += (diff > thr).sum()
+        maxerr = torch.maximum(maxerr, diff.max().to(torch.float64))
+        dn2 += (diff.to(torch.float64) ** 2).sum() if wd == torch.float64 else (diff * diff).sum(dtype=torch.float64)
+        rn2 += (r.to(torch.float64) ** 2).sum() if wd == torch.float64 else (r * r).sum(dtype=torch.float64)
+        ex = diff - thr
+        j = ex.argmax()
+        # 0-d clones: a view would keep the whole chunk alive
+        worst.append((ex[j].to(torch.float64).clone(), j + base, o[j].clone(), r[j].clone()))
+        base += r.numel()
+        del r, o, rf, of, diff, thr, ex
+    nonfinite, pattern, nbad = int(nonfinite.item()), int(pattern.item()), int(nbad.item())
+    if nonfinite:
+        return False, "finite", "output %d: %d NaN/Inf elements where the reference is finite (unwritten memory is NaN-poisoned)" % (i, nonfinite)
+    if pattern:
+        return False, "finite", "output %d: non-finite pattern differs from the reference" % i
+    maxerr_f = float(maxerr.item())
+    if nbad:
+        w = max(worst, key=lambda x: float(x[0].item()))
+        n = ref.numel() * (2 if ref.is_complex() else 1)
+        return False, "allclose", ("output %d: %d of %d elements outside atol=%g rtol=%g; max abs err %.3g; "
+                                   "worst at flat index %d: got %.6g, expected %.6g") % (
+            i, nbad, n, atol, rtol, maxerr_f, int(w[1].item()), float(w[2].item()), float(w[3].item()))
+    rn = float(rn2.item()) ** 0.5
+    dn = float(dn2.item()) ** 0.5
+    if rn == 0.0:
+        if dn > atol:
+            return False, "relative_norm", "output %d: reference is all zeros, candidate norm %.3g" % (i, dn)
+    elif dn / rn > rel:
+        return False, "relative_norm", ("output %d: ||out-ref||/||ref|| = %.3g > %g (||ref|| = %.3g): passes allclose only "
+                                        "because the values are tiny") % (i, dn / rn, rel, rn)
+    return True, "allclose", "max abs err %.3g, rel norm err %.3g" % (maxerr_f, (dn / rn) if rn else 0.0)
+
+
+def compare_outputs(refs, outs, tol):
+    """First failing (ok, name, detail) over flattened outputs, or (True, ...)."""
+    for i, (o, r) in enumerate(zip(outs, refs)):
+        if isinstance(r, torch.Tensor):
+            if not isinstance(o, torch.Tensor):
+                return False, "output_type", "output %d is a %s, expected a torch.Tensor" % (i, type(o).__name__)
+            ok, name, detail = compare(i, r, o, tol)
+            if not ok:
+                return ok, name, detail
+        elif o != r:
+            return False, "allclose", "output %d = %r, expected %r" % (i, o, r)
+    return True, "allclose", ""
+
+
+# ---------------------------------------------------------------- poison
+
+def poison_allocator(device):
+    """Fills the memory the candidate's next allocations will come from with
+    NaN, so output it never writes shows up. torch.empty itself is filled
+    with NaN by the deterministic-fill mode enabled around candidate calls.
+    The amount follows the free memory (a quarter of it, in 256 MiB blocks,
+    at most 16 GiB): a fixed 4 GiB pushed problems with multi-GB inputs
+    over the edge, and the cached blocks are released by torch's allocator
+    whenever a larger allocation needs the room."""
+    if device.type == "cuda":
+        free, _total = torch.cuda.mem_get_info(device)
+        n = min(int(free * 0.25), 16 << 30)
+        blocks = []
+        size = 256 << 20
+        try:
+            while n >= size:
+                b = torch.empty(size // 4, dtype=torch.float32, device=device)
+                b.fill_(float("nan"))
+                blocks.append(b)
+                n -= size
+        except RuntimeError:
+            pass
+        total = sum(b.numel() * 4 for b in blocks)
+        del blocks  # freed into the caching allocator, NaN-filled
+        torch.cuda.synchronize(device)
+        return "%d MiB of the CUDA caching allocator (a quarter of the free memory) filled with NaN; torch.empty filled with NaN" % (total >> 20)
+    return "torch.empty filled with NaN (deterministic fill)"
+
+
+@contextlib.contextmanager
+def nan_fill():
+    """torch.empty* returns NaN-filled memory while active. Uses torch._C
+    directly: torch.use_deterministic_algorithms imports inductor (3 s)."""
+    C = torch._C
+    prev = (C._get_deterministic_algorithms(), C._get_deterministic_algorithms_warn_only(),
+            C._get_deterministic_fill_uninitialized_memory())
+    C._set_deterministic_algorithms(True, warn_only=True)
+    C._set_deterministic_fill_uninitialized_memory(True)
+    try:
+        yield
+    finally:
+        C._set_deterministic_algorithms(prev[0], warn_only=prev[1])
+        C._set_deterministic_fill_uninitialized_memory(prev[2])

@@ -1,0 +1,132 @@
+"""Launch hooks: count the custom kernels a candidate runs (Triton, the
+kevolve loaders, load_inline / cpp_extension modules, cupy kernels), and put
+Triton in the mode the target needs."""
+import os
+import sys
+
+
+class LaunchCounter:
+    """Counts custom-kernel launches: Triton kernels, objects returned by the
+    kevolve loaders, load_inline / cpp_extension modules, cupy kernels."""
+
+    def __init__(self):
+        self.n = 0
+        self.kinds = set()
+
+    def hit(self, kind):
+        self.n += 1
+        self.kinds.add(kind)
+
+
+class _CountingProxy:
+    def __init__(self, obj, counter, kind):
+        object.__setattr__(self, "_kv_obj", obj)
+        object.__setattr__(self, "_kv_counter", counter)
+        object.__setattr__(self, "_kv_kind", kind)
+
+    def __getattr__(self, name):
+        v = getattr(self._kv_obj, name)
+        if callable(v) and not name.startswith("__") and not isinstance(v, type):
+            counter, kind = self._kv_counter, self._kv_kind
+
+            def call(*a, **k):
+                counter.hit(kind)
+                return v(*a, **k)
+            call.__name__ = getattr(v, "__name__", name)
+            call.__doc__ = getattr(v, "__doc__", None)
+            return call
+        return v
+
+    def __setattr__(self, name, value):
+        setattr(self._kv_obj, name, value)
+
+    def __call__(self, *a, **k):
+        self._kv_counter.hit(self._kv_kind)
+        return self._kv_obj(*a, **k)
+
+    def __dir__(self):
+        return dir(self._kv_obj)
+
+
+def triton_interpreter(want):
+    """Makes a later `import triton` match the wanted mode. Triton fixes the
+    mode of its own library functions at import, so a mismatch means
+    dropping the parent's imported copy and importing afresh."""
+    os.environ["TRITON_INTERPRET"] = "1" if want else "0"
+    mod = sys.modules.get("triton")
+    if mod is None:
+        return
+    # knobs read the environment lazily, so the parent records the mode it
+    # imported Triton in; unknown means reimport.
+    have = getattr(mod, "_kevolve_interpret_at_import", None)
+    if have == want:
+        return
+    for name in list(sys.modules):
+        if name == "triton" or name.startswith("triton."):
+            del sys.modules[name]
+
+
+def install_launch_hooks(counter, uses_ext=True):
+    def wrap_loader(mod, attr, kind):
+        f = getattr(mod, attr, None)
+        if f is None or getattr(f, "_kv_wrapped", False):
+            return
+
+        def loader(*a, **k):
+            return _CountingProxy(f(*a, **k), counter, kind)
+        loader._kv_wrapped = True
+        loader.__doc__ = f.__doc__
+        setattr(mod, attr, loader)
+
+    try:
+        import kevolve
+        for attr in ("load_cuda", "load_c", "load_hip"):
+            wrap_loader(kevolve, attr, "kevolve")
+    except Exception:  # noqa: BLE001 - loader package optional
+        pass
+    try:
+        if uses_ext or "torch.utils.cpp_extension" in sys.modules:
+            import torch.utils.cpp_extension as ce
+            for attr in ("load_inline", "load"):
+                wrap_loader(ce, attr, "cpp_extension")
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        from triton.runtime import jit as tjit
+        orig = tjit.JITFunction.run
+        if not getattr(orig, "_kv_wrapped", False):
+            def run(self, *a, **k):
+                counter.hit("triton")
+                return orig(self, *a, **k)
+            run._kv_wrapped = True
+            tjit.JITFunction.run = run
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        from triton.runtime import interpreter as tint
+        orig_i = tint.InterpretedFunction.run
+        if not getattr(orig_i, "_kv_wrapped", False):
+            def irun(self, *a, **k):
+                counter.hit("triton")
+                return orig_i(self, *a, **k)
+            irun._kv_wrapped = True
+            tint.InterpretedFunction.run = irun
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        import cupy
+        for cls in (cupy.RawKernel, cupy.ElementwiseKernel):
+            orig_c = cls.__call__
+            if getattr(orig_c, "_kv_wrapped", False):
+                continue
+
+            def ccall(self, *a, _o=orig_c, **k):
+                counter.hit("cupy")
+                return _o(self, *a, **k)
+            ccall._kv_wrapped = True
+            try:
+                cls.__call__ = ccall
+            except TypeError:
+                pass
+    except Exception:  # noqa: BLE001
+        pass

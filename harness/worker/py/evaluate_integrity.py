@@ -1,0 +1,278 @@
+"""Integrity checks that need more than one call: cached outputs, audits of
+timed calls, and work outside the measured stream or thread.
+
+Threat model: the candidate runs in this process and may count its calls,
+look at pointers, hash its inputs, watch the clock or torch.cuda.Event
+creation, start threads and streams, and behave differently once it thinks
+it is timed. The checks below do not rely on it not knowing they exist;
+they rely on what it cannot know before a call returns:
+
+- Input refresh: before every timed call (warm-up included) the same input
+  tensors get new values (get_inputs() with a new seed, copied in place,
+  outside the timed events). A cache keyed on pointers, shapes or a hash of
+  the values never hits, and a stale output buffer is never right.
+- Audits: each timed iteration is audited with probability p, drawn from a
+  private RNG independently per iteration, so knowing which earlier calls
+  were audited says nothing about the next. An audit acts only after the
+  call returned and its end event was recorded: it copies the output on the
+  current stream right after the end event, in a random chunk order (see
+  snapshot), so work still running on another stream is caught mid-write,
+  and runs the reference on the same
+  values; outputs are compared at the batch's synchronize, which happens for
+  every batch anyway. A candidate that cheats on a fraction f of its timed
+  calls survives k audits with probability (1-f)^k, and it must cheat on
+  most calls to move the median.
+- After timing, one call on fresh tensors (new pointers, new values)
+  checked against the reference.
+- Stream work (CUDA): the timed loop's spin fills every SM, so work a call
+  hides on a private stream cannot run before the start event (see
+  evaluate_timing). Three more calls, each on a device made idle by a
+  device-wide synchronize, with fresh values, read the output twice: right
+  after the end event on the current stream (o1), and after every thread
+  the call started has been joined and the whole device synchronized
+  (final). Work of any launcher (library call, custom kernel, Triton, CUDA
+  graph, a thread launching later) that writes the output after the
+  measured stream finished makes o1 differ from final, bit for bit; final
+  must match the reference. The device time from the end event to idle is
+  reported beside the reference's as evidence, and a tail far beyond the
+  reference's (more than 1 ms and 4x it) fails too: hidden work that does
+  not write the output directly still has to finish somewhere.
+"""
+import random
+import threading
+import time
+
+import torch
+
+from evaluate_common import clone_tree, flatten, same_tensor_values, tensors_of
+from evaluate_compare import compare, compare_outputs
+
+
+def snapshot(out, rng, pieces=16):
+    """Copies of out's tensors, each read in a random order of chunks.
+
+    A plain clone reads front to back, and so does a kernel writing the
+    output on another stream: started together, the clone trails the hidden
+    kernel block by block and reads every element just after it is written
+    (seen on the H100: a Triton kernel on a side stream and one launched from
+    a thread both passed a clone-based check). In a random chunk order,
+    chosen after the call returned, the first chunk read is anywhere in the
+    output, so the copy matches only if the output was complete when it
+    began."""
+    res = []
+    for o in flatten(out):
+        if not isinstance(o, torch.Tensor):
+            res.append(o)
+            continue
+        n = o.numel()
+        k = min(pieces, n // 256)
+        if k < 2 or not o.is_contiguous():
+            res.append(o.clone())
+            continue
+        src = o.reshape(-1)
+        dst = torch.empty_like(src)
+        step = -(-n // k)
+        starts = list(range(0, n, step))
+        rng.shuffle(starts)
+        for a in starts:
+            dst[a:a + step].copy_(src[a:a + step])
+        res.append(dst.view(o.shape))
+    return res
+
+
+class InputRefresher:
+    """Gives the same input tensors new values before each call. The token
+    returned is the new values themselves (kept alive through the call, for
+    every call alike, so the allocator's state does not reveal audits)."""
+
+    def __init__(self, make_inputs, target, rng):
+        self.make_inputs = make_inputs
+        self.target = tensors_of(target)
+        self.rng = rng
+        self.note = ""
+        self.n = 0
+
+    def __call__(self):
+        if self.note:
+            return None
+        new = self.make_inputs(self.rng.randrange(1 << 30))
+        src = tensors_of(new)
+        if len(src) != len(self.target) or any(a.shape != b.shape or a.dtype != b.dtype for a, b in zip(src, self.target)):
+            self.note = "get_inputs() changes tensor shapes or dtypes between calls: timed inputs keep their values"
+            return None
+        try:
+            for dst, s in zip(self.target, src):
+                dst.copy_(s)
+        except RuntimeError as e:
+            self.note = "timed inputs cannot be refilled in place (%s): they keep their values" % str(e).splitlines()[0][:200]
+            return None
+        self.n += 1
+        return new
+
+
+class Auditor:
+    """Checks randomly chosen timed calls against the reference (see the
+    module docstring)."""
+
+    def __init__(self, rng, ref_call, fixed_inputs, tol, p=0.2):
+        self.rng = rng
+        self.ref_call = ref_call
+        self.fixed = fixed_inputs
+        self.fixed_ref = None
+        self.tol = tol
+        self.p = p
+        self.pending = []
+        self.audited = []
+        self.max_pending_bytes = 1 << 30
+
+    def pick(self, batch, done):
+        p = self.p if done < 200 else self.p / 2
+        return {k for k in range(batch) if self.rng.random() < p}
+
+    def take(self, tok, out, iteration):
+        outs = snapshot(out, self.rng)
+        if tok is None:
+            if self.fixed_ref is None:
+                # No copy of the inputs: refreshing is off because they are large.
+                self.fixed_ref = flatten(self.ref_call(self.fixed))
+            ref = self.fixed_ref
+        else:
+            ref = flatten(self.ref_call(tok))
+        self.pending.append((iteration, outs, ref))
+        self.audited.append(iteration)
+        # Multi-GB outputs: compare now rather than hold several copies
+        # until the batch ends (a synchronize here only tells the candidate
+        # that a call it already returned from was audited).
+        held = sum(t.numel() * t.element_size() for _, o, r in self.pending for t in o + r if isinstance(t, torch.Tensor))
+        if held > self.max_pending_bytes:
+            self.settle()
+
+    def settle(self):
+        from evaluate_timing import AuditFailed
+        pending, self.pending = self.pending, []
+        for it, outs, ref in pending:
+            if len(outs) != len(ref):
+                raise AuditFailed("timed iteration %d returned %d outputs, the reference %d" % (it, len(outs), len(ref)))
+            ok, name, detail = compare_outputs(ref, outs, self.tol)
+            if not ok:
+                raise AuditFailed("timed iteration %d (audited at random) differs from the reference on the same inputs: %s: %s" % (it, name, detail))
+
+
+def post_timing_call(run_cand, ref_call, make_inputs, seed, tol):
+    """One call on fresh tensors after timing. Returns (ok, detail)."""
+    inputs = make_inputs(seed)
+    ref = flatten(ref_call(clone_tree(inputs)))
+    out = flatten(run_cand(inputs))
+    if len(out) != len(ref):
+        return False, "the call after timing returned %d outputs, the reference %d" % (len(out), len(ref))
+    ok, name, detail = compare_outputs(ref, out, tol)
+    if not ok:
+        return False, "the call after timing, on fresh inputs, differs from the reference: %s: %s" % (name, detail)
+    return True, "after timing, a call on fresh inputs matched the reference"
+
+
+def memoization_check(run_cand, ref_call, make_inputs, seed, tol, sync):
+    """Same buffers, new values: a cache keyed on pointer/shape returns stale
+    data. Returns (ok, detail)."""
+    a = make_inputs(seed + 7)
+    b = make_inputs(seed + 11)
+    ca = clone_tree(a)
+    out_a = [t.clone() for t in tensors_of(run_cand(ca, -1))]
+    for dst, src in zip(tensors_of(ca), tensors_of(b)):
+        dst.copy_(src)
+    out_b = [t.clone() for t in tensors_of(run_cand(ca, -2))]
+    rb = tensors_of(ref_call(clone_tree(b)))
+    ra = tensors_of(ref_call(clone_tree(a)))
+    sync()
+    refs_differ = not all(same_tensor_values(x, y) for x, y in zip(ra, rb))
+    if refs_differ and all(same_tensor_values(x, y) for x, y in zip(out_a, out_b)):
+        return False, "refilling the input buffers with new values returned the previous outputs (cached across calls)"
+    for i, (o, r) in enumerate(zip(out_b, rb)):
+        ok, _name, d = compare(i, r, o, tol)
+        if not ok:
+            return False, "after refilling the same input buffers: " + d
+    return True, "same buffers refilled with new values gave fresh, correct outputs"
+
+
+def _join_new(before, timeout_s):
+    """Joins the threads started since `before`; returns those still alive."""
+    deadline = time.monotonic() + timeout_s
+    alive = []
+    for t in threading.enumerate():
+        if t.ident in before or t is threading.current_thread():
+            continue
+        t.join(max(0.0, deadline - time.monotonic()))
+        if t.is_alive():
+            alive.append(t.name)
+    return alive
+
+
+def _idle_call(fn, device, rng):
+    """One call on an idle device. Returns (out, o1, event_s, tail_s, alive
+    threads): o1 is the output read on the current stream right after the
+    end event; tail is device time from the end event until the whole device
+    was idle and the call's threads had finished."""
+    torch.cuda.synchronize(device)
+    before = {t.ident for t in threading.enumerate()}
+    s = torch.cuda.Event(enable_timing=True)
+    e = torch.cuda.Event(enable_timing=True)
+    idle = torch.cuda.Event(enable_timing=True)
+    s.record()
+    out = fn()
+    e.record()
+    o1 = snapshot(out, rng)
+    alive = _join_new(before, 10.0)
+    torch.cuda.synchronize(device)
+    idle.record()
+    idle.synchronize()
+    return out, o1, s.elapsed_time(e) / 1e3, e.elapsed_time(idle) / 1e3, alive
+
+
+def stream_work_check(cand_fn, ref_fn, refresher, ref_call, tol, device, calls=3, rng=None):
+    """Work outside the measured stream or thread (module docstring).
+    Returns (ok, detail, kind) with kind 'stream_work', 'audit' or 'threads'."""
+    rng = rng or random.Random()
+    base_tails = []
+    for _ in range(calls):  # the platform's own tail: plain torch on the current stream
+        _out, _o1, _ev, tail, _alive = _idle_call(ref_fn, device, rng)
+        base_tails.append(tail)
+        del _out, _o1
+    base = sorted(base_tails)[len(base_tails) // 2]
+    evs, tails = [], []
+    for k in range(calls):
+        tok = refresher()
+        out, o1, ev, tail, alive = _idle_call(cand_fn, device, rng)
+        evs.append(ev)
+        tails.append(tail)
+        if alive:
+            return False, "stream check call %d: the call left threads running after 10 s: %s" % (k, alive), "threads"
+        final = flatten(out)
+        for i, (a, b) in enumerate(zip(o1, final)):
+            if isinstance(b, torch.Tensor) and not same_tensor_values(a, b):
+                return False, ("stream check call %d: output %d changed after the measured stream had finished "
+                               "(read right after the end event vs after a device-wide synchronize and joining the "
+                               "call's threads): work outside the current stream or thread writes it; make the "
+                               "current stream wait for it") % (k, i), "stream_work"
+        ref = flatten(ref_call(tok)) if tok is not None else None
+        if ref is not None:
+            ok, name, detail = compare_outputs(ref, final, tol)
+            if not ok:
+                return False, "stream check call %d (fresh values, device synchronized): %s: %s" % (k, name, detail), "audit"
+        del out, o1, final, tok
+    tail = sorted(tails)[len(tails) // 2]
+    ev = sorted(evs)[len(evs) // 2]
+    detail = ("3 calls on an idle device: output stable from the end event on; device busy %.3g s after the "
+              "end event (reference: %.3g s), event time %.3g s") % (tail, base, ev)
+    if tail > 1e-3 and tail > 4 * base + 1e-3:
+        return False, ("the device stays busy %.3g s after the measured stream is done (the reference: %.3g s): "
+                       "work runs outside the current stream") % (tail, base), "stream_work"
+    return True, detail, "stream_work"
+
+
+def private_rng(args, salt):
+    """A generator the candidate cannot predict from the job's arguments:
+    seeded from the OS unless the job fixes audit_seed (tests)."""
+    s = args.get("audit_seed")
+    if s is None:
+        s = random.SystemRandom().randrange(1 << 62)
+    return random.Random(int(s) * 1000003 + salt), int(s)

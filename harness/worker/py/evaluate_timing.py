@@ -1,0 +1,201 @@
+"""Timing: device events, warm-up, a read-based cache flush and a spin
+before every iteration, adaptive iteration count, median and spread.
+
+Each timed iteration may also refresh the input values (same tensors, new
+values, outside the events) and be audited (its output checked against the
+reference after the events): see evaluate_integrity.Auditor."""
+import math
+import time
+
+import torch
+
+# A spin kernel that occupies every SM (all thread slots) until it ends. The
+# spin before each start event keeps launch latency out of the timing; with
+# torch.cuda._sleep (one block) a candidate could run its real work on a
+# private stream on the idle SMs during the spin, done before the start
+# event: a 4096^3 matmul read 1.3 us. With every thread slot taken, work of
+# any stream waits for the spin to end and lands inside the timed window.
+_SPIN_SRC = r"""
+extern "C" __global__ void kevolve_fill_spin(long long cycles) {
+    long long t0 = clock64();
+    while (clock64() - t0 < cycles) { }
+}
+"""
+
+
+class DeviceSpin:
+    def __init__(self, device, host_s=300e-6):
+        self.device = device
+        self.kernel = None
+        self.note = ""
+        props = torch.cuda.get_device_properties(device)
+        khz = getattr(props, "clock_rate", 0) or 2_000_000  # kHz, the max clock: spins at least host_s
+        self.cycles = int(host_s * khz * 1e3)
+        self.sms = int(props.multi_processor_count)
+        per_sm = int(getattr(props, "max_threads_per_multi_processor", 2048) or 2048)
+        self.threads = min(1024, per_sm // 2)
+        self.blocks = self.sms * (per_sm // self.threads)
+        try:
+            # The raw loader: the candidate-facing kevolve.load_cuda is wrapped
+            # by the launch counter.
+            from kevolve._cuda import load_cuda
+            self.kernel = load_cuda(_SPIN_SRC).kevolve_fill_spin
+            self.note = "device-filling spin (%d blocks x %d threads)" % (self.blocks, self.threads)
+        except Exception as e:  # noqa: BLE001 - no NVRTC/nvcc: the one-block sleep
+            self.note = "one-block spin (device-filling spin unavailable: %s)" % str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+
+    def __call__(self):
+        if self.kernel is not None:
+            self.kernel(self.cycles, grid=(self.blocks,), block=(self.threads,))
+        else:
+            torch.cuda._sleep(self.cycles)
+
+
+class AuditFailed(Exception):
+    pass
+
+
+class Timer:
+    def __init__(self, device, flush_bytes):
+        self.device = device
+        self.spin = None
+        if device.type == "cuda":
+            self.flush = torch.ones(flush_bytes // 4, dtype=torch.int32, device=device)
+            # Before each start event the GPU is kept busy a little longer
+            # than the host needs to enqueue one forward, so the timed region
+            # starts with the kernels already queued: launch latency and
+            # Python overhead stay out of the kernel's time.
+            self.spin = DeviceSpin(device)
+        else:
+            self.flush = torch.ones(flush_bytes // 4, dtype=torch.int32)
+
+    def clear_cache(self):
+        """Evict the last-level cache by reading a buffer larger than it.
+        A read leaves the cache full of clean lines; a write (zero_) left
+        ~50 MB of dirty ones on an H100 that the timed kernel then paid to
+        write back: a 44 us memory-bound kernel read 17% above Nsight
+        Compute's duration, which starts from an invalidated L2, and reads
+        within 2% of it with this flush."""
+        self.flush.sum()
+
+    def pre(self):
+        """What runs before each timed iteration: the cache flush, then the spin."""
+        self.clear_cache()
+        if self.spin is not None:
+            self.spin()
+
+    def sync(self):
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def bench(self, fn, cap_s, refresh=None, auditor=None, min_iters=25, max_iters=1000, target_rse=0.005):
+        """Adaptive: stops once the median's relative standard error (from a
+        robust sigma, 1.4826 MAD) is under target_rse, or at max_iters/cap_s.
+
+        refresh() (optional) runs before every call, outside the timed
+        region, and returns a token naming the input values it set; an
+        auditor picks, per batch, iterations whose output it checks after
+        the batch's synchronize. A call cannot tell an audited iteration
+        from another: both get the same refresh, the same flush, spin and
+        events, and the audit only acts after the call has returned."""
+        t_start = time.perf_counter()
+
+        def call():
+            tok = refresh() if refresh is not None else None
+            out = fn()
+            del out
+            return tok
+        # Warm-up: at least 3 calls and about 25 ms.
+        for _ in range(3):
+            call()
+        self.sync()
+        w0 = time.perf_counter()
+        n = 0
+        while time.perf_counter() - w0 < 0.025 and n < 50:
+            call()
+            n += 1
+            self.sync()
+        times = []
+        cuda = self.device.type == "cuda"
+        batch = 10
+        while True:
+            picks = auditor.pick(batch, len(times)) if auditor is not None else ()
+            if cuda:
+                evs = []
+                for k in range(batch):
+                    tok = refresh() if refresh is not None else None
+                    self.pre()
+                    s = torch.cuda.Event(enable_timing=True)
+                    e = torch.cuda.Event(enable_timing=True)
+                    s.record()
+                    out = fn()
+                    e.record()
+                    if k in picks:
+                        auditor.take(tok, out, len(times) + k)
+                    del out
+                    evs.append((s, e))
+                torch.cuda.synchronize(self.device)
+                times.extend(s.elapsed_time(e) / 1e3 for s, e in evs)
+            else:
+                for k in range(batch):
+                    tok = refresh() if refresh is not None else None
+                    self.clear_cache()
+                    t0 = time.perf_counter_ns()
+                    out = fn()
+                    times.append((time.perf_counter_ns() - t0) / 1e9)
+                    if k in picks:
+                        auditor.take(tok, out, len(times) - 1)
+                    del out
+            if auditor is not None:
+                auditor.settle()  # raises AuditFailed on a mismatch
+            k = len(times)
+            st = stats(times)
+            elapsed = time.perf_counter() - t_start
+            if k >= min_iters and (st["rse"] < target_rse or k >= max_iters or elapsed > cap_s):
+                return st
+            batch = min(max(10, k // 2), max_iters - k)
+
+
+def stats(times):
+    xs = sorted(times)
+    n = len(xs)
+
+    def q(p):
+        if n == 1:
+            return xs[0]
+        pos = p * (n - 1)
+        lo = int(math.floor(pos))
+        hi = min(lo + 1, n - 1)
+        return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+    med = q(0.5)
+    mean = sum(xs) / n
+    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / max(n - 1, 1))
+    mad = sorted(abs(x - med) for x in xs)[n // 2]
+    sigma = 1.4826 * mad
+    rse = (1.2533 * sigma / math.sqrt(n) / med) if med > 0 else 0.0
+    # cv is robust (1.4826 MAD / median): one iteration preempted by the OS
+    # or a clock change must not make a steady kernel look noisy. The
+    # classic stdev/mean is kept beside it as cv_raw.
+    return {"median_s": med, "p10_s": q(0.1), "p90_s": q(0.9), "cv": (sigma / med) if med > 0 else 0.0,
+            "cv_raw": (sd / mean) if mean > 0 else 0.0, "iters": n, "rse": rse}
+
+
+class time_limit:
+    """SIGALRM-based cap for a stage that may run long (torch.compile)."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+
+    def _handler(self, signum, frame):
+        raise TimeoutError("time cap of %.0f s reached" % self.seconds)
+
+    def __enter__(self):
+        import signal
+        self.old = signal.signal(signal.SIGALRM, self._handler)
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+
+    def __exit__(self, *exc):
+        import signal
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, self.old)
+        return False
