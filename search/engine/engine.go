@@ -4,6 +4,18 @@
 // again after it, each in one transaction, so a process killed at any
 // moment resumes with no evaluated node lost and none evaluated twice
 // except the one that was in flight.
+//
+// A server drives runs the same way the CLI does:
+//
+//	eng := &engine.Engine{Store: st, Eval: adapter, Operator: op, OnProgress: notify}
+//	run, err := eng.Create(ctx, opts)          // run id at once; the run is paused, its root pending
+//	go eng.Drive(serverCtx, run.ID)            // cancelling serverCtx pauses the run
+//	st.Events(ctx, run.ID, afterSeq, limit)    // the feed a status long poll waits on
+//	engine.Stop(ctx, st, run.ID, "user")       // the loop stops at its next step
+//	eng.Resume(ctx, run.ID, nil)               // continue a paused or killed run
+//
+// One process drives a run at a time (a lease in the store); a second
+// Drive of a run that a live process holds fails with search.ErrRunBusy.
 package engine
 
 import (
@@ -178,7 +190,7 @@ func Stop(ctx context.Context, st search.Store, runID, why string) error {
 	return st.UpdateRun(ctx, run)
 }
 
-func supervisorFor(cfg Config, current string) *termination.Supervisor {
+func supervisorFor(cfg Config) *termination.Supervisor {
 	if cfg.SupervisorWindow <= 0 {
 		return nil
 	}

@@ -394,3 +394,23 @@ func TestOneDriverPerRun(t *testing.T) {
 		t.Fatalf("status %s, %d evaluations", got.Status, l.calls.Load())
 	}
 }
+
+type brokenService struct{}
+
+func (brokenService) Evaluate(context.Context, search.Problem, string) (*search.Result, error) {
+	return nil, errors.New("worker: no Python with torch")
+}
+
+// An evaluation service that cannot evaluate fails the run with its
+// reason, after a few tries, rather than spinning or claiming exhaustion.
+func TestServiceFailureFailsTheRun(t *testing.T) {
+	e, st := newTestEngine(t, brokenService{})
+	run, err := e.Run(context.Background(), StartOptions{Problem: synthProblem("broken"), StartCode: startCode(4, 4), Budget: search.Budget{Evals: 5}, Seed: 1})
+	if err == nil || !strings.Contains(err.Error(), "no Python with torch") {
+		t.Fatalf("err %v", err)
+	}
+	got, _ := st.Run(context.Background(), run.ID)
+	if got.Status != search.RunFailed || !strings.Contains(got.StopReason, "no Python with torch") {
+		t.Fatalf("status %s: %s", got.Status, got.StopReason)
+	}
+}

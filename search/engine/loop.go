@@ -72,7 +72,7 @@ func (e *Engine) Drive(ctx context.Context, runID string) error {
 		return err
 	}
 	d := &driver{e: e, run: run, cfg: cfg, g: search.NewGraph(nodes), pol: pol, polName: run.Policy,
-		term: termination.FromBudget(run.Budget), sup: supervisorFor(cfg, run.Policy),
+		term: termination.FromBudget(run.Budget), sup: supervisorFor(cfg),
 		baseElapsed: run.ElapsedS, t0: time.Now()}
 	resumed := run.Status != search.RunPaused || d.g.EvalCount() > 0
 	run.Status = search.RunRunning
@@ -147,6 +147,14 @@ func (d *driver) loop(ctx context.Context) error {
 		}
 		sel, err := d.selectParent()
 		if errors.Is(err, policy.ErrNoOpenNode) {
+			if d.g.EvalCount() == 0 {
+				// Nothing was ever evaluated: say why, not "exhausted".
+				why := "no node could be evaluated"
+				if r := d.g.Root(); r != nil && r.Error != "" {
+					why = "the start kernel could not be evaluated: " + r.Error
+				}
+				return errors.New(why)
+			}
 			d.run.Status, d.run.StopReason = search.RunDone, "search space exhausted: the operator has nothing new to propose from any node"
 			return nil
 		}
