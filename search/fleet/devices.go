@@ -60,3 +60,26 @@ func LocalDevices(rep device.Report, target string, slots int) ([]Device, error)
 	}
 	return out, nil
 }
+
+// ShareDevices keeps worker I's share of N ("I/N"): the GPUs whose index
+// is I modulo N. CPU slots are per worker already and are kept whole.
+// An empty share keeps every device.
+func ShareDevices(devs []Device, share string) ([]Device, error) {
+	if share == "" {
+		return devs, nil
+	}
+	var i, n int
+	if _, err := fmt.Sscanf(share, "%d/%d", &i, &n); err != nil || n < 1 || i < 0 || i >= n {
+		return nil, fmt.Errorf("worker: --share %q: want I/N with 0 <= I < N", share)
+	}
+	var out []Device
+	for _, d := range devs {
+		if d.Target == "cpu" || d.Index%n == i {
+			out = append(out, d)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("worker: share %s of this host's %d devices is empty: start fewer local workers", share, len(devs))
+	}
+	return out, nil
+}

@@ -57,6 +57,10 @@ func (l *LocalLauncher) Start(ctx context.Context) error {
 
 func (l *LocalLauncher) spawn(i int, bin []string, name string) error {
 	argv := l.Config.workerArgv(bin, name)
+	if l.N > 1 {
+		// N workers on one host split its GPUs (CPU slots are their own).
+		argv = append(argv, "--share", fmt.Sprintf("%d/%d", i, l.N))
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "KEVOLVE_TOKEN="+l.Config.Token)
 	// Its own process group: the worker's Python children go with it, and a

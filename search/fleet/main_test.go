@@ -52,6 +52,7 @@ func workerRole(args []string) int {
 	fs.StringVar(&o.Target, "target", "cpu", "")
 	fs.IntVar(&o.Slots, "slots", 1, "")
 	fs.DurationVar(&o.Drain, "drain", 20*time.Second, "")
+	fs.StringVar(&o.Share, "share", "", "")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

@@ -332,3 +332,39 @@ func waitFile(t *testing.T, path string) {
 	}
 	t.Fatalf("%s never appeared", path)
 }
+
+func TestShareDevices(t *testing.T) {
+	gpus := []Device{{Index: 0, Target: "nvidia"}, {Index: 1, Target: "nvidia"}, {Index: 2, Target: "nvidia"}, {Index: 3, Target: "nvidia"}}
+	cases := []struct {
+		share string
+		want  []int
+		bad   bool
+	}{
+		{"", []int{0, 1, 2, 3}, false},
+		{"0/2", []int{0, 2}, false},
+		{"1/2", []int{1, 3}, false},
+		{"3/4", []int{3}, false},
+		{"0/5", []int{0}, false},
+		{"4/5", nil, true}, // empty share
+		{"2/2", nil, true},
+		{"x", nil, true},
+	}
+	for _, c := range cases {
+		got, err := ShareDevices(gpus, c.share)
+		if c.bad != (err != nil) {
+			t.Errorf("share %q: err %v", c.share, err)
+			continue
+		}
+		var idx []int
+		for _, d := range got {
+			idx = append(idx, d.Index)
+		}
+		if !c.bad && fmt.Sprint(idx) != fmt.Sprint(c.want) {
+			t.Errorf("share %q: %v, want %v", c.share, idx, c.want)
+		}
+	}
+	cpu := []Device{{Index: 0, Target: "cpu"}, {Index: 1, Target: "cpu"}}
+	if got, _ := ShareDevices(cpu, "1/3"); len(got) != 2 {
+		t.Errorf("CPU slots were split: %v", got)
+	}
+}

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,7 +28,10 @@ type WorkerOptions struct {
 	Target string
 	// Slots: for cpu, how many CPU device slots (fake device indices) to
 	// offer; for a GPU target, at most this many GPUs (0 = all).
-	Slots    int
+	Slots int
+	// Share "I/N" keeps the GPUs whose index is I modulo N: N local
+	// workers on one host split its GPUs instead of sharing them.
+	Share    string
 	Python   string
 	CacheDir string
 	// Ceilings give SOL figures (nil = none).
@@ -58,6 +62,16 @@ func ServeWorker(ctx context.Context, o WorkerOptions) error {
 	devs, err := LocalDevices(rep, o.Target, o.Slots)
 	if err != nil {
 		return err
+	}
+	if devs, err = ShareDevices(devs, o.Share); err != nil {
+		return err
+	}
+	if o.Ceilings != nil { // this host's measured (or spec) roofline
+		if b, err := json.Marshal(o.Ceilings); err == nil {
+			for i := range devs {
+				devs[i].Ceilings = b
+			}
+		}
 	}
 	ev, err := harness.NewEvaluator(harness.EvalConfig{Python: o.Python, CacheDir: o.CacheDir, Logger: o.Log})
 	if err != nil {
