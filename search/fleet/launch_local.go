@@ -65,7 +65,9 @@ func (l *LocalLauncher) spawn(i int, bin []string, name string) error {
 	cmd.Env = append(os.Environ(), "KEVOLVE_TOKEN="+l.Config.Token)
 	// Its own process group: the worker's Python children go with it, and a
 	// terminal's ^C reaches the coordinator, which stops the workers itself.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: a coordinator killed -9 takes its local workers along
+	// (they drain); its restart launches new ones on its new address.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	if l.Config.LogDir != "" {
 		os.MkdirAll(l.Config.LogDir, 0o755)
 		f, err := os.OpenFile(filepath.Join(l.Config.LogDir, name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
