@@ -38,6 +38,7 @@ type evolveOptions struct {
 	reportDir string
 	ops       operatorFlags // the model and agent operators' settings (operators.go)
 	suite     suiteFlags    // --suite (suite.go)
+	fleet     fleetFlags    // --workers and the coordinator (evolve_fleet.go)
 }
 
 // newEvolveCmd wires `kevolve-mcp evolve` flags to search/engine; the
@@ -90,6 +91,7 @@ is a checkpoint: a killed run continues with --resume RUN.
 	f.BoolVar(&eo.asJSON, "json", false, "end with the run summary as JSON on stdout")
 	f.BoolVar(&eo.calibrate, "calibrate", true, "on a CPU never calibrated, measure it once (quick) so % of SOL can be shown")
 	f.StringVar(&eo.reportDir, "report-dir", "", "where reports go (default: runs/RUN beside the database)")
+	addFleetFlags(f, &eo.fleet)
 	_ = cmd.RegisterFlagCompletionFunc("problem", completeReference)
 	_ = cmd.RegisterFlagCompletionFunc("target", fixedCompletion("auto", "cpu", "nvidia"))
 	_ = cmd.RegisterFlagCompletionFunc("language", fixedCompletion("c", "cuda", "triton"))
@@ -103,6 +105,9 @@ is a checkpoint: a killed run continues with --resume RUN.
 
 func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.Writer) error {
 	spec, o := eo.spec, eo.start
+	if err := eo.fleet.validate(c); err != nil {
+		return err
+	}
 	budgetSet := fs.Changed("budget") || fs.Changed("time") || fs.Changed("tokens") || fs.Changed("plateau")
 	op, err := operator.ByName(eo.operator)
 	if err != nil {
@@ -186,7 +191,20 @@ func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.W
 	if op, err = operatorWithContext(ctx, a, eo.operator, &eo.ops, opProblem.Target, opDevices, adapter.Ceilings, priors); err != nil {
 		return err
 	}
-	eng := &engine.Engine{Store: st, Eval: adapter, Operator: op, Log: c.logger, OnProgress: progressPrinter(stderr)}
+	var evaluator search.Evaluator = adapter
+	if eo.fleet.enabled() {
+		p := o.Problem
+		if run != nil {
+			p = run.Problem
+		}
+		fe, stop, err := eo.fleet.startFleet(ctx, a, c, p, filepath.Join(filepath.Dir(c.g.db), "fleet"), stderr)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		evaluator = fe
+	}
+	eng := &engine.Engine{Store: st, Eval: evaluator, Operator: op, Log: c.logger, OnProgress: progressPrinter(stderr)}
 	if eo.resume != "" {
 		var b *search.Budget
 		if budgetSet {
@@ -379,7 +397,10 @@ func evolveInspect(ctx context.Context, c *cli, st *store.SQLite, verb, id strin
 			return err
 		}
 		fmt.Fprintln(stdout)
-		return engine.WriteNodes(stdout, nodes)
+		if err := engine.WriteNodes(stdout, nodes); err != nil {
+			return err
+		}
+		return writeFleetPanel(ctx, st, run, nodes, stdout)
 	case "best":
 		best := search.NewGraph(nodes).Node(run.BestNode)
 		if best == nil {

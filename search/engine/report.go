@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -65,6 +66,9 @@ func WriteReport(ctx context.Context, st search.Store, runID, dir string, ceil *
 		return "", err
 	}
 	run, nodes, rc := ReportInput(data, ceil)
+	if dbs, ok := st.(interface{ DB() *sql.DB }); ok && FleetPanel != nil {
+		run.Fleet = FleetPanel(ctx, dbs.DB(), data.Run, data.Nodes)
+	}
 	path := filepath.Join(dir, "report.html")
 	if err := report.WriteFile(path, run, nodes, rc); err != nil {
 		return "", fmt.Errorf("report: %w", err)
@@ -160,3 +164,8 @@ func pos(v float64) *float64 {
 	}
 	return nil
 }
+
+// FleetPanel gives the report's fleet panel of a run a fleet evaluated
+// (nil otherwise). search/fleet sets it, so that the engine does not
+// depend on the fleet; a nil hook draws no panel.
+var FleetPanel func(ctx context.Context, db *sql.DB, run *search.Run, nodes []*search.Node) *report.Fleet

@@ -25,6 +25,9 @@ type Adapter struct {
 	// inputs (0 = the harness default of 5).
 	Timeout time.Duration
 	Trials  int
+	// SkipTiming checks correctness and integrity only (no timing, so no
+	// speedup): for tests of the machinery around evaluations.
+	SkipTiming bool
 	// Progress, when set, sees the harness's stages.
 	Progress func(stage string, done, total int)
 }
@@ -37,12 +40,13 @@ func (a *Adapter) Evaluate(ctx context.Context, p search.Problem, code string) (
 		return nil, fmt.Errorf("evaluate: no evaluator")
 	}
 	req := harness.EvalRequest{
-		Reference: harness.Source{Path: p.ReferencePath},
-		Candidate: harness.Source{Code: code},
-		Target:    p.Target,
-		Shapes:    p.ShapeSet,
-		Timeout:   a.Timeout,
-		Trials:    a.Trials,
+		Reference:  harness.Source{Path: p.ReferencePath},
+		Candidate:  harness.Source{Code: code},
+		Target:     p.Target,
+		Shapes:     p.ShapeSet,
+		Timeout:    a.Timeout,
+		Trials:     a.Trials,
+		SkipTiming: a.SkipTiming,
 	}
 	if t := p.Tolerance; t != nil {
 		req.Tolerance = &harness.Tolerance{Atol: t.Atol, Rtol: t.Rtol}

@@ -30,6 +30,8 @@ type Run struct {
 
 	TSolS      *float64 // the problem's speed of light, seconds
 	BestNodeID string   // "" = the highest-fitness pass node
+
+	Fleet *Fleet // the fleet panel; nil when the run used no fleet
 }
 
 // Node is one kernel of the run's graph.

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kevolve/kevolve-mcp/search"
+	"github.com/kevolve/kevolve-mcp/search/fleet"
+	"github.com/kevolve/kevolve-mcp/search/store"
+)
+
+// fleetFlags are evolve's fleet options: where evaluations run.
+type fleetFlags struct {
+	workers   string
+	listen    string
+	token     string
+	advertise string
+	targets   string
+	gpus      int
+	slots     int
+	slurmArgs []string
+}
+
+func addFleetFlags(f *pflag.FlagSet, ff *fleetFlags) {
+	f.StringVar(&ff.workers, "workers", "", "evaluate on a fleet: local:N, ssh:HOST[,HOST...], slurm:PARTITION[:N] or k8s:NAMESPACE[:N]")
+	f.StringVar(&ff.listen, "listen", "", "fleet coordinator address `HOST:PORT` (default 127.0.0.1:0 for local workers, 0.0.0.0:8787 for remote ones)")
+	f.StringVar(&ff.token, "fleet-token", "", "bearer token workers must send (default $KEVOLVE_TOKEN; made up for launched remote workers)")
+	f.StringVar(&ff.advertise, "advertise", "", "the coordinator `URL` workers dial (default: from --listen and this host's name)")
+	f.StringVar(&ff.targets, "targets", "", "evaluate every node on each device kind, e.g. nvidia:sm_90,amd:gfx942 or h100,h200 (the first gives the fitness)")
+	f.IntVar(&ff.gpus, "worker-gpus", 0, "slurm/k8s: GPUs per worker (--gres=gpu:K; 0 = whole nodes)")
+	f.IntVar(&ff.slots, "worker-slots", 0, "local cpu workers: evaluation slots each")
+	f.StringArrayVar(&ff.slurmArgs, "sbatch-arg", nil, "extra sbatch option for slurm workers (repeatable), e.g. --sbatch-arg=--time=04:00:00")
+}
+
+func (ff *fleetFlags) enabled() bool { return ff.workers != "" || ff.listen != "" }
+
+// validate checks the fleet flags before any work starts.
+func (ff *fleetFlags) validate(c *cli) error {
+	if !ff.enabled() {
+		if ff.targets != "" {
+			return fmt.Errorf("--targets needs a fleet: add --workers (or --listen)")
+		}
+		return nil
+	}
+	token := ff.token
+	if token == "" {
+		token = c.g.token
+	}
+	return fleet.CheckOptions(fleet.Options{Workers: ff.workers, Listen: ff.listen, Token: token, KindsSpec: ff.targets})
+}
+
+// startFleet starts the coordinator and workers; the returned evaluator
+// replaces the in-process one, and stop ends the workers.
+func (ff *fleetFlags) startFleet(ctx context.Context, a *app, c *cli, p search.Problem, runDir string, stderr io.Writer) (search.Evaluator, func(), error) {
+	token := ff.token
+	if token == "" {
+		token = c.g.token
+	}
+	o := fleet.Options{DB: a.db, Workers: ff.workers, Listen: ff.listen, Token: token, Advertise: ff.advertise,
+		Target: p.Target, Slots: ff.slots, GPUsPerNode: ff.gpus, SlurmArgs: ff.slurmArgs, Name: "kevolve",
+		LogDir: filepath.Join(runDir, "workers"), Log: c.logger}
+	if ff.targets != "" {
+		o.KindsSpec, o.Target = ff.targets, "auto"
+	}
+	f, err := fleet.Start(ctx, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	fmt.Fprintf(stderr, "fleet coordinator at %s\n", f.URL)
+	tick := time.NewTicker(30 * time.Second)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if s, err := fleet.Snapshot(ctx, f.Queue); err == nil {
+					fmt.Fprintf(stderr, "\n%s\n", s.Line())
+				}
+			}
+		}
+	}()
+	stop := func() {
+		tick.Stop()
+		close(done)
+		if s, err := fleet.Snapshot(context.WithoutCancel(ctx), f.Queue); err == nil {
+			s.WriteTable(stderr)
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		f.Close(sctx)
+	}
+	return f.Evaluator, stop, nil
+}
+
+// writeFleetPanel prints, for a run evaluated by a fleet, each worker's
+// evaluations and utilization and each node's results by device kind.
+func writeFleetPanel(ctx context.Context, st *store.SQLite, run *search.Run, nodes []*search.Node, w io.Writer) error {
+	p, err := fleet.RunPanel(ctx, st.DB(), run, nodes)
+	if err != nil || p == nil || len(p.Workers) == 0 {
+		return err
+	}
+	fmt.Fprintln(w)
+	return p.WriteText(w)
+}

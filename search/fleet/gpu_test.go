@@ -1,0 +1,169 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kevolve/kevolve-mcp/harness"
+	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
+	"github.com/kevolve/kevolve-mcp/search"
+	"github.com/kevolve/kevolve-mcp/search/engine"
+	"github.com/kevolve/kevolve-mcp/search/harnesseval"
+	"github.com/kevolve/kevolve-mcp/search/operator/tuner"
+	"github.com/kevolve/kevolve-mcp/search/store"
+)
+
+func gpuMode() bool { return os.Getenv("KEVOLVE_GPU") == "1" }
+
+// skipInGPUMode keeps the CPU fault trials off the GPU machines' time.
+func skipInGPUMode(t *testing.T) {
+	if gpuMode() {
+		t.Skip("CPU fault trials run in CI, not on the GPU machine")
+	}
+}
+
+// gpuProblems is the problem set of the GPU benchmark: CUDA starts with
+// tunables (KEVOLVE_FLEET_GPU_PROBLEMS overrides, comma-separated).
+func gpuProblems() []string {
+	if s := os.Getenv("KEVOLVE_FLEET_GPU_PROBLEMS"); s != "" {
+		return strings.Split(s, ",")
+	}
+	return []string{"llm/rmsnorm", "llm/softmax", "llm/layernorm", "llm/swiglu", "llm/rope", "llm/cross_entropy", "llm/gemm_bias_gelu", "llm/rmsnorm_backward"}
+}
+
+func gpuBudget() int {
+	if n, err := strconv.Atoi(os.Getenv("KEVOLVE_FLEET_GPU_BUDGET")); err == nil && n > 0 {
+		return n
+	}
+	return 8
+}
+
+// searchSet runs one tuner search per problem, all at once (so that as
+// many evaluations are in flight as there are problems), and returns the
+// evaluations done and the wall time.
+func searchSet(t *testing.T, ev search.Evaluator, dbPath string) (int, time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	db := openTestDB(t, dbPath)
+	st, err := store.New(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	corpusRoot := filepath.Join(filepath.Dir(dbPath), "corpus")
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	evals := 0
+	t0 := time.Now()
+	for i, name := range gpuProblems() {
+		p, code, err := engine.ResolveProblem(ctx, nil, engine.ProblemSpec{Name: name, Target: "nvidia", Language: "cuda", CorpusRoot: corpusRoot})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			eng := &engine.Engine{Store: st, Eval: ev, Operator: tuner.New()}
+			run, err := eng.Run(ctx, engine.StartOptions{RunID: fmt.Sprintf("g%d", i), Problem: p, StartCode: code, Policy: "greedy",
+				Budget: search.Budget{Evals: gpuBudget()}, Seed: int64(11 + i)})
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+				return
+			}
+			nodes, _ := st.Nodes(ctx, run.ID)
+			mu.Lock()
+			for _, n := range nodes {
+				if n.State == search.NodeDone && n.DuplicateOf == 0 {
+					evals++
+				}
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return evals, time.Since(t0)
+}
+
+// fleetSet runs the same problem set through one local worker offering
+// slots GPUs (0 = all).
+func fleetSet(t *testing.T, dir string, slots int) (int, time.Duration) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	db := openTestDB(t, filepath.Join(dir, "fleet.db"))
+	q, err := NewQueue(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	coord := &Coordinator{Queue: q, Token: "gpu", Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	if err := coord.Listen(ctx, "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--target", "nvidia"}
+	if slots > 0 {
+		args = append(args, "--slots", strconv.Itoa(slots))
+	}
+	l := &LocalLauncher{N: 1, Config: LaunchConfig{Coordinator: coord.URL(), Token: "gpu", Name: "gpu", Command: []string{os.Args[0], "worker"},
+		WorkerArgs: args, LogDir: filepath.Join(dir, "logs")}}
+	if err := l.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		sctx, c := context.WithTimeout(context.Background(), time.Minute)
+		defer c()
+		l.Stop(sctx)
+	}()
+	// Time from the worker's registration: both sides start warm.
+	waitFor(t, 3*time.Minute, "the GPU worker to register", func() bool {
+		s, _ := Snapshot(ctx, q)
+		return s != nil && len(s.Workers) > 0
+	})
+	return searchSet(t, &Evaluator{Queue: q}, filepath.Join(dir, "fleet.db"))
+}
+
+// TestGPUFleetThroughput (KEVOLVE_GPU=1): a tuner search over a corpus
+// problem set, in process and through local:1 worker holding every GPU,
+// then through a worker limited to one GPU; evaluations per hour of each
+// and their ratios. The acceptance: fleet >= 95% of in-process on
+// the same GPUs; all GPUs >= 3.5x one GPU on a 4-GPU host.
+func TestGPUFleetThroughput(t *testing.T) {
+	if !gpuMode() {
+		t.Skip("GPU benchmark: needs KEVOLVE_GPU=1")
+	}
+	py := fleetEnv(t)
+	t.Setenv(roleEnv, "worker")
+	base := t.TempDir()
+
+	ev, err := harness.NewEvaluator(harness.EvalConfig{Python: py, CacheDir: os.Getenv("FLEET_CACHE"),
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ev.WorkerInfo(context.Background()); err != nil { // warm, as a worker is
+		toolchaintest.Require(t, err)
+	}
+	os.MkdirAll(filepath.Join(base, "inproc"), 0o755)
+	nIn, dIn := searchSet(t, &harnesseval.Adapter{Ev: ev}, filepath.Join(base, "inproc", "k.db"))
+	ev.Close()
+	os.MkdirAll(filepath.Join(base, "all"), 0o755)
+	nAll, dAll := fleetSet(t, filepath.Join(base, "all"), 0)
+	os.MkdirAll(filepath.Join(base, "one"), 0o755)
+	nOne, dOne := fleetSet(t, filepath.Join(base, "one"), 1)
+
+	rate := func(n int, d time.Duration) float64 { return float64(n) / d.Hours() }
+	rIn, rAll, rOne := rate(nIn, dIn), rate(nAll, dAll), rate(nOne, dOne)
+	t.Logf("problems %d, budget %d each", len(gpuProblems()), gpuBudget())
+	t.Logf("in-process service:        %4d evaluations in %8s: %8.0f evaluations/hour", nIn, dIn.Round(time.Second), rIn)
+	t.Logf("local:1 worker, all GPUs:  %4d evaluations in %8s: %8.0f evaluations/hour", nAll, dAll.Round(time.Second), rAll)
+	t.Logf("local:1 worker, one GPU:   %4d evaluations in %8s: %8.0f evaluations/hour", nOne, dOne.Round(time.Second), rOne)
+	t.Logf("fleet / in-process: %.3f (acceptance >= 0.95); all GPUs / one GPU: %.2fx", rAll/rIn, rAll/rOne)
+	if rAll < 0.95*rIn {
+		t.Errorf("the fleet worker reached %.1f%% of in-process evaluations/hour (want >= 95%%)", 100*rAll/rIn)
+	}
+}

@@ -1,0 +1,136 @@
+package fleet
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// component names the fleet's rows in schema_migrations, the table the
+// search store shares with every package that migrates its own tables.
+const component = "fleet"
+
+type migration struct {
+	version int
+	name    string
+	stmts   []string
+}
+
+// migrations are append-only: a released one is never edited or removed.
+var migrations = []migration{
+	{1, "workers, jobs, job log", []string{
+		`CREATE TABLE fleet_workers (
+			id TEXT PRIMARY KEY,
+			name TEXT NOT NULL,
+			host TEXT NOT NULL,
+			pid INTEGER NOT NULL DEFAULT 0,
+			version TEXT NOT NULL DEFAULT '',
+			devices TEXT NOT NULL DEFAULT '[]',   -- JSON []Device
+			registered_at REAL NOT NULL,          -- unix seconds
+			last_seen REAL NOT NULL,
+			jobs_done INTEGER NOT NULL DEFAULT 0,
+			busy_s REAL NOT NULL DEFAULT 0,
+			leases_lost INTEGER NOT NULL DEFAULT 0,
+			state TEXT NOT NULL DEFAULT 'alive')`, // alive | gone (deregistered)
+		`CREATE TABLE fleet_jobs (
+			id TEXT PRIMARY KEY,
+			job_key TEXT NOT NULL UNIQUE,          -- problem key, kind, code hash
+			problem_key TEXT NOT NULL,
+			code_hash TEXT NOT NULL,
+			kind TEXT NOT NULL,                    -- JSON Kind
+			kind_label TEXT NOT NULL,
+			problem TEXT NOT NULL,                 -- JSON search.Problem
+			reference TEXT NOT NULL,
+			code TEXT NOT NULL,
+			timeout_s REAL NOT NULL DEFAULT 0,
+			skip_timing INTEGER NOT NULL DEFAULT 0,
+			state TEXT NOT NULL,                   -- queued | claimed | done | failed
+			worker_id TEXT,
+			device INTEGER,
+			lease_token TEXT NOT NULL DEFAULT '',
+			lease_expires REAL NOT NULL DEFAULT 0,
+			claims INTEGER NOT NULL DEFAULT 0,
+			lost INTEGER NOT NULL DEFAULT 0,
+			errors INTEGER NOT NULL DEFAULT 0,
+			late_results INTEGER NOT NULL DEFAULT 0,
+			completions INTEGER NOT NULL DEFAULT 0,
+			result TEXT,                           -- JSON search.Result
+			verdict TEXT,
+			error TEXT NOT NULL DEFAULT '',
+			done_by TEXT,
+			created_at REAL NOT NULL,
+			finished_at REAL)`,
+		`CREATE INDEX fleet_jobs_state ON fleet_jobs(state, created_at)`,
+		`CREATE INDEX fleet_jobs_code ON fleet_jobs(problem_key, code_hash)`,
+		// Every claim, lease loss, requeue, release and result, for status,
+		// the report's fleet panel and the fault tests.
+		`CREATE TABLE fleet_job_log (
+			seq INTEGER PRIMARY KEY AUTOINCREMENT,
+			job_id TEXT NOT NULL,
+			worker_id TEXT NOT NULL DEFAULT '',
+			what TEXT NOT NULL,                    -- claimed | lease_lost | requeued | crashed | released | done | late | failed
+			detail TEXT NOT NULL DEFAULT '',
+			at REAL NOT NULL)`,
+		`CREATE INDEX fleet_job_log_job ON fleet_job_log(job_id)`,
+	}},
+	// Device-seconds each job took on its worker, for per-run utilization.
+	{2, "job busy seconds", []string{
+		`ALTER TABLE fleet_jobs ADD COLUMN busy_s REAL NOT NULL DEFAULT 0`,
+	}},
+}
+
+// Migrate brings the fleet tables up to the newest version; safe to call
+// from several processes at once (each version in an immediate
+// transaction that re-checks it).
+func Migrate(ctx context.Context, db *sql.DB) error {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		component TEXT NOT NULL,
+		version INTEGER NOT NULL,
+		name TEXT NOT NULL,
+		applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+		PRIMARY KEY (component, version))`); err != nil {
+		return fmt.Errorf("migrate fleet: schema_migrations: %w", err)
+	}
+	for _, m := range migrations {
+		if err := applyMigration(ctx, db, m); err != nil {
+			return fmt.Errorf("migrate fleet to version %d (%s): %w", m.version, m.name, err)
+		}
+	}
+	return nil
+}
+
+func applyMigration(ctx context.Context, db *sql.DB, m migration) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		return err
+	}
+	done := false
+	defer func() {
+		if !done {
+			conn.ExecContext(context.Background(), `ROLLBACK`)
+		}
+	}()
+	var n int
+	if err := conn.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE component = ? AND version = ?`, component, m.version).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		for _, s := range m.stmts {
+			if _, err := conn.ExecContext(ctx, s); err != nil {
+				return err
+			}
+		}
+		if _, err := conn.ExecContext(ctx, `INSERT INTO schema_migrations(component, version, name) VALUES (?, ?, ?)`, component, m.version, m.name); err != nil {
+			return err
+		}
+	}
+	if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
+		return err
+	}
+	done = true
+	return nil
+}

@@ -1,0 +1,626 @@
+package fleet
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kevolve/kevolve-mcp/search"
+)
+
+// Queue is the fleet's jobs and workers in the search's SQLite file. Every
+// method is one transaction, so the coordinator can be killed between any
+// two calls and lose nothing.
+type Queue struct {
+	db *sql.DB
+	// Lease is how long a claim lives without a heartbeat; MaxLost how many
+	// leases a job may lose before it is recorded as a crash.
+	Lease   time.Duration
+	MaxLost int
+	// MaxErrors is how many times workers may fail to evaluate a job at all
+	// (no Python, ...) before the job fails.
+	MaxErrors int
+
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced on every state change
+	now     func() time.Time
+}
+
+// NewQueue migrates the fleet tables in db.
+func NewQueue(ctx context.Context, db *sql.DB) (*Queue, error) {
+	if err := Migrate(ctx, db); err != nil {
+		return nil, err
+	}
+	return &Queue{db: db, Lease: DefaultLease, MaxLost: DefaultMaxLost, MaxErrors: 3, changed: make(chan struct{}), now: time.Now}, nil
+}
+
+// DB is the queue's database.
+func (q *Queue) DB() *sql.DB { return q.db }
+
+func (q *Queue) unix() float64 { return float64(q.now().UnixNano()) / 1e9 }
+
+// Changed returns a channel closed at the next state change in this
+// process (other processes' changes are seen by polling).
+func (q *Queue) Changed() <-chan struct{} {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.changed
+}
+
+func (q *Queue) signal() {
+	q.mu.Lock()
+	close(q.changed)
+	q.changed = make(chan struct{})
+	q.mu.Unlock()
+}
+
+func randomID(prefix string) string {
+	var b [8]byte
+	rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// JobKey identifies an evaluation: the same code on the same problem and
+// kind is one job, whoever asks and however often (a resumed search
+// waits for the job its killed predecessor enqueued).
+func JobKey(p search.Problem, k Kind, code string, skipTiming bool) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%s", p.Key(), k.String(), search.NormalizedHash(code))
+	if skipTiming { // an untimed result never answers for a timed one
+		h.Write([]byte("\x00untimed"))
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// JobState is a job's life: queued → claimed → done (or failed); a lost
+// lease takes claimed back to queued.
+type JobState string
+
+const (
+	JobQueued  JobState = "queued"
+	JobClaimed JobState = "claimed"
+	JobDone    JobState = "done"
+	JobFailed  JobState = "failed"
+)
+
+// JobRecord is a job as stored.
+type JobRecord struct {
+	ID          string
+	Key         string
+	Kind        Kind
+	State       JobState
+	WorkerID    string
+	Device      int
+	Claims      int
+	Lost        int
+	Errors      int
+	Late        int
+	Completions int
+	Result      *search.Result
+	Error       string
+	DoneBy      string
+	CreatedAt   time.Time
+	FinishedAt  time.Time
+}
+
+// Enqueue adds the job for (problem, kind, code) unless one exists, and
+// returns the job's id either way.
+func (q *Queue) Enqueue(ctx context.Context, p search.Problem, k Kind, reference, code string, timeout time.Duration, skipTiming bool) (string, error) {
+	key := JobKey(p, k, code, skipTiming)
+	kind, _ := json.Marshal(k)
+	prob, _ := json.Marshal(p)
+	id := randomID("j-")
+	res, err := q.db.ExecContext(ctx, `INSERT OR IGNORE INTO fleet_jobs(id, job_key, problem_key, code_hash, kind, kind_label, problem, reference, code, timeout_s, skip_timing, state, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?)`, id, key, p.Key(), search.NormalizedHash(code), string(kind), k.String(), string(prob), reference, code, timeout.Seconds(), skipTiming, q.unix())
+	if err != nil {
+		return "", fmt.Errorf("enqueue: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		q.signal()
+		return id, nil
+	}
+	err = q.db.QueryRowContext(ctx, `SELECT id FROM fleet_jobs WHERE job_key = ?`, key).Scan(&id)
+	if err != nil {
+		return "", fmt.Errorf("enqueue: existing job: %w", err)
+	}
+	return id, nil
+}
+
+// Job reads one job.
+func (q *Queue) Job(ctx context.Context, id string) (*JobRecord, error) {
+	rows, err := q.db.QueryContext(ctx, jobSelect+` WHERE id = ?`, id)
+	if err != nil {
+		return nil, err
+	}
+	js, err := scanJobs(rows)
+	if err != nil {
+		return nil, err
+	}
+	if len(js) == 0 {
+		return nil, fmt.Errorf("job %s: %w", id, search.ErrNotFound)
+	}
+	return js[0], nil
+}
+
+// Jobs lists every job, oldest first.
+func (q *Queue) Jobs(ctx context.Context) ([]*JobRecord, error) {
+	rows, err := q.db.QueryContext(ctx, jobSelect+` ORDER BY created_at, id`)
+	if err != nil {
+		return nil, err
+	}
+	return scanJobs(rows)
+}
+
+// JobsFor lists the jobs of one code on one problem, one per kind.
+func (q *Queue) JobsFor(ctx context.Context, problemKey, codeHash string) ([]*JobRecord, error) {
+	rows, err := q.db.QueryContext(ctx, jobSelect+` WHERE problem_key = ? AND code_hash = ? ORDER BY created_at`, problemKey, codeHash)
+	if err != nil {
+		return nil, err
+	}
+	return scanJobs(rows)
+}
+
+const jobSelect = `SELECT id, job_key, kind, state, COALESCE(worker_id, ''), COALESCE(device, -1), claims, lost, errors, late_results, completions,
+	COALESCE(result, ''), error, COALESCE(done_by, ''), created_at, COALESCE(finished_at, 0) FROM fleet_jobs`
+
+func scanJobs(rows *sql.Rows) ([]*JobRecord, error) {
+	defer rows.Close()
+	var out []*JobRecord
+	for rows.Next() {
+		var j JobRecord
+		var kind, res string
+		var created, finished float64
+		if err := rows.Scan(&j.ID, &j.Key, &kind, &j.State, &j.WorkerID, &j.Device, &j.Claims, &j.Lost, &j.Errors, &j.Late, &j.Completions,
+			&res, &j.Error, &j.DoneBy, &created, &finished); err != nil {
+			return nil, err
+		}
+		json.Unmarshal([]byte(kind), &j.Kind)
+		if res != "" {
+			j.Result = &search.Result{}
+			if err := json.Unmarshal([]byte(res), j.Result); err != nil {
+				return nil, fmt.Errorf("job %s: result: %w", j.ID, err)
+			}
+		}
+		j.CreatedAt = fromUnix(created)
+		if finished > 0 {
+			j.FinishedAt = fromUnix(finished)
+		}
+		out = append(out, &j)
+	}
+	return out, rows.Err()
+}
+
+func fromUnix(s float64) time.Time { return time.Unix(0, int64(s*1e9)) }
+
+// execer is what a transaction's statements run on.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// withTx runs f in one immediate transaction: the write lock is taken up
+// front, so two processes claiming at once serialize instead of failing
+// to upgrade a read lock, whatever DSN the database was opened with.
+func (q *Queue) withTx(ctx context.Context, f func(tx execer) error) error {
+	conn, err := q.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		return err
+	}
+	if err := f(conn); err != nil {
+		conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
+		return err
+	}
+	if _, err := conn.ExecContext(context.WithoutCancel(ctx), `COMMIT`); err != nil {
+		conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
+		return err
+	}
+	return nil
+}
+
+func logJob(ctx context.Context, tx execer, at float64, jobID, workerID, what, detail string) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO fleet_job_log(job_id, worker_id, what, detail, at) VALUES (?, ?, ?, ?, ?)`, jobID, workerID, what, detail, at)
+	return err
+}
+
+// ErrUnknownWorker is returned for a worker that never registered here.
+var ErrUnknownWorker = errors.New("unknown worker: register first")
+
+// Register records (or refreshes) a worker and its devices.
+func (q *Queue) Register(ctx context.Context, r RegisterRequest) error {
+	devs, _ := json.Marshal(r.Devices)
+	now := q.unix()
+	_, err := q.db.ExecContext(ctx, `INSERT INTO fleet_workers(id, name, host, pid, version, devices, registered_at, last_seen, state)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'alive')
+		ON CONFLICT(id) DO UPDATE SET name = excluded.name, host = excluded.host, pid = excluded.pid, version = excluded.version,
+			devices = excluded.devices, last_seen = excluded.last_seen, state = 'alive'`,
+		r.ID, r.Name, r.Host, r.PID, r.Version, string(devs), now, now)
+	if err != nil {
+		return fmt.Errorf("register worker %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// Deregister marks a worker gone (it exited cleanly).
+func (q *Queue) Deregister(ctx context.Context, workerID string) error {
+	_, err := q.db.ExecContext(ctx, `UPDATE fleet_workers SET state = 'gone', last_seen = ? WHERE id = ?`, q.unix(), workerID)
+	return err
+}
+
+func (q *Queue) workerDevices(ctx context.Context, tx execer, workerID string) ([]Device, error) {
+	var devs string
+	err := tx.QueryRowContext(ctx, `SELECT devices FROM fleet_workers WHERE id = ?`, workerID).Scan(&devs)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrUnknownWorker
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Device
+	return out, json.Unmarshal([]byte(devs), &out)
+}
+
+// Matches says whether a device can run a job of kind k: the same target,
+// and the arch and model asked for (case-insensitive; the model as a
+// substring of the device's name, or its arch).
+func (k Kind) Matches(d Device) bool {
+	if !strings.EqualFold(k.Target, d.Target) {
+		return false
+	}
+	if k.Arch != "" && !strings.EqualFold(k.Arch, d.Arch) {
+		return false
+	}
+	if k.Model != "" {
+		m := strings.ToLower(k.Model)
+		if !strings.Contains(strings.ToLower(d.Name), m) && !strings.EqualFold(d.Arch, m) {
+			return false
+		}
+	}
+	return true
+}
+
+// Claim atomically hands the worker up to one queued job per free device,
+// oldest first, each matched on the device's target and arch.
+func (q *Queue) Claim(ctx context.Context, workerID string, free []int) ([]Job, error) {
+	var out []Job
+	err := q.withTx(ctx, func(tx execer) error {
+		out = nil
+		devs, err := q.workerDevices(ctx, tx, workerID)
+		if err != nil {
+			return err
+		}
+		now := q.unix()
+		// A long poll is answered by the coordinator, not the worker: hand
+		// work only to a worker heard from recently (heartbeats come every
+		// quarter of a lease), never to one frozen or cut off with a poll
+		// still open.
+		var seen float64
+		if err := tx.QueryRowContext(ctx, `SELECT last_seen FROM fleet_workers WHERE id = ?`, workerID).Scan(&seen); err != nil {
+			return err
+		}
+		if now-seen > 0.75*q.Lease.Seconds() {
+			return nil
+		}
+		byIndex := map[int]Device{}
+		for _, d := range devs {
+			byIndex[d.Index] = d
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT id, kind, problem, reference, code, timeout_s, skip_timing, claims FROM fleet_jobs WHERE state = 'queued' ORDER BY created_at, id LIMIT 500`)
+		if err != nil {
+			return err
+		}
+		type cand struct {
+			job  Job
+			kind string
+		}
+		var cands []cand
+		for rows.Next() {
+			var c cand
+			var prob string
+			if err := rows.Scan(&c.job.ID, &c.kind, &prob, &c.job.Reference, &c.job.Code, &c.job.TimeoutS, &c.job.SkipTiming, &c.job.Attempt); err != nil {
+				rows.Close()
+				return err
+			}
+			json.Unmarshal([]byte(c.kind), &c.job.Kind)
+			json.Unmarshal([]byte(prob), &c.job.Problem)
+			cands = append(cands, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		taken := map[int]bool{}
+		for _, c := range cands {
+			dev := -1
+			for _, idx := range free {
+				if d, ok := byIndex[idx]; ok && !taken[idx] && c.job.Kind.Matches(d) {
+					dev = idx
+					break
+				}
+			}
+			if dev < 0 {
+				continue
+			}
+			j := c.job
+			j.Device, j.LeaseToken, j.Attempt = dev, randomID("l-"), j.Attempt+1
+			res, err := tx.ExecContext(ctx, `UPDATE fleet_jobs SET state = 'claimed', worker_id = ?, device = ?, lease_token = ?, lease_expires = ?, claims = claims + 1
+				WHERE id = ? AND state = 'queued'`, workerID, dev, j.LeaseToken, now+q.Lease.Seconds(), j.ID)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n != 1 {
+				continue
+			}
+			if err := logJob(ctx, tx, now, j.ID, workerID, "claimed", fmt.Sprintf("device %d, attempt %d", dev, j.Attempt)); err != nil {
+				return err
+			}
+			taken[dev] = true
+			out = append(out, j)
+			if len(taken) == len(free) {
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	if len(out) > 0 {
+		q.signal()
+	}
+	return out, nil
+}
+
+// Touch records that the worker was heard from.
+func (q *Queue) Touch(ctx context.Context, workerID string) error {
+	res, err := q.db.ExecContext(ctx, `UPDATE fleet_workers SET last_seen = ?, state = 'alive' WHERE id = ?`, q.unix(), workerID)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrUnknownWorker
+	}
+	return nil
+}
+
+// Heartbeat renews the worker's leases and returns the jobs it no longer
+// holds.
+func (q *Queue) Heartbeat(ctx context.Context, workerID string, held []JobLease) ([]string, error) {
+	var lost []string
+	err := q.withTx(ctx, func(tx execer) error {
+		lost = nil
+		now := q.unix()
+		res, err := tx.ExecContext(ctx, `UPDATE fleet_workers SET last_seen = ?, state = 'alive' WHERE id = ?`, now, workerID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return ErrUnknownWorker
+		}
+		for _, h := range held {
+			res, err := tx.ExecContext(ctx, `UPDATE fleet_jobs SET lease_expires = ? WHERE id = ? AND state = 'claimed' AND lease_token = ? AND worker_id = ?`,
+				now+q.Lease.Seconds(), h.JobID, h.LeaseToken, workerID)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				lost = append(lost, h.JobID)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat: %w", err)
+	}
+	return lost, nil
+}
+
+// Complete records a job's result. Only the current lease holder's (or, if
+// the job was requeued and not yet claimed again, the last holder's)
+// report is recorded; once a job is done every later report is ignored,
+// so results are idempotent by job id. A report with Error puts the job
+// back in the queue (up to MaxErrors times, then the job fails).
+func (q *Queue) Complete(ctx context.Context, r ResultRequest) (ResultResponse, error) {
+	var resp ResultResponse
+	err := q.withTx(ctx, func(tx execer) error {
+		now := q.unix()
+		var state, token, holder string
+		var errs int
+		err := tx.QueryRowContext(ctx, `SELECT state, lease_token, COALESCE(worker_id, ''), errors FROM fleet_jobs WHERE id = ?`, r.JobID).Scan(&state, &token, &holder, &errs)
+		if errors.Is(err, sql.ErrNoRows) {
+			resp = ResultResponse{Why: "unknown job"}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		tx.ExecContext(ctx, `UPDATE fleet_workers SET last_seen = ?, busy_s = busy_s + ? WHERE id = ?`, now, max(r.BusyS, 0), r.WorkerID)
+		switch {
+		case JobState(state) == JobDone || JobState(state) == JobFailed:
+			resp = ResultResponse{Why: "already finished: a late duplicate, ignored"}
+		case token != r.LeaseToken:
+			resp = ResultResponse{Why: "lease lost: the job was given to another worker"}
+		case JobState(state) == JobClaimed && holder != r.WorkerID:
+			resp = ResultResponse{Why: "lease held by another worker"}
+		}
+		if resp.Why != "" {
+			if _, err := tx.ExecContext(ctx, `UPDATE fleet_jobs SET late_results = late_results + 1 WHERE id = ?`, r.JobID); err != nil {
+				return err
+			}
+			return logJob(ctx, tx, now, r.JobID, r.WorkerID, "late", resp.Why)
+		}
+		if r.Result == nil {
+			msg := r.Error
+			if msg == "" {
+				msg = "the worker reported neither a result nor an error"
+			}
+			if errs+1 >= q.MaxErrors {
+				if _, err := tx.ExecContext(ctx, `UPDATE fleet_jobs SET state = 'failed', errors = errors + 1, error = ?, done_by = ?, finished_at = ? WHERE id = ?`,
+					msg, r.WorkerID, now, r.JobID); err != nil {
+					return err
+				}
+				resp = ResultResponse{Accepted: true, Why: "failed"}
+				return logJob(ctx, tx, now, r.JobID, r.WorkerID, "failed", msg)
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE fleet_jobs SET state = 'queued', worker_id = NULL, errors = errors + 1, error = ? WHERE id = ?`, msg, r.JobID); err != nil {
+				return err
+			}
+			resp = ResultResponse{Accepted: true, Why: "requeued after a worker error"}
+			return logJob(ctx, tx, now, r.JobID, r.WorkerID, "requeued", "worker error: "+msg)
+		}
+		res, _ := json.Marshal(r.Result)
+		if _, err := tx.ExecContext(ctx, `UPDATE fleet_jobs SET state = 'done', result = ?, verdict = ?, done_by = ?, worker_id = ?, finished_at = ?, completions = completions + 1, busy_s = ? WHERE id = ?`,
+			string(res), r.Result.Verdict, r.WorkerID, r.WorkerID, now, max(r.BusyS, 0), r.JobID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE fleet_workers SET jobs_done = jobs_done + 1 WHERE id = ?`, r.WorkerID); err != nil {
+			return err
+		}
+		resp = ResultResponse{Accepted: true}
+		return logJob(ctx, tx, now, r.JobID, r.WorkerID, "done", r.Result.Verdict)
+	})
+	if err != nil {
+		return resp, fmt.Errorf("result of %s: %w", r.JobID, err)
+	}
+	if resp.Accepted {
+		q.signal()
+	}
+	return resp, nil
+}
+
+// Release gives claimed jobs back to the queue without counting a lost
+// lease (a worker draining on SIGTERM).
+func (q *Queue) Release(ctx context.Context, workerID string, held []JobLease, reason string) error {
+	err := q.withTx(ctx, func(tx execer) error {
+		now := q.unix()
+		for _, h := range held {
+			res, err := tx.ExecContext(ctx, `UPDATE fleet_jobs SET state = 'queued', worker_id = NULL WHERE id = ? AND state = 'claimed' AND lease_token = ? AND worker_id = ?`,
+				h.JobID, h.LeaseToken, workerID)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 1 {
+				if err := logJob(ctx, tx, now, h.JobID, workerID, "released", reason); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("release: %w", err)
+	}
+	q.signal()
+	return nil
+}
+
+// Reap requeues the jobs whose lease expired, and records as a crash each
+// job that has now lost MaxLost leases. It returns how many leases it
+// found expired.
+func (q *Queue) Reap(ctx context.Context) (int, error) {
+	n := 0
+	err := q.withTx(ctx, func(tx execer) error {
+		n = 0
+		now := q.unix()
+		rows, err := tx.QueryContext(ctx, `SELECT id, COALESCE(worker_id, ''), lost FROM fleet_jobs WHERE state = 'claimed' AND lease_expires < ?`, now)
+		if err != nil {
+			return err
+		}
+		type exp struct {
+			id, worker string
+			lost       int
+		}
+		var es []exp
+		for rows.Next() {
+			var e exp
+			if err := rows.Scan(&e.id, &e.worker, &e.lost); err != nil {
+				rows.Close()
+				return err
+			}
+			es = append(es, e)
+		}
+		rows.Close()
+		for _, e := range es {
+			n++
+			if _, err := tx.ExecContext(ctx, `UPDATE fleet_workers SET leases_lost = leases_lost + 1 WHERE id = ?`, e.worker); err != nil {
+				return err
+			}
+			if err := logJob(ctx, tx, now, e.id, e.worker, "lease_lost", ""); err != nil {
+				return err
+			}
+			if e.lost+1 >= q.MaxLost {
+				why := fmt.Sprintf("the job lost %d worker leases (each worker died, hung or was cut off while running it): recorded as a crash, not retried", e.lost+1)
+				res, _ := json.Marshal(&search.Result{Verdict: search.VerdictCrash, Stage: "fleet", Log: why,
+					Checks: []search.Check{{Name: "fleet_lease", Passed: false, Detail: why}}})
+				if _, err := tx.ExecContext(ctx, `UPDATE fleet_jobs SET state = 'done', lost = lost + 1, result = ?, verdict = 'crash', error = ?, done_by = 'coordinator', worker_id = NULL, finished_at = ?, completions = completions + 1 WHERE id = ?`,
+					string(res), why, now, e.id); err != nil {
+					return err
+				}
+				if err := logJob(ctx, tx, now, e.id, e.worker, "crashed", why); err != nil {
+					return err
+				}
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE fleet_jobs SET state = 'queued', lost = lost + 1, worker_id = NULL WHERE id = ?`, e.id); err != nil {
+				return err
+			}
+			if err := logJob(ctx, tx, now, e.id, e.worker, "requeued", "lease expired"); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("reap: %w", err)
+	}
+	if n > 0 {
+		q.signal()
+	}
+	return n, nil
+}
+
+// Grace extends every live lease by one lease length from now: a
+// coordinator that was down must not count its own downtime against the
+// workers that kept evaluating.
+func (q *Queue) Grace(ctx context.Context) error {
+	_, err := q.db.ExecContext(ctx, `UPDATE fleet_jobs SET lease_expires = ? WHERE state = 'claimed'`, q.unix()+q.Lease.Seconds())
+	return err
+}
+
+// LogEntry is one line of the job log.
+type LogEntry struct {
+	JobID, WorkerID, What, Detail string
+	At                            time.Time
+}
+
+// Log returns the job log in order.
+func (q *Queue) Log(ctx context.Context) ([]LogEntry, error) {
+	rows, err := q.db.QueryContext(ctx, `SELECT job_id, worker_id, what, detail, at FROM fleet_job_log ORDER BY seq`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []LogEntry
+	for rows.Next() {
+		var e LogEntry
+		var at float64
+		if err := rows.Scan(&e.JobID, &e.WorkerID, &e.What, &e.Detail, &at); err != nil {
+			return nil, err
+		}
+		e.At = fromUnix(at)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,306 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/kevolve/kevolve-mcp/search"
+)
+
+// JobRunner evaluates one job on one of the worker's devices. The harness
+// runs candidate code only inside its sandboxed Python children.
+type JobRunner interface {
+	Run(ctx context.Context, job Job, dev Device) (*search.Result, error)
+}
+
+// Worker is a long-lived pull worker: it registers its devices, claims one
+// job per idle device, keeps the leases alive with heartbeats and reports
+// results.
+type Worker struct {
+	Coordinator string
+	Token       string
+	// Name is stable across restarts (the launcher's name for this worker);
+	// ID is unique per process (default: Name plus a random suffix).
+	Name    string
+	ID      string
+	Devices []Device
+	Runner  JobRunner
+	Log     *slog.Logger
+	// Drain is how long a cancelled worker keeps finishing its jobs before
+	// it releases them (default 30 s; 0 < Drain).
+	Drain time.Duration
+
+	c      *client
+	lease  time.Duration
+	mu     sync.Mutex
+	held   map[int]*heldJob // by device index
+	slotCh chan struct{}
+}
+
+type heldJob struct {
+	job    Job
+	cancel context.CancelFunc
+	lost   bool
+}
+
+func (w *Worker) log() *slog.Logger {
+	if w.Log == nil {
+		return slog.Default()
+	}
+	return w.Log
+}
+
+// Run serves until ctx ends (SIGTERM), then stops claiming, finishes its
+// jobs within Drain, releases what is left and deregisters.
+func (w *Worker) Run(ctx context.Context) error {
+	if len(w.Devices) == 0 {
+		return errors.New("worker: no devices to offer")
+	}
+	if w.Runner == nil {
+		return errors.New("worker: no evaluator")
+	}
+	if w.Name == "" {
+		h, _ := os.Hostname()
+		w.Name = h
+	}
+	if w.ID == "" {
+		w.ID = w.Name + "-" + randomID("")[:8]
+	}
+	if w.Drain <= 0 {
+		w.Drain = 30 * time.Second
+	}
+	w.c = newClient(w.Coordinator, w.Token)
+	w.held = map[int]*heldJob{}
+	w.slotCh = make(chan struct{}, len(w.Devices))
+	if err := w.register(ctx); err != nil {
+		return err
+	}
+	// Evaluations outlive ctx by the drain period.
+	evalCtx, cancelEvals := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelEvals()
+	var wg sync.WaitGroup
+	hbCtx, stopHB := context.WithCancel(context.WithoutCancel(ctx))
+	go w.heartbeats(hbCtx)
+
+	for ctx.Err() == nil {
+		free := w.free()
+		if len(free) == 0 {
+			select {
+			case <-w.slotCh:
+			case <-ctx.Done():
+			}
+			continue
+		}
+		var resp ClaimResponse
+		err := w.c.post(ctx, PathClaim, ClaimRequest{WorkerID: w.ID, Free: free, WaitS: DefaultClaimWait.Seconds()}, &resp)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			if isStatus(err, http.StatusNotFound) { // a coordinator that forgot us
+				w.register(ctx)
+				continue
+			}
+			if isStatus(err, http.StatusUnauthorized) {
+				stopHB()
+				return fmt.Errorf("worker: %w (check --token)", err)
+			}
+			w.log().Warn("claim failed; retrying", "err", err)
+			sleepCtx(ctx, time.Second)
+			continue
+		}
+		for _, j := range resp.Jobs {
+			jctx, cancel := context.WithCancel(evalCtx)
+			h := &heldJob{job: j, cancel: cancel}
+			w.mu.Lock()
+			w.held[j.Device] = h
+			w.mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				w.runJob(jctx, h)
+			}()
+		}
+	}
+	// Draining: finish what runs, within Drain.
+	w.log().Info("worker draining", "worker", w.Name, "jobs", len(w.heldLeases()))
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(w.Drain):
+		w.log().Warn("drain period over: releasing unfinished jobs", "worker", w.Name)
+		rel := w.heldLeases()
+		cancelEvals()
+		<-done
+		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		w.c.post(rctx, PathRelease, ReleaseRequest{WorkerID: w.ID, Jobs: rel, Reason: "drain timeout"}, nil)
+		cancel()
+	}
+	stopHB()
+	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	w.c.post(rctx, PathRelease, ReleaseRequest{WorkerID: w.ID, Jobs: w.heldLeases(), Reason: "exit"}, nil)
+	w.log().Info("worker stopped", "worker", w.Name)
+	return nil
+}
+
+func (w *Worker) register(ctx context.Context) error {
+	host, _ := os.Hostname()
+	req := RegisterRequest{ID: w.ID, Name: w.Name, Host: host, PID: os.Getpid(), Devices: w.Devices}
+	backoff := 200 * time.Millisecond
+	for {
+		var resp RegisterResponse
+		err := w.c.post(ctx, PathRegister, req, &resp)
+		if err == nil {
+			w.lease = time.Duration(resp.LeaseS * float64(time.Second))
+			if w.lease <= 0 {
+				w.lease = DefaultLease
+			}
+			w.log().Info("worker registered", "worker", w.Name, "coordinator", w.Coordinator, "devices", len(w.Devices), "lease", w.lease)
+			return nil
+		}
+		if isStatus(err, http.StatusUnauthorized) || isStatus(err, http.StatusBadRequest) {
+			return fmt.Errorf("worker: register: %w", err)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		w.log().Warn("coordinator not reachable; retrying", "err", err)
+		sleepCtx(ctx, backoff)
+		backoff = min(backoff*2, 3*time.Second)
+	}
+}
+
+func (w *Worker) free() []int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []int
+	for _, d := range w.Devices {
+		if w.held[d.Index] == nil {
+			out = append(out, d.Index)
+		}
+	}
+	return out
+}
+
+func (w *Worker) heldLeases() []JobLease {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []JobLease
+	for _, h := range w.held {
+		out = append(out, JobLease{JobID: h.job.ID, LeaseToken: h.job.LeaseToken})
+	}
+	return out
+}
+
+func (w *Worker) heartbeats(ctx context.Context) {
+	every := max(w.lease/4, 100*time.Millisecond)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+		var resp HeartbeatResponse
+		hctx, cancel := context.WithTimeout(ctx, max(w.lease/2, 500*time.Millisecond))
+		err := w.c.post(hctx, PathHeartbeat, HeartbeatRequest{WorkerID: w.ID, Jobs: w.heldLeases()}, &resp)
+		cancel()
+		if err != nil {
+			if isStatus(err, http.StatusNotFound) {
+				w.register(ctx)
+			}
+			continue // the coordinator may be restarting: keep evaluating
+		}
+		if len(resp.Lost) == 0 {
+			continue
+		}
+		lost := map[string]bool{}
+		for _, id := range resp.Lost {
+			lost[id] = true
+		}
+		w.mu.Lock()
+		for _, h := range w.held {
+			if lost[h.job.ID] && !h.lost {
+				h.lost = true
+				h.cancel()
+				w.log().Warn("lease lost: abandoning job", "job", h.job.ID)
+			}
+		}
+		w.mu.Unlock()
+	}
+}
+
+func (w *Worker) runJob(ctx context.Context, h *heldJob) {
+	defer func() {
+		w.mu.Lock()
+		delete(w.held, h.job.Device)
+		w.mu.Unlock()
+		h.cancel()
+		select {
+		case w.slotCh <- struct{}{}:
+		default:
+		}
+	}()
+	var dev Device
+	for _, d := range w.Devices {
+		if d.Index == h.job.Device {
+			dev = d
+		}
+	}
+	t0 := time.Now()
+	res, err := w.Runner.Run(ctx, h.job, dev)
+	busy := time.Since(t0).Seconds()
+	w.mu.Lock()
+	lost := h.lost
+	w.mu.Unlock()
+	if ctx.Err() != nil || lost {
+		return // cancelled (drain timeout releases it) or lease lost
+	}
+	req := ResultRequest{WorkerID: w.ID, JobID: h.job.ID, LeaseToken: h.job.LeaseToken, Result: res, BusyS: busy}
+	if err != nil {
+		req.Result, req.Error = nil, err.Error()
+		w.log().Warn("job not evaluated", "job", h.job.ID, "err", err)
+	}
+	w.report(ctx, req)
+}
+
+// report posts a result until the coordinator answers (it may be
+// restarting), for at most ten minutes, or until ctx ends (a drain that ran
+// out of time releases the job instead).
+func (w *Worker) report(ctx context.Context, req ResultRequest) {
+	deadline := time.Now().Add(10 * time.Minute)
+	backoff := 200 * time.Millisecond
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		var resp ResultResponse
+		err := w.c.post(ctx, PathResult, req, &resp)
+		cancel()
+		if err == nil {
+			if !resp.Accepted {
+				w.log().Info("result not recorded", "job", req.JobID, "why", resp.Why)
+			}
+			return
+		}
+		var se *statusError
+		if errors.As(err, &se) && se.code < 500 {
+			w.log().Warn("result refused", "job", req.JobID, "err", err)
+			return
+		}
+		sleepCtx(ctx, backoff)
+		backoff = min(backoff*2, 2*time.Second)
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
