@@ -1,0 +1,348 @@
+// Package lease hands out the devices of a host: one pool per target, one
+// slot per device. A lease pins a process to its device (through the
+// target's visible-devices variable) and grants the device's exclusive
+// phase, the part of a job that must run alone for its timing or counters
+// to mean anything. Work that does not need the device (loading, compiling,
+// tracing) overlaps freely, on every device at once.
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/kevolve/kevolve-mcp/harness/target"
+)
+
+// Device is one leasable device.
+type Device struct {
+	Target target.Name `json:"target"`
+	// Index is the device's number in discovery order (NVML, amd-smi), or a
+	// fake index for the CPU.
+	Index int    `json:"index"`
+	UUID  string `json:"uuid,omitempty"`
+	Name  string `json:"name"`
+	// SpecKey is the hardware spec row of the device ("" when none matches).
+	SpecKey string `json:"spec_key,omitempty"`
+}
+
+// ID names the device for the visible-devices variable: the UUID where the
+// runtime takes one (CUDA does, and it avoids NVML's PCI order differing
+// from CUDA's default order), else the index.
+func (d Device) ID() string {
+	if d.Target == target.NVIDIA && strings.HasPrefix(d.UUID, "GPU-") {
+		return d.UUID
+	}
+	return strconv.Itoa(d.Index)
+}
+
+// EnvDevice is set in every leased child to the device's index, so a child
+// (and a test) can say where it ran whatever the target.
+const EnvDevice = "KEVOLVE_DEVICE_INDEX"
+
+// DefaultMaxHolders bounds how many jobs are placed on one device at once:
+// their CPU-side stages overlap, their device phases queue. More would only
+// hold forked children (and their memory) waiting.
+const DefaultMaxHolders = 4
+
+// ErrNoDevice is wrapped by errors for a target with no device on this host.
+var ErrNoDevice = errors.New("no device")
+
+// NoDeviceError says a target has no device here (not a verdict: nothing ran).
+type NoDeviceError struct {
+	Target target.Name
+	Why    string
+}
+
+func (e *NoDeviceError) Error() string {
+	msg := fmt.Sprintf("no %s device found", vendorWord(e.Target))
+	if e.Why != "" {
+		msg += ": " + e.Why
+	}
+	return msg
+}
+
+func (e *NoDeviceError) Unwrap() error { return ErrNoDevice }
+
+func vendorWord(t target.Name) string {
+	switch t {
+	case target.NVIDIA:
+		return "NVIDIA"
+	case target.AMD:
+		return "AMD"
+	}
+	return string(t)
+}
+
+// Request asks for a lease.
+type Request struct {
+	// Device is an index or UUID ("" = any device of the pool).
+	Device string
+	// Exclusive holds the device's exclusive phase for the whole lease (a
+	// profile: counters taken while another kernel runs are meaningless).
+	Exclusive bool
+}
+
+type slot struct {
+	dev     Device
+	holders int
+	phase   chan struct{} // the exclusive phase: a one-token semaphore, FIFO for waiters
+	granted int           // leases ever placed here, for tie-breaking
+}
+
+// Pool is the devices of one target.
+type Pool struct {
+	target     target.Name
+	maxHolders int
+
+	mu      sync.Mutex
+	slots   []*slot
+	waiters []*waiter // FIFO
+	next    int       // round-robin start for ties
+}
+
+type waiter struct {
+	req   Request
+	ready chan *slot
+}
+
+// NewPool returns a pool over devs (all of one target). maxHolders <= 0
+// means DefaultMaxHolders.
+func NewPool(t target.Name, devs []Device, maxHolders int) *Pool {
+	if maxHolders <= 0 {
+		maxHolders = DefaultMaxHolders
+	}
+	p := &Pool{target: t, maxHolders: maxHolders}
+	for _, d := range devs {
+		d.Target = t
+		p.slots = append(p.slots, &slot{dev: d, phase: make(chan struct{}, 1)})
+	}
+	return p
+}
+
+// Target is the pool's target.
+func (p *Pool) Target() target.Name { return p.target }
+
+// Devices lists the pool's devices in index order.
+func (p *Pool) Devices() []Device {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]Device, len(p.slots))
+	for i, s := range p.slots {
+		out[i] = s.dev
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
+	return out
+}
+
+// Holders reports how many leases each device index holds now.
+func (p *Pool) Holders() map[int]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m := map[int]int{}
+	for _, s := range p.slots {
+		m[s.dev.Index] = s.holders
+	}
+	return m
+}
+
+// match finds the slots a request may use; an unknown device is an error
+// that lists the pool's devices.
+func (p *Pool) match(sel string) ([]*slot, error) {
+	if len(p.slots) == 0 {
+		return nil, &NoDeviceError{Target: p.target}
+	}
+	sel = strings.TrimSpace(sel)
+	if sel == "" {
+		return p.slots, nil
+	}
+	for _, s := range p.slots {
+		if strconv.Itoa(s.dev.Index) == sel || (s.dev.UUID != "" && strings.EqualFold(s.dev.UUID, sel)) {
+			return []*slot{s}, nil
+		}
+	}
+	var known []string
+	for _, s := range p.slots {
+		k := strconv.Itoa(s.dev.Index)
+		if s.dev.UUID != "" {
+			k += " (" + s.dev.UUID + ")"
+		}
+		known = append(known, k)
+	}
+	return nil, fmt.Errorf("device %q: no such %s device (have %s)", sel, p.target, strings.Join(known, ", "))
+}
+
+// pick returns the least-loaded usable slot, ties broken round-robin so
+// sequential work spreads over every device; nil when all are full.
+func (p *Pool) pick(cands []*slot) *slot {
+	var best *slot
+	for i := range p.slots {
+		s := p.slots[(p.next+i)%len(p.slots)]
+		if !contains(cands, s) || s.holders >= p.maxHolders {
+			continue
+		}
+		if best == nil || s.holders < best.holders {
+			best = s
+		}
+	}
+	return best
+}
+
+func contains(ss []*slot, s *slot) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *Pool) place(s *slot) {
+	s.holders++
+	s.granted++
+	for i, x := range p.slots {
+		if x == s {
+			p.next = (i + 1) % len(p.slots)
+		}
+	}
+}
+
+// Acquire places a lease on a device, waiting (first come, first served)
+// while every matching device is full; with Exclusive it then waits for
+// the device's exclusive phase and keeps it until Release.
+func (p *Pool) Acquire(ctx context.Context, req Request) (*Lease, error) {
+	cands, err := p.match(req.Device)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	var s *slot
+	if len(p.waiters) == 0 {
+		s = p.pick(cands)
+	}
+	if s != nil {
+		p.place(s)
+		p.mu.Unlock()
+	} else {
+		w := &waiter{req: req, ready: make(chan *slot, 1)}
+		p.waiters = append(p.waiters, w)
+		p.mu.Unlock()
+		select {
+		case s = <-w.ready:
+		case <-ctx.Done():
+			p.mu.Lock()
+			removed := p.removeWaiter(w)
+			p.mu.Unlock()
+			if !removed { // granted while we gave up: hand it back
+				s = <-w.ready
+				p.release(s)
+			}
+			return nil, fmt.Errorf("waiting for a %s device: %w", p.target, ctx.Err())
+		}
+	}
+	l := &Lease{pool: p, slot: s}
+	if req.Exclusive {
+		rel, err := l.Exclusive(ctx)
+		if err != nil {
+			l.Release()
+			return nil, err
+		}
+		l.held = rel
+	}
+	return l, nil
+}
+
+func (p *Pool) removeWaiter(w *waiter) bool {
+	for i, x := range p.waiters {
+		if x == w {
+			p.waiters = append(p.waiters[:i], p.waiters[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+func (p *Pool) release(s *slot) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s.holders--
+	// Serve waiters in order; one that cannot be placed yet keeps its turn
+	// for its own device but does not block others asking for other devices.
+	var keep []*waiter
+	for _, w := range p.waiters {
+		cands, _ := p.match(w.req.Device)
+		if t := p.pick(cands); t != nil {
+			p.place(t)
+			w.ready <- t
+			continue
+		}
+		keep = append(keep, w)
+	}
+	p.waiters = keep
+}
+
+// Lease is one job's hold on one device.
+type Lease struct {
+	pool *Pool
+	slot *slot
+
+	mu       sync.Mutex
+	held     func() // the exclusive phase held for the whole lease
+	released bool
+}
+
+// Device is the leased device.
+func (l *Lease) Device() Device { return l.slot.dev }
+
+// Target is the leased device's target.
+func (l *Lease) Target() target.Name { return l.pool.target }
+
+// Env pins a child process to the device: the target's visible-devices
+// variable (none on the CPU) and EnvDevice.
+func (l *Lease) Env() map[string]string {
+	env := map[string]string{EnvDevice: strconv.Itoa(l.slot.dev.Index)}
+	if v := target.MustGet(l.pool.target).VisibleDevices; v != "" {
+		env[v] = l.slot.dev.ID()
+	}
+	return env
+}
+
+// Exclusive waits for the device's exclusive phase and returns its release.
+// A lease acquired with Exclusive already holds it: Exclusive then returns
+// at once with a no-op release.
+func (l *Lease) Exclusive(ctx context.Context) (func(), error) {
+	l.mu.Lock()
+	held := l.held != nil
+	l.mu.Unlock()
+	if held {
+		return func() {}, nil
+	}
+	select {
+	case l.slot.phase <- struct{}{}:
+		var once sync.Once
+		return func() { once.Do(func() { <-l.slot.phase }) }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for %s device %d: %w", l.pool.target, l.slot.dev.Index, ctx.Err())
+	}
+}
+
+// Release gives the lease back; calling it again does nothing.
+func (l *Lease) Release() {
+	l.mu.Lock()
+	if l.released {
+		l.mu.Unlock()
+		return
+	}
+	l.released = true
+	held := l.held
+	l.held = nil
+	l.mu.Unlock()
+	if held != nil {
+		held()
+	}
+	l.pool.release(l.slot)
+}

@@ -1,0 +1,254 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kevolve/kevolve-mcp/harness/target"
+)
+
+// fakeCPUs is a pool of n fake CPU "devices", so fairness and exclusivity
+// are tested without GPUs.
+func fakeCPUs(n, maxHolders int) *Pool {
+	var devs []Device
+	for i := 0; i < n; i++ {
+		devs = append(devs, Device{Index: i, Name: "fake cpu"})
+	}
+	return NewPool(target.CPU, devs, maxHolders)
+}
+
+func TestConcurrentLeasesLandOnDistinctDevices(t *testing.T) {
+	p := fakeCPUs(3, 0)
+	ctx := context.Background()
+	var leases []*Lease
+	seen := map[int]bool{}
+	for i := 0; i < 3; i++ {
+		l, err := p.Acquire(ctx, Request{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		leases = append(leases, l)
+		seen[l.Device().Index] = true
+	}
+	if len(seen) != 3 {
+		t.Fatalf("3 concurrent leases on 3 devices landed on %v", seen)
+	}
+	// A fourth goes to one of them (least loaded), not beyond the pool.
+	l4, err := p.Acquire(ctx, Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := p.Holders(); h[0]+h[1]+h[2] != 4 || h[l4.Device().Index] != 2 {
+		t.Fatalf("holders %v", h)
+	}
+	for _, l := range append(leases, l4) {
+		l.Release()
+		l.Release() // idempotent
+	}
+	if h := p.Holders(); h[0]+h[1]+h[2] != 0 {
+		t.Fatalf("holders after release %v", h)
+	}
+}
+
+func TestSequentialLeasesRoundRobin(t *testing.T) {
+	p := fakeCPUs(3, 0)
+	var got []int
+	for i := 0; i < 6; i++ {
+		l, err := p.Acquire(context.Background(), Request{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, l.Device().Index)
+		l.Release()
+	}
+	want := []int{0, 1, 2, 0, 1, 2}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("sequential leases went to %v, want %v (every device used in turn)", got, want)
+		}
+	}
+}
+
+func TestConcurrentEvaluationsUseEveryDevice(t *testing.T) {
+	// 12 jobs, each holding its device's exclusive phase for 30 ms, on 3
+	// devices: all three are used at once, and no device runs two phases.
+	p := fakeCPUs(3, 2)
+	var inPhase [3]atomic.Int32
+	var maxPar atomic.Int32
+	var running atomic.Int32
+	per := map[int]int{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := 0; i < 12; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := p.Acquire(context.Background(), Request{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer l.Release()
+			rel, err := l.Exclusive(context.Background())
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			idx := l.Device().Index
+			if n := inPhase[idx].Add(1); n != 1 {
+				t.Errorf("device %d runs %d exclusive phases at once", idx, n)
+			}
+			if n := running.Add(1); n > maxPar.Load() {
+				maxPar.Store(n)
+			}
+			time.Sleep(30 * time.Millisecond)
+			running.Add(-1)
+			inPhase[idx].Add(-1)
+			rel()
+			mu.Lock()
+			per[idx]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if maxPar.Load() != 3 {
+		t.Errorf("at most %d devices ran at once, want 3", maxPar.Load())
+	}
+	for i := 0; i < 3; i++ {
+		if per[i] != 4 {
+			t.Errorf("device load %v, want 4 each", per)
+		}
+	}
+}
+
+func TestExclusiveLeaseExcludesOthers(t *testing.T) {
+	p := fakeCPUs(1, 0)
+	ctx := context.Background()
+	prof, err := p.Acquire(ctx, Request{Exclusive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := p.Acquire(ctx, Request{}) // placing is fine: its CPU-side work may overlap
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if _, err := other.Exclusive(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("device phase granted while a profile holds the device: %v", err)
+	}
+	if _, err := p.Acquire(short, Request{Exclusive: true}); err == nil {
+		t.Fatal("a second exclusive lease was granted")
+	}
+	got := make(chan struct{})
+	go func() {
+		rel, err := other.Exclusive(ctx)
+		if err == nil {
+			rel()
+		}
+		close(got)
+	}()
+	select {
+	case <-got:
+		t.Fatal("phase granted before the profile released")
+	case <-time.After(30 * time.Millisecond):
+	}
+	prof.Release()
+	select {
+	case <-got:
+	case <-time.After(2 * time.Second):
+		t.Fatal("phase not granted after the profile released")
+	}
+	other.Release()
+}
+
+func TestFullPoolQueuesInOrder(t *testing.T) {
+	p := fakeCPUs(1, 1)
+	ctx := context.Background()
+	first, _ := p.Acquire(ctx, Request{})
+	order := make(chan int, 3)
+	var wg sync.WaitGroup
+	for i := 0; i < 3; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			l, err := p.Acquire(ctx, Request{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			order <- i
+			time.Sleep(5 * time.Millisecond)
+			l.Release()
+		}(i)
+		time.Sleep(20 * time.Millisecond) // queue them in a known order
+	}
+	first.Release()
+	wg.Wait()
+	close(order)
+	want := 0
+	for i := range order {
+		if i != want {
+			t.Fatalf("waiter %d served out of turn (want %d)", i, want)
+		}
+		want++
+	}
+	// A cancelled waiter leaves the queue and the pool intact.
+	hold, _ := p.Acquire(ctx, Request{})
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if _, err := p.Acquire(short, Request{}); err == nil {
+		t.Fatal("a full pool granted a lease")
+	}
+	hold.Release()
+	if l, err := p.Acquire(ctx, Request{}); err != nil {
+		t.Fatal(err)
+	} else {
+		l.Release()
+	}
+}
+
+func TestSelectDeviceAndEnv(t *testing.T) {
+	nv := NewPool(target.NVIDIA, []Device{{Index: 0, UUID: "GPU-aaaa"}, {Index: 1, UUID: "GPU-bbbb"}}, 0)
+	ctx := context.Background()
+	for sel, want := range map[string]int{"1": 1, "GPU-aaaa": 0, "gpu-BBBB": 1} {
+		l, err := nv.Acquire(ctx, Request{Device: sel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Device().Index != want {
+			t.Errorf("device %q gave %d", sel, l.Device().Index)
+		}
+		env := l.Env()
+		if env["CUDA_VISIBLE_DEVICES"] != l.Device().UUID || env[EnvDevice] != []string{"0", "1"}[want] {
+			t.Errorf("env %v", env)
+		}
+		l.Release()
+	}
+	if _, err := nv.Acquire(ctx, Request{Device: "7"}); err == nil || err.Error() != `device "7": no such nvidia device (have 0 (GPU-aaaa), 1 (GPU-bbbb))` {
+		t.Errorf("unknown device: %v", err)
+	}
+	amd := NewPool(target.AMD, []Device{{Index: 3, UUID: "0x1234"}}, 0)
+	l, _ := amd.Acquire(ctx, Request{})
+	if l.Env()["HIP_VISIBLE_DEVICES"] != "3" {
+		t.Errorf("amd env %v", l.Env())
+	}
+	l.Release()
+	cpu := fakeCPUs(1, 0)
+	l, _ = cpu.Acquire(ctx, Request{})
+	if len(l.Env()) != 1 {
+		t.Errorf("cpu env pins nothing but the index: %v", l.Env())
+	}
+	l.Release()
+
+	empty := NewPool(target.AMD, nil, 0)
+	_, err := empty.Acquire(ctx, Request{})
+	var nd *NoDeviceError
+	if !errors.As(err, &nd) || !errors.Is(err, ErrNoDevice) || err.Error() != "no AMD device found" {
+		t.Errorf("empty pool: %v", err)
+	}
+}
