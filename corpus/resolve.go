@@ -3,6 +3,8 @@ package corpus
 import (
 	"context"
 	"fmt"
+
+	"github.com/kevolve/kevolve-mcp/harness/problem"
 )
 
 // Resolved is a problem made ready for the harness: its reference file on
@@ -66,4 +68,41 @@ func resolve(p Problem, shapeSet, root string) (Resolved, error) {
 	}
 	out.ReferencePath = p.ReferencePath(root)
 	return out, nil
+}
+
+// Harness is a resolved problem in the harness's terms: the reference file,
+// shape set, dtype, tolerance, declared work (formulas and their values)
+// and tags.
+func (r Resolved) Harness() problem.Problem {
+	p := problem.Problem{Name: r.Problem.Name, Reference: problem.Source{Path: r.ReferencePath},
+		Shapes: r.ShapeSet, Dtype: r.Dtype, Tags: append([]string(nil), r.Problem.Tags...),
+		Work: problem.Work{FLOPs: r.FLOPs, Bytes: r.Bytes, FLOPsFormula: r.Problem.FLOPs, BytesFormula: r.Problem.Bytes,
+			Shapes: r.ShapeSet, Dtype: r.Dtype}}
+	if t := r.Tolerance; t != nil {
+		p.Tolerance = &problem.Tolerance{Atol: t.Atol, Rtol: t.Rtol}
+	}
+	return p
+}
+
+// Resolver resolves corpus names for the harness: built-ins, and KernelBench
+// imports when reg is not nil. Built-in references are written under root.
+func Resolver(reg *Registry, root string) problem.Resolver {
+	return problem.ResolverFunc(func(ctx context.Context, name, shapes string) (problem.Problem, error) {
+		var res Resolved
+		var err error
+		if reg != nil {
+			res, err = reg.Resolve(ctx, name, shapes, root)
+		} else {
+			res, err = ResolveBuiltin(name, shapes, root)
+		}
+		if err != nil {
+			return problem.Problem{}, err
+		}
+		p := res.Harness()
+		// The set asked for, "" included: the evaluator picks the target's
+		// default (small on the CPU), and Work.Shapes says which set the
+		// declared counts are for.
+		p.Shapes = shapes
+		return p, nil
+	})
 }

@@ -279,7 +279,7 @@ func benchOurs(t *testing.T, ev *Evaluator, pairs []benchPair, rows map[string]*
 		// KernelBench does not time torch.compile of the reference: neither
 		// do these evaluations, so the walls compare like with like.
 		noCompile := false
-		return ev.Evaluate(ctx, EvalRequest{Reference: Source{Path: p.Ref}, Candidate: Source{Path: p.Cand},
+		return ev.EvaluateRequest(ctx, EvalRequest{Reference: Source{Path: p.Ref}, Candidate: Source{Path: p.Cand},
 			Target: "nvidia", Timeout: benchTimeout(p, cold), CompileReference: &noCompile}, nil)
 	}
 	cold := map[string]*EvalResult{}

@@ -346,7 +346,7 @@ func TestEvaluateVerdicts(t *testing.T) {
 				timeout = 120 * time.Second
 			}
 			t0 := time.Now()
-			res, err := ev.Evaluate(ctx, EvalRequest{Reference: Source{Code: tc.ref}, Candidate: Source{Code: tc.cand},
+			res, err := ev.EvaluateRequest(ctx, EvalRequest{Reference: Source{Code: tc.ref}, Candidate: Source{Code: tc.cand},
 				Target: testTarget(), Timeout: timeout, SkipTiming: !tc.timing}, nil)
 			if err != nil {
 				t.Fatalf("Evaluate: %v", err)
@@ -392,7 +392,7 @@ func TestEvaluateVerdicts(t *testing.T) {
 		})
 	}
 	// The worker survived everything above: a correct candidate still passes.
-	res, err := ev.Evaluate(ctx, EvalRequest{Reference: Source{Code: refNormalize}, Candidate: Source{Code: candidate("", normBody+"        return x / n")},
+	res, err := ev.EvaluateRequest(ctx, EvalRequest{Reference: Source{Code: refNormalize}, Candidate: Source{Code: candidate("", normBody+"        return x / n")},
 		Target: testTarget(), SkipTiming: true, Seed: 7}, nil)
 	if err != nil || res.Verdict != VerdictPass {
 		t.Fatalf("after the suite: %v %+v", err, res)
@@ -411,7 +411,7 @@ func TestEvaluateTiming(t *testing.T) {
 	ev := evaluator(t)
 	var stages []string
 	var mu sync.Mutex
-	res, err := ev.Evaluate(context.Background(), EvalRequest{Reference: Source{Code: refNormalize},
+	res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Code: refNormalize},
 		Candidate: Source{Code: candidate("", normBody+"        return x / n")}, Target: testTarget(), Trials: 3, Seed: 3},
 		func(stage string, done, total int) {
 			mu.Lock()
@@ -451,7 +451,7 @@ func TestEvaluateTiming(t *testing.T) {
 func TestEvaluateSOL(t *testing.T) {
 	ev := evaluator(t)
 	// A speed of light of one hour: every real run is "faster than light".
-	res, err := ev.Evaluate(context.Background(), EvalRequest{Reference: Source{Code: refNormalize},
+	res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Code: refNormalize},
 		Candidate: Source{Code: candidate("", normBody+"        return x / n")}, Target: testTarget(), Trials: 2,
 		SOLSeconds: 3600}, nil)
 	if err != nil {
@@ -479,7 +479,7 @@ func TestEvaluateHarnessErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ev.Evaluate(ctx, tc.req, nil)
+			_, err := ev.EvaluateRequest(ctx, tc.req, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want one containing %q", err, tc.want)
 			}
@@ -513,14 +513,14 @@ func TestEvaluateFilesAndCache(t *testing.T) {
 	must(os.WriteFile(filepath.Join(dir, "cand.py"), []byte(candidate("from helper_norm import norm", "        return x / norm(x)")), 0o644))
 	req := EvalRequest{Reference: Source{Path: filepath.Join(dir, "ref.py")}, Candidate: Source{Path: filepath.Join(dir, "cand.py")},
 		Target: testTarget(), SkipTiming: true}
-	r1, err := ev.Evaluate(context.Background(), req, nil)
+	r1, err := ev.EvaluateRequest(context.Background(), req, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r1.Verdict != VerdictPass || r1.Cached {
 		t.Fatalf("first: %+v", r1)
 	}
-	r2, err := ev.Evaluate(context.Background(), req, nil)
+	r2, err := ev.EvaluateRequest(context.Background(), req, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -528,7 +528,7 @@ func TestEvaluateFilesAndCache(t *testing.T) {
 		t.Fatalf("second evaluation not served from the cache: %+v", r2)
 	}
 	req.Seed = 9 // a different request is a different key
-	r3, err := ev.Evaluate(context.Background(), req, nil)
+	r3, err := ev.EvaluateRequest(context.Background(), req, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -552,7 +552,7 @@ func TestEvaluateGPUBench(t *testing.T) {
 	ref := strings.Replace(refNormalize, "torch.randn(64, 256)", "torch.randn(8192, 8192)", 1)
 	for _, c := range []struct{ name, cand string }{{"load_cuda", loadCUDANormalize}, {"triton", strings.Replace(tritonNormalize, "BLOCK=triton.next_power_of_2(x.shape[1])", "BLOCK=triton.next_power_of_2(x.shape[1]), num_warps=16", 1)}} {
 		for i := 0; i < 3; i++ {
-			res, err := ev.Evaluate(context.Background(), EvalRequest{Reference: Source{Code: ref}, Candidate: Source{Code: c.cand},
+			res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Code: ref}, Candidate: Source{Code: c.cand},
 				Target: "nvidia", Seed: int64(100 + i)}, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -586,7 +586,7 @@ func TestEvaluateConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := ev.Evaluate(context.Background(), EvalRequest{Reference: Source{Code: refNormalize}, Candidate: Source{Code: cand},
+			res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Code: refNormalize}, Candidate: Source{Code: cand},
 				Target: testTarget(), SkipTiming: true, Seed: 1234}, nil)
 			if err != nil {
 				t.Errorf("%s: %v", want, err)
@@ -624,7 +624,7 @@ func TestEvaluateRequestOptions(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.req.Target, tc.req.SkipTiming, tc.req.Trials = testTarget(), true, 2
-			res, err := ev.Evaluate(context.Background(), tc.req, nil)
+			res, err := ev.EvaluateRequest(context.Background(), tc.req, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

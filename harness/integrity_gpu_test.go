@@ -37,7 +37,7 @@ func TestIntegrityGPU(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := ev.Evaluate(context.Background(), EvalRequest{Reference: Source{Code: readTestdata(t, tc.ref)},
+			res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Code: readTestdata(t, tc.ref)},
 				Candidate: Source{Code: readTestdata(t, tc.cand)}, Target: "nvidia", Timeout: 170 * time.Second,
 				CompileReference: new(bool)}, nil)
 			if err != nil {
@@ -111,7 +111,7 @@ func TestIntegrityGPUCorpusStartKernels(t *testing.T) {
 		dir := filepath.Dir(s)
 		name := strings.TrimPrefix(dir, filepath.Join("..", "corpus", "problems")+"/") + "/" + filepath.Base(s)
 		t.Run(name, func(t *testing.T) {
-			res, err := ev.Evaluate(context.Background(), EvalRequest{Reference: Source{Path: filepath.Join(dir, "reference.py")},
+			res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Path: filepath.Join(dir, "reference.py")},
 				Candidate: Source{Path: s}, Target: "nvidia", Timeout: 170 * time.Second, CompileReference: new(bool),
 				Tolerance: metaTolerance(t, filepath.Join(dir, "meta.yaml"))}, nil)
 			if err != nil {

@@ -85,7 +85,7 @@ func TestIntegrityHostileCandidates(t *testing.T) {
 			} else {
 				cand = readTestdata(t, tc.cand)
 			}
-			res, err := ev.Evaluate(ctx, EvalRequest{Reference: Source{Code: ref}, Candidate: Source{Code: cand},
+			res, err := ev.EvaluateRequest(ctx, EvalRequest{Reference: Source{Code: ref}, Candidate: Source{Code: cand},
 				Target: testTarget(), Timeout: 150 * time.Second}, nil)
 			if err != nil {
 				t.Fatalf("Evaluate: %v", err)
@@ -118,7 +118,7 @@ func TestIntegrityHonestCandidatesPass(t *testing.T) {
 		{"persistent_output_buffer", "ref_normalize.py", "persistent_buffer.py", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := ev.Evaluate(context.Background(), EvalRequest{Reference: Source{Code: readTestdata(t, tc.ref)},
+			res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Code: readTestdata(t, tc.ref)},
 				Candidate: Source{Code: readTestdata(t, tc.cand)}, Target: testTarget(), Timeout: 150 * time.Second}, nil)
 			if err != nil {
 				t.Fatalf("Evaluate: %v", err)
@@ -172,7 +172,7 @@ func TestReferenceErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := ev.Evaluate(context.Background(), EvalRequest{Reference: Source{Code: tc.ref}, Candidate: Source{Code: good},
+			res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Code: tc.ref}, Candidate: Source{Code: good},
 				Target: testTarget(), Timeout: 120 * time.Second}, nil)
 			if err != nil {
 				t.Fatalf("a reference failure must be a verdict, got the Go error %v", err)
@@ -211,7 +211,7 @@ func TestOutOfMemoryVerdict(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := ev.Evaluate(context.Background(), EvalRequest{Reference: Source{Code: tc.ref}, Candidate: Source{Code: tc.cand},
+			res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Code: tc.ref}, Candidate: Source{Code: tc.cand},
 				Target: testTarget(), Timeout: 120 * time.Second, SkipTiming: true}, nil)
 			if err != nil {
 				t.Fatalf("out of memory must be a verdict, got the Go error %v", err)
@@ -235,7 +235,7 @@ func TestOutOfMemoryVerdict(t *testing.T) {
 // the real inputs, the same way sol.Trace does.
 func TestCountWork(t *testing.T) {
 	ev := evaluator(t)
-	res, err := ev.Evaluate(context.Background(), EvalRequest{Reference: Source{Code: readTestdata(t, "ref_diag_matmul.py")},
+	res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Code: readTestdata(t, "ref_diag_matmul.py")},
 		Candidate: Source{Code: readTestdata(t, "diag_matmul_broadcast.py")}, Target: testTarget(), SkipTiming: true, CountWork: true}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -254,7 +254,7 @@ func TestCountWork(t *testing.T) {
 		t.Errorf("bytes %g dtype %s, want %g fp32", res.Work.Bytes, res.Work.Dtype, wantBytes)
 	}
 	// Without the flag, nothing is counted.
-	res2, err := ev.Evaluate(context.Background(), EvalRequest{Reference: Source{Code: readTestdata(t, "ref_diag_matmul.py")},
+	res2, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Code: readTestdata(t, "ref_diag_matmul.py")},
 		Candidate: Source{Code: readTestdata(t, "diag_matmul_broadcast.py")}, Target: testTarget(), SkipTiming: true}, nil)
 	if err != nil || res2.Work != nil {
 		t.Fatalf("work without count_work: %v %+v", err, res2.Work)

@@ -61,7 +61,7 @@ func TestLoadInlineBuildIsCachedAcrossWorkers(t *testing.T) {
 	}
 	eval := func(ev *Evaluator, cand string) *EvalResult {
 		t.Helper()
-		res, err := ev.Evaluate(context.Background(), EvalRequest{Reference: Source{Code: inlineRef}, Candidate: Source{Code: cand},
+		res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Code: inlineRef}, Candidate: Source{Code: cand},
 			Target: "cpu", SkipTiming: true, Trials: 2}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -147,7 +147,7 @@ func TestLoadInlineCUDALightHeaders(t *testing.T) {
 	t.Cleanup(func() { ev.Close() })
 	eval := func(cand string) *EvalResult {
 		t.Helper()
-		res, err := ev.Evaluate(context.Background(), EvalRequest{Reference: Source{Code: inlineRef}, Candidate: Source{Code: cand},
+		res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Code: inlineRef}, Candidate: Source{Code: cand},
 			Target: "nvidia", SkipTiming: true, Trials: 2, Timeout: 10 * time.Minute}, nil)
 		if err != nil {
 			t.Fatal(err)

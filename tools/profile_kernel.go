@@ -10,25 +10,27 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/kevolve/kevolve-mcp/harness"
+	"github.com/kevolve/kevolve-mcp/harness/problem"
 	"github.com/kevolve/kevolve-mcp/harness/profile"
 )
 
 // ProfileKernelInput is profile_kernel's arguments.
 type ProfileKernelInput struct {
-	Reference string  `json:"reference" jsonschema:"Path to the KernelBench-format reference (Model, get_inputs, get_init_inputs). In mode model this is the model whose operators are ranked."`
+	Reference string  `json:"reference" jsonschema:"The KernelBench-format reference (Model, get_inputs, get_init_inputs): a file path or a corpus problem name such as llm/rmsnorm. In mode model this is the model whose operators are ranked."`
 	Candidate string  `json:"candidate,omitempty" jsonschema:"Path to the candidate file defining ModelNew (mode kernel; required there)."`
 	Mode      string  `json:"mode,omitempty" jsonschema:"kernel (default): profile the candidate's kernels and diagnose them; model: rank the reference model's operators by device-time share with Amdahl headroom, to pick which kernel to write first."`
 	Backend   string  `json:"backend,omitempty" jsonschema:"auto (default: ncu on NVIDIA, rocprofv3 on AMD, torch.profiler and perf on the CPU), ncu, rocprof or cpu."`
 	Shapes    string  `json:"shapes,omitempty" jsonschema:"Shape set passed to the reference as KEVOLVE_SHAPES (e.g. large, small)."`
+	Device    string  `json:"device,omitempty" jsonschema:"Which GPU to profile on: an index or UUID as device_info lists them. Default: any free one. The profile holds it alone."`
 	TimeoutS  float64 `json:"timeout_s,omitempty" jsonschema:"Wall-clock limit in seconds (default 120). Nsight Compute replays each kernel ~40 times: a candidate with many kernels takes longer."`
 }
 
-// Acquire takes the GPU for one job and returns its release; nil means no
-// locking (profiling needs the GPU to itself for meaningful counters).
-type Acquire func(ctx context.Context) (release func(), err error)
-
-// ProfileKernel returns the profile_kernel tool.
-func ProfileKernel(opt profile.Options, acquire Acquire) server.ServerTool {
+// ProfileKernel returns the profile_kernel tool. ev (may be nil) leases the
+// device: a profile holds its device alone, since counters taken while
+// another kernel runs would be meaningless, and so would that kernel's
+// timing. resolve (may be nil) takes corpus names.
+func ProfileKernel(opt profile.Options, ev *harness.Evaluator, resolve problem.Resolver) server.ServerTool {
 	tool := mcp.NewTool("profile_kernel",
 		mcp.WithDescription("Explain why a kernel is slow. Mode kernel runs the candidate's forward once under Nsight Compute (clocks untouched; only the candidate's kernels, after warm-up) "+
 			"or rocprofv3, and returns per kernel: duration, SM and DRAM throughput % of peak, L1/L2 hit rates, achieved vs theoretical occupancy and its limiter, registers per thread, "+
@@ -45,21 +47,31 @@ func ProfileKernel(opt profile.Options, acquire Acquire) server.ServerTool {
 		mcp.WithOpenWorldHintAnnotation(false),
 	)
 	return server.ServerTool{Tool: tool, Handler: mcp.NewTypedToolHandler(func(ctx context.Context, req mcp.CallToolRequest, in ProfileKernelInput) (*mcp.CallToolResult, error) {
+		p, err := problem.Resolve(ctx, problem.Ref{Reference: in.Reference, Shapes: in.Shapes}, resolve)
+		if err != nil {
+			return toolErr("profile_kernel", err), nil
+		}
+		refPath, cleanup, err := profile.ReferenceFile(p.Reference)
+		if err != nil {
+			return toolErr("profile_kernel", err), nil
+		}
+		defer cleanup()
+		in.Reference, in.Shapes = refPath, p.Shapes
 		o, mode, msg := ProfileRequest(in, opt)
 		if msg != "" {
 			return toolErrorf("%s", msg), nil
 		}
-		if acquire != nil {
-			release, err := acquire(ctx)
+		if ev != nil {
+			l, err := ev.Acquire(ctx, profile.Target(o.Backend), in.Device, true)
 			if err != nil {
-				return toolErrorf("profile_kernel: waiting for the device: %v", err), nil
+				return toolErr("profile_kernel", err), nil
 			}
-			defer release()
+			defer l.Release()
+			o.Env = l.Env()
 		}
 		progress := progressFor(ctx, req) // one reporter, so progress keeps increasing
 		progress("profiling", 0, 1)
 		var rep profile.Report
-		var err error
 		if mode == "model" {
 			rep, err = profile.ProfileModel(ctx, in.Reference, o)
 		} else {

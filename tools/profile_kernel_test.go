@@ -2,31 +2,57 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/kevolve/kevolve-mcp/harness"
+	"github.com/kevolve/kevolve-mcp/harness/lease"
+	"github.com/kevolve/kevolve-mcp/harness/problem"
 	"github.com/kevolve/kevolve-mcp/harness/profile"
+	"github.com/kevolve/kevolve-mcp/harness/target"
 	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
 	"github.com/kevolve/kevolve-mcp/tools/toolstest"
 )
 
 func TestProfileKernelTool(t *testing.T) {
 	py := toolchaintest.Python(t)
-	locked := 0
-	acquire := func(context.Context) (func(), error) { locked++; return func() { locked-- }, nil }
-	s := server.NewMCPServer("t", "0", server.WithToolCapabilities(false), server.WithInputSchemaValidation())
-	s.AddTools(ProfileKernel(profile.Options{Python: py, Backend: "cpu"}, acquire))
-	c := toolstest.Connect(t, s)
 	dir, _ := filepath.Abs(filepath.Join("..", "harness", "profile", "testdata", "cpu"))
 	ref, cand := filepath.Join(dir, "ref_mlp.py"), filepath.Join(dir, "cand_mlp.py")
+	// Two fake CPU devices: the profile leases one (exclusively) and gives it back.
+	ev, err := harness.NewEvaluator(harness.EvalConfig{Python: py, CacheDir: t.TempDir(),
+		Devices: map[target.Name][]lease.Device{target.CPU: {{Index: 0, Name: "fake cpu 0"}, {Index: 1, Name: "fake cpu 1"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ev.Close() })
+	resolve := problem.ResolverFunc(func(_ context.Context, name, shapes string) (problem.Problem, error) {
+		if name == "test/mlp" {
+			return problem.Problem{Name: name, Reference: problem.Source{Path: ref}, Shapes: shapes}, nil
+		}
+		return problem.Problem{}, errors.New("unknown problem")
+	})
+	s := server.NewMCPServer("t", "0", server.WithToolCapabilities(false), server.WithInputSchemaValidation())
+	s.AddTools(ProfileKernel(profile.Options{Python: py, Backend: "cpu"}, ev, resolve))
+	c := toolstest.Connect(t, s)
+	// Device 1 is held alone by someone else: a profile asking for it waits,
+	// one asking for any device takes device 0.
+	other, err := ev.Acquire(context.Background(), "cpu", "1", true)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	var rep profile.Report
-	toolstest.Decode(t, toolstest.Call(t, c, "profile_kernel", map[string]any{"reference": ref, "candidate": cand}), &rep)
-	if !rep.Available || rep.Mode != "kernel" || rep.CPU == nil || len(rep.CPU.Ops) == 0 || locked != 0 {
-		t.Fatalf("kernel mode: %+v (lock count %d)", rep, locked)
+	toolstest.Decode(t, toolstest.Call(t, c, "profile_kernel", map[string]any{"reference": "test/mlp", "candidate": cand}), &rep)
+	if !rep.Available || rep.Mode != "kernel" || rep.CPU == nil || len(rep.CPU.Ops) == 0 {
+		t.Fatalf("kernel mode on a corpus name: %+v", rep)
+	}
+	other.Release()
+	if res := toolstest.Call(t, c, "profile_kernel", map[string]any{"reference": ref, "candidate": cand, "device": "7"}); !res.IsError || !strings.Contains(toolstest.Text(res), `device "7": no such cpu device`) {
+		t.Fatalf("unknown device: %s", toolstest.Text(res))
 	}
 	var m profile.Report
 	toolstest.Decode(t, toolstest.Call(t, c, "profile_kernel", map[string]any{"reference": ref, "mode": "model"}), &m)
@@ -41,6 +67,7 @@ func TestProfileKernelTool(t *testing.T) {
 		{map[string]any{"reference": ref, "candidate": cand, "mode": "trace"}, "mode"},
 		{map[string]any{"reference": ref, "candidate": cand, "backend": "vtune"}, "backend"},
 		{map[string]any{"reference": "/nonexistent.py", "candidate": cand}, "no such file"},
+		{map[string]any{"reference": "no/such", "candidate": cand}, "neither a file nor a known corpus problem"},
 	}
 	for _, b := range bad {
 		res := toolstest.Call(t, c, "profile_kernel", b.args)
@@ -50,7 +77,7 @@ func TestProfileKernelTool(t *testing.T) {
 	}
 	// No Python: a result that says what is missing, not an error.
 	s2 := server.NewMCPServer("t", "0", server.WithToolCapabilities(false), server.WithInputSchemaValidation())
-	s2.AddTools(ProfileKernel(profile.Options{Python: "/nonexistent/python3"}, nil))
+	s2.AddTools(ProfileKernel(profile.Options{Python: "/nonexistent/python3"}, nil, nil))
 	var miss profile.Report
 	toolstest.Decode(t, toolstest.Call(t, toolstest.Connect(t, s2), "profile_kernel", map[string]any{"reference": ref, "candidate": cand}), &miss)
 	if miss.Available || !strings.Contains(miss.Missing, "KEVOLVE_PYTHON") {

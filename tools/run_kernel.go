@@ -2,15 +2,15 @@ package tools
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"strings"
+	"errors"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/kevolve/kevolve-mcp/harness"
+	"github.com/kevolve/kevolve-mcp/harness/lease"
+	"github.com/kevolve/kevolve-mcp/harness/problem"
 )
 
 // RunKernelInput is run_kernel's arguments.
@@ -18,8 +18,9 @@ type RunKernelInput struct {
 	Reference       string  `json:"reference,omitempty" jsonschema:"The problem: a path to a KernelBench-format Python file (Model, get_inputs, get_init_inputs) or a corpus problem name such as llm/rmsnorm. Give this or reference_source."`
 	ReferenceSource string  `json:"reference_source,omitempty" jsonschema:"The problem as inline Python source (KernelBench format) instead of a path or name."`
 	Candidate       string  `json:"candidate,omitempty" jsonschema:"Path to the candidate Python file defining ModelNew (same constructor and forward signature as Model). Give this or candidate_source."`
-	CandidateSource string  `json:"candidate_source,omitempty" jsonschema:"The candidate as inline Python source defining ModelNew. It may use from kevolve import load_cuda/load_c (fast), Triton, or torch.utils.cpp_extension.load_inline."`
-	Target          string  `json:"target,omitempty" jsonschema:"Where to run: nvidia, cpu or auto (default: the best device found)."`
+	CandidateSource string  `json:"candidate_source,omitempty" jsonschema:"The candidate as inline Python source defining ModelNew (at most 4 MiB). It may use from kevolve import load_cuda/load_hip/load_c (fast), Triton, or torch.utils.cpp_extension.load_inline."`
+	Target          string  `json:"target,omitempty" jsonschema:"Where to run: nvidia, amd, cpu or auto (default: the best device found)."`
+	Device          string  `json:"device,omitempty" jsonschema:"Which device of the target: an index (0, 1, ...) or a UUID as device_info lists them. Default: any free device."`
 	TimeoutS        float64 `json:"timeout_s,omitempty" jsonschema:"Wall-clock limit for the whole evaluation in seconds (default 180). A kernel still running at the deadline is killed and gets verdict timeout."`
 	Trials          int     `json:"trials,omitempty" jsonschema:"Correctness trials, each with fresh random inputs from a different seed (default 5)."`
 	Seed            int64   `json:"seed,omitempty" jsonschema:"Base seed for weights and inputs (default 42)."`
@@ -27,35 +28,32 @@ type RunKernelInput struct {
 	Shapes          string  `json:"shapes,omitempty" jsonschema:"Shape set of a corpus problem: large (production-like, fills a GPU) or small (runs on a CPU in seconds). Default: large on a GPU, small on the CPU. KernelBench files have one shape and ignore it."`
 }
 
-// ResolvedReference is what a corpus problem name stands for: its reference
-// file and what its metadata declares for the shape set asked for.
-type ResolvedReference struct {
-	Source    harness.Source
-	Tolerance *harness.Tolerance
-	// FLOPs and Bytes are declared counts (0 = not declared); Dtype the
-	// problem's dtype for the shape set.
-	FLOPs, Bytes float64
-	Dtype        string
+// Problem resolves the problem the arguments name.
+func (in RunKernelInput) Problem(ctx context.Context, r problem.Resolver) (harness.Problem, error) {
+	return problem.Resolve(ctx, problem.Ref{Reference: in.Reference, ReferenceSource: in.ReferenceSource, Shapes: in.Shapes}, r)
 }
 
-// ReferenceResolver turns a corpus problem name and shape set ("" = the
-// default) into its reference; nil means only paths and inline sources are
-// accepted.
-type ReferenceResolver func(name, shapes string) (ResolvedReference, error)
+// Options are the evaluation options the arguments ask for.
+func (in RunKernelInput) Options() harness.Options {
+	return harness.Options{Target: in.Target, Device: in.Device, Trials: in.Trials, Seed: in.Seed,
+		Timeout: time.Duration(in.TimeoutS * float64(time.Second)), SkipTiming: in.SkipTiming}
+}
 
 // RunKernel returns the run_kernel tool: one candidate checked and timed
 // against a reference in a fresh, isolated worker process.
-func RunKernel(ev *harness.Evaluator, resolve ReferenceResolver) server.ServerTool {
+func RunKernel(ev *harness.Evaluator, resolve problem.Resolver) server.ServerTool {
 	tool := mcp.NewTool("run_kernel",
 		mcp.WithDescription("Check a candidate kernel (a Python file defining ModelNew) against a PyTorch reference (KernelBench format, or a corpus problem name) and time both. "+
-			"Runs in a fresh forked process with a deadline: crashes, hangs and illegal memory accesses become verdicts, never a dead server. "+
+			"Runs in a fresh forked process pinned to one device, with a deadline: crashes, hangs and illegal memory accesses become verdicts, never a dead server. "+
 			"Result: verdict (pass, incorrect, compile_error, runtime_error, timeout, crash, integrity_violation, reference_error), correct, the failing stage, named checks with details "+
 			"(allclose with dtype-aware tolerances, relative_norm, finite, shape/dtype/device/contiguity, input_mutation, output_aliasing, reference_ops (the whole dispatched aten op trace), memoization, "+
 			"audit (timed calls checked at random on refreshed inputs), threads, stream_work, timers, harness_patched, out_of_memory, faster_than_sol), "+
 			"reference_error means the reference itself failed to import, construct, make inputs or run (stage reference_import|reference_init|reference_inputs|reference_forward, with its file:line); "+
 			"memory gives the peak device memory of reference and candidate. "+
-			"timing stats (median, p10, p90, CV, iterations) for the candidate, the eager reference and torch.compile of it, speedup_vs_eager, speedup_vs_compile, warnings and the trimmed log. "+
-			"Calling the reference's own torch op, mutating inputs or caching outputs is an integrity_violation; plain torch ops pass with a warning. Identical requests are answered from a cache."),
+			"timing stats (median, p10, p90, CV, iterations) for the candidate, the eager reference and torch.compile of it, speedup_vs_eager, speedup_vs_compile, "+
+			"the speed-of-light bound on the device it ran on (t_sol_s, pct_of_sol, sol_score; sol says how the work was counted and which ceilings), "+
+			"fitness (speedups, 0 unless pass, and sol_score), which device ran it, warnings and the trimmed log. "+
+			"Calling the reference's own torch op, mutating inputs, caching outputs or running faster than the speed of light is an integrity_violation; plain torch ops pass with a warning. Identical requests are answered from a cache."),
 		mcp.WithInputSchema[RunKernelInput](),
 		mcp.WithOutputSchema[harness.EvalResult](),
 		mcp.WithTitleAnnotation("Check and time a kernel"),
@@ -68,60 +66,54 @@ func RunKernel(ev *harness.Evaluator, resolve ReferenceResolver) server.ServerTo
 		if ev == nil {
 			return toolErrorf("run_kernel is not available: no Python with torch was found (see device_info)"), nil
 		}
-		ereq, msg := RunKernelRequest(in, resolve)
-		if msg != "" {
-			return toolErrorf("%s", msg), nil
-		}
-		res, err := ev.Evaluate(ctx, ereq, progressFor(ctx, req))
+		p, err := in.Problem(ctx, resolve)
 		if err != nil {
-			return toolErrorf("run_kernel: %v", err), nil
+			return toolErr("run_kernel", err), nil
+		}
+		c, err := problem.ParseCandidate(in.Candidate, in.CandidateSource)
+		if err != nil {
+			return toolErr("run_kernel", err), nil
+		}
+		o := in.Options()
+		o.Progress = progressFor(ctx, req)
+		res, err := ev.Evaluate(ctx, p, c, nil, o)
+		if err != nil {
+			return toolErr("run_kernel", err), nil
 		}
 		return structured(res), nil
 	})}
 }
 
-// RunKernelRequest validates the arguments; a non-empty message says what
+// toolErr words a service error for the agent: its own mistakes by
+// argument, a missing device as such, anything else as the tool's failure.
+func toolErr(tool string, err error) *mcp.CallToolResult {
+	var ie *problem.InputError
+	var nd *lease.NoDeviceError
+	switch {
+	case errors.As(err, &ie):
+		return toolErrorf("%s", ie.Error())
+	case errors.As(err, &nd):
+		return toolErrorf("%s: %s (device_info lists what this machine has)", tool, nd.Error())
+	}
+	return toolErrorf("%s: %v", tool, err)
+}
+
+// RunKernelRequest validates the arguments into a flat request (the CLI's
+// path until it calls the service itself); a non-empty message says what
 // the agent must change.
 func RunKernelRequest(in RunKernelInput, resolve ReferenceResolver) (harness.EvalRequest, string) {
 	var r harness.EvalRequest
-	switch {
-	case in.Reference != "" && in.ReferenceSource != "":
-		return r, "give reference or reference_source, not both"
-	case in.ReferenceSource != "":
-		r.Reference = harness.Source{Code: in.ReferenceSource}
-	case in.Reference != "":
-		if st, err := os.Stat(in.Reference); err == nil && !st.IsDir() {
-			r.Reference = harness.Source{Path: in.Reference}
-		} else if resolve != nil && !strings.HasSuffix(in.Reference, ".py") {
-			ref, rerr := resolve(in.Reference, in.Shapes)
-			if rerr != nil {
-				return r, fmt.Sprintf("reference %q is neither a file nor a known corpus problem: %v", in.Reference, rerr)
-			}
-			r.Reference, r.Tolerance = ref.Source, ref.Tolerance
-		} else {
-			return r, fmt.Sprintf("reference %q: no such file", in.Reference)
-		}
-	default:
-		return r, "reference (a file path or corpus name) or reference_source is required"
+	var res problem.Resolver
+	if resolve != nil {
+		res = resolve
 	}
-	switch {
-	case in.Candidate != "" && in.CandidateSource != "":
-		return r, "give candidate or candidate_source, not both"
-	case in.CandidateSource != "":
-		r.Candidate = harness.Source{Code: in.CandidateSource}
-	case in.Candidate != "":
-		if st, err := os.Stat(in.Candidate); err != nil || st.IsDir() {
-			return r, fmt.Sprintf("candidate %q: no such file", in.Candidate)
-		}
-		r.Candidate = harness.Source{Path: in.Candidate}
-	default:
-		return r, "candidate (a file path) or candidate_source is required"
+	p, err := in.Problem(context.Background(), res)
+	if err != nil {
+		return r, err.Error()
 	}
-	switch t := strings.ToLower(in.Target); t {
-	case "", "auto", "cpu", "nvidia", "cuda":
-		r.Target = t
-	default:
-		return r, fmt.Sprintf("target %q: use nvidia, cpu or auto", in.Target)
+	c, err := problem.ParseCandidate(in.Candidate, in.CandidateSource)
+	if err != nil {
+		return r, err.Error()
 	}
 	if in.TimeoutS < 0 || in.TimeoutS > 3600 {
 		return r, "timeout_s must be between 0 and 3600"
@@ -129,15 +121,35 @@ func RunKernelRequest(in RunKernelInput, resolve ReferenceResolver) (harness.Eva
 	if in.Trials < 0 || in.Trials > 100 {
 		return r, "trials must be between 1 and 100"
 	}
-	r.Timeout = time.Duration(in.TimeoutS * float64(time.Second))
-	r.Trials = in.Trials
-	r.Seed = in.Seed
-	r.SkipTiming = in.SkipTiming
-	switch in.Shapes {
-	case "", "large", "small":
-		r.Shapes = in.Shapes
-	default:
-		return r, fmt.Sprintf("shapes %q: use large or small", in.Shapes)
-	}
-	return r, ""
+	o := in.Options()
+	return harness.EvalRequest{Reference: p.Reference, Candidate: c, Target: o.Target, Device: o.Device, Trials: o.Trials,
+		Seed: o.Seed, Timeout: o.Timeout, SkipTiming: o.SkipTiming, Tolerance: p.Tolerance, Shapes: p.Shapes, Work: p.Work}, ""
 }
+
+// ResolvedReference is what a corpus problem name stands for (the CLI's
+// form until it resolves through corpus.Resolver).
+type ResolvedReference struct {
+	Source    harness.Source
+	Tolerance *harness.Tolerance
+	// FLOPs and Bytes are declared counts (0 = not declared); Dtype the
+	// problem's dtype for the shape set.
+	FLOPs, Bytes float64
+	Dtype        string
+	// Shapes is the shape set the counts are for.
+	Shapes string
+}
+
+// ReferenceResolver turns a corpus problem name and shape set ("" = the
+// default) into its reference. It is a problem.Resolver.
+type ReferenceResolver func(name, shapes string) (ResolvedReference, error)
+
+// Problem resolves name as a problem.Resolver.
+func (f ReferenceResolver) Problem(_ context.Context, name, shapes string) (problem.Problem, error) {
+	r, err := f(name, shapes)
+	if err != nil {
+		return problem.Problem{}, err
+	}
+	return problem.Problem{Name: name, Reference: r.Source, Shapes: shapes, Dtype: r.Dtype, Tolerance: r.Tolerance,
+		Work: problem.Work{FLOPs: r.FLOPs, Bytes: r.Bytes, Shapes: r.Shapes, Dtype: r.Dtype}}, nil
+}
+

@@ -75,7 +75,7 @@ func TestRunKernelOverMCP(t *testing.T) {
 		return ResolvedReference{}, errors.New("unknown problem")
 	}
 	srv := server.NewMCPServer("test", "0", server.WithToolCapabilities(false), server.WithInputSchemaValidation())
-	srv.AddTools(RunKernel(ev, resolve))
+	srv.AddTools(RunKernel(ev, ReferenceResolver(resolve)))
 	c := toolstest.Connect(t, srv)
 	target := "cpu"
 	if os.Getenv("KEVOLVE_GPU") == "1" {

@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"context"
 	_ "embed"
 	"log/slog"
 
@@ -9,6 +8,7 @@ import (
 
 	"github.com/kevolve/kevolve-mcp/harness"
 	"github.com/kevolve/kevolve-mcp/harness/device"
+	"github.com/kevolve/kevolve-mcp/harness/problem"
 	"github.com/kevolve/kevolve-mcp/harness/profile"
 	"github.com/kevolve/kevolve-mcp/harness/sol"
 	"github.com/kevolve/kevolve-mcp/retrieval"
@@ -63,18 +63,16 @@ func New(d Deps) *server.MCPServer {
 // All returns every tool, in a stable order (the schema snapshot test and
 // tools/list depend on it).
 func All(d Deps) []server.ServerTool {
-	var acquire Acquire
-	if d.Evaluator != nil {
-		// Profiling shares the evaluator's GPU semaphore: counters taken
-		// while another kernel is timed would be meaningless, and so would
-		// the timing.
-		acquire = func(ctx context.Context) (func(), error) { return d.Evaluator.AcquireGPU(ctx) }
+	// A nil ReferenceResolver must stay a nil problem.Resolver.
+	var resolve problem.Resolver
+	if d.Resolve != nil {
+		resolve = d.Resolve
 	}
 	return []server.ServerTool{
 		DeviceInfo(d.Devices),
 		CompileKernel(nil),
-		RunKernel(d.Evaluator, d.Resolve),
-		ProfileKernel(d.Profile, acquire),
+		RunKernel(d.Evaluator, resolve),
+		ProfileKernel(d.Profile, d.Evaluator, resolve),
 		SolAnalysis(d.Ceilings, d.Trace, d.Resolve, d.Evaluator),
 		SearchKnowledge(d.Knowledge),
 		Evolve(d.Runs),

@@ -98,7 +98,7 @@ func measureCandidate(ctx context.Context, in SolAnalysisInput, ev *harness.Eval
 	if msg != "" {
 		return in, msg
 	}
-	res, err := ev.Evaluate(ctx, ereq, progress)
+	res, err := ev.EvaluateRequest(ctx, ereq, progress)
 	if err != nil {
 		return in, fmt.Sprintf("sol_analysis: evaluating candidate: %v", err)
 	}

@@ -82,7 +82,7 @@ func demo(c *cli, name, svgPath string, stdout, stderr io.Writer) error {
 	if msg != "" {
 		return fmt.Errorf("%s", msg)
 	}
-	res, err := ev.Evaluate(ctx, req, stageProgress(stderr))
+	res, err := ev.EvaluateRequest(ctx, req, stageProgress(stderr))
 	if err != nil {
 		return err
 	}

@@ -39,7 +39,7 @@ then time both. The verdict, timings and speedups are what run_kernel returns.`,
 			}
 			ctx, cancel := signalContext()
 			defer cancel()
-			res, err := ev.Evaluate(ctx, req, stageProgress(cmd.ErrOrStderr()))
+			res, err := ev.EvaluateRequest(ctx, req, stageProgress(cmd.ErrOrStderr()))
 			if err != nil {
 				return err
 			}

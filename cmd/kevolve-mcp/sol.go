@@ -52,7 +52,7 @@ candidate is evaluated first and scored against the bound.`,
 				if msg != "" {
 					return errors.New(msg)
 				}
-				res, err := ev.Evaluate(ctx, ereq, stageProgress(stderr))
+				res, err := ev.EvaluateRequest(ctx, ereq, stageProgress(stderr))
 				if err != nil {
 					return err
 				}

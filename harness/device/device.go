@@ -141,3 +141,17 @@ func ArchForCC(major, minor int) string {
 	}
 	return ""
 }
+
+// GPUs runs the GPU discovery paths alone (NVML, then amd-smi or
+// rocm-smi), each GPU matched to its spec row: what the lease pool and the
+// ceilings need, without the torch probe or the toolchain search that
+// Discover adds for doctor.
+func GPUs(ctx context.Context, opt Options) (gpus []GPU, nvidia, amd Source) {
+	nv, _, nvSrc := discoverNVIDIA(opt.NVMLLibrary)
+	am, amdSrc := discoverAMD(ctx)
+	gpus = append(nv, am...)
+	for i := range gpus {
+		matchSpec(&gpus[i])
+	}
+	return gpus, nvSrc, amdSrc
+}

@@ -28,15 +28,18 @@ type Request struct {
 // API (an evaluation service with problems and leases) is adapted here.
 type HarnessEvaluator struct{ Ev *harness.Evaluator }
 
-// Evaluate runs one pair: the problem file is the reference, the candidate
-// a path (read by the worker's child) or inline code.
+// Evaluate runs one pair through the evaluation service: the problem file
+// is the reference, the candidate a path (read by the worker's child) or
+// inline code; the service leases a device of the target.
 func (h HarnessEvaluator) Evaluate(ctx context.Context, req Request) (*harness.EvalResult, error) {
-	return h.Ev.Evaluate(ctx, harness.EvalRequest{
-		Reference: harness.Source{Path: req.Pair.Problem.Path},
-		Candidate: harness.Source{Path: req.Pair.CandidatePath, Code: req.Pair.Code},
-		Target:    req.Target,
-		Timeout:   req.Timeout,
-	}, req.Progress)
+	r, err := h.Ev.Evaluate(ctx,
+		harness.Problem{Reference: harness.Source{Path: req.Pair.Problem.Path}},
+		harness.Candidate{Path: req.Pair.CandidatePath, Code: req.Pair.Code}, nil,
+		harness.Options{Target: req.Target, Timeout: req.Timeout, Progress: req.Progress})
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
 }
 
 // Version is the harness version stored with every result.

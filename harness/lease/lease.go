@@ -173,8 +173,16 @@ func (p *Pool) match(sel string) ([]*slot, error) {
 		}
 		known = append(known, k)
 	}
-	return nil, fmt.Errorf("device %q: no such %s device (have %s)", sel, p.target, strings.Join(known, ", "))
+	return nil, &UnknownDeviceError{Device: sel, Msg: fmt.Sprintf("device %q: no such %s device (have %s)", sel, p.target, strings.Join(known, ", "))}
 }
+
+// UnknownDeviceError is a request for a device the pool does not have.
+type UnknownDeviceError struct {
+	Device string
+	Msg    string
+}
+
+func (e *UnknownDeviceError) Error() string { return e.Msg }
 
 // pick returns the least-loaded usable slot, ties broken round-robin so
 // sequential work spreads over every device; nil when all are full.

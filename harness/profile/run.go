@@ -9,11 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
 	_ "embed"
 
+	"github.com/kevolve/kevolve-mcp/harness/problem"
 	"github.com/kevolve/kevolve-mcp/harness/toolchain"
 )
 
@@ -101,9 +103,52 @@ func driverArgs(driver string, mode string, opt Options, ref, cand string) []str
 	return a
 }
 
+// shapesEnv is the profiled process's environment: the shape set and the
+// lease's variables that pin it to its device.
 func shapesEnv(opt Options) []string {
-	if opt.Shapes != "" {
-		return []string{"KEVOLVE_SHAPES=" + opt.Shapes}
+	var env []string
+	keys := make([]string, 0, len(opt.Env))
+	for k := range opt.Env {
+		keys = append(keys, k)
 	}
-	return nil
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+opt.Env[k])
+	}
+	if opt.Shapes != "" {
+		env = append(env, "KEVOLVE_SHAPES="+opt.Shapes)
+	}
+	return env
+}
+
+// Target is the device target a backend profiles on (auto: the best found).
+func Target(backend string) string {
+	switch backend {
+	case "ncu":
+		return "nvidia"
+	case "rocprof":
+		return "amd"
+	case "cpu":
+		return "cpu"
+	}
+	return "auto"
+}
+
+// ReferenceFile returns a reference's file, writing inline source to a
+// temporary one (removed by cleanup).
+func ReferenceFile(s problem.Source) (path string, cleanup func(), err error) {
+	if s.Code == "" {
+		return s.Path, func() {}, nil
+	}
+	f, err := os.CreateTemp("", "kevolve-profile-ref-*.py")
+	if err != nil {
+		return "", nil, fmt.Errorf("reference file: %w", err)
+	}
+	if _, err := f.WriteString(s.Code); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return "", nil, fmt.Errorf("reference file: %w", err)
+	}
+	f.Close()
+	return f.Name(), func() { os.Remove(f.Name()) }, nil
 }

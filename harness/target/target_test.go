@@ -44,7 +44,7 @@ func TestTable(t *testing.T) {
 		t.Error("a target claims a language it cannot compile")
 	}
 	for _, c := range []struct {
-		n        Name
+		n         Name
 		cap, arch string
 	}{{NVIDIA, "9.0", "sm_90"}, {NVIDIA, "sm_89", "sm_89"}, {AMD, "gfx942", "gfx942"}, {AMD, "950", "gfx950"}, {CPU, "x", ""}} {
 		if got := MustGet(c.n).Arch(c.cap); got != c.arch {

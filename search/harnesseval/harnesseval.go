@@ -1,7 +1,6 @@
-// Package harnesseval adapts today's harness.Evaluator to search.Evaluator.
-// It is the one place the search meets the harness, so that moving to the
-// evaluation service (problem + device lease + SOL + fitness) changes this
-// file alone.
+// Package harnesseval adapts the evaluation service (harness.Evaluator:
+// problem + candidate + device lease -> verdict, timing, SOL, fitness) to
+// search.Evaluator. It is the one place the search meets the harness.
 package harnesseval
 
 import (
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kevolve/kevolve-mcp/harness"
+	"github.com/kevolve/kevolve-mcp/harness/problem"
 	"github.com/kevolve/kevolve-mcp/harness/sol"
 	"github.com/kevolve/kevolve-mcp/harness/spec"
 	"github.com/kevolve/kevolve-mcp/search"
@@ -39,25 +39,20 @@ func (a *Adapter) Evaluate(ctx context.Context, p search.Problem, code string) (
 	if a.Ev == nil {
 		return nil, fmt.Errorf("evaluate: no evaluator")
 	}
-	req := harness.EvalRequest{
-		Reference:  harness.Source{Path: p.ReferencePath},
-		Candidate:  harness.Source{Code: code},
-		Target:     p.Target,
-		Shapes:     p.ShapeSet,
-		Timeout:    a.Timeout,
-		Trials:     a.Trials,
-		SkipTiming: a.SkipTiming,
-	}
+	prob := harness.Problem{Name: p.Name, Reference: harness.Source{Path: p.ReferencePath}, Shapes: p.ShapeSet, Dtype: p.Dtype,
+		Work: problem.Work{FLOPs: p.FLOPs, Bytes: p.Bytes, Shapes: p.ShapeSet, Dtype: p.Dtype}}
 	if t := p.Tolerance; t != nil {
-		req.Tolerance = &harness.Tolerance{Atol: t.Atol, Rtol: t.Rtol}
+		prob.Tolerance = &harness.Tolerance{Atol: t.Atol, Rtol: t.Rtol}
 	}
-	tsol := a.solSeconds(p)
-	req.SOLSeconds = tsol
-	hr, err := a.Ev.Evaluate(ctx, req, a.Progress)
+	// The service bounds every timed evaluation by the speed of light of
+	// the device it ran on (and flags a candidate faster than that); its
+	// figures win over the ones computed here from a.Ceilings.
+	hr, err := a.Ev.Evaluate(ctx, prob, harness.Candidate{Code: code}, nil,
+		harness.Options{Target: p.Target, Timeout: a.Timeout, Trials: a.Trials, SkipTiming: a.SkipTiming, Progress: a.Progress})
 	if err != nil {
 		return nil, err
 	}
-	return convert(hr, p, a.Ceilings, tsol), nil
+	return convert(&hr, p, a.Ceilings, a.solSeconds(p)), nil
 }
 
 func (a *Adapter) work(p search.Problem) (sol.Work, bool) {
@@ -112,6 +107,18 @@ func convert(hr *harness.EvalResult, p search.Problem, ceil *sol.Ceilings, tsol 
 		}
 		if s.SolScore != nil {
 			r.SOLScore = *s.SolScore
+		}
+	}
+	if hr.TSolS != nil && *hr.TSolS > 0 {
+		r.SOLSeconds = *hr.TSolS
+		if hr.SOL != nil {
+			r.SOLBound = hr.SOL.Bound
+		}
+		if hr.PctOfSol != nil {
+			r.PctOfSOL = *hr.PctOfSol
+		}
+		if hr.SolScore != nil {
+			r.SOLScore = *hr.SolScore
 		}
 	}
 	if raw, err := json.Marshal(hr); err == nil {

@@ -1,0 +1,166 @@
+package harness
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/kevolve/kevolve-mcp/harness/sol"
+)
+
+// Three caches, each keyed by everything that decides its value: whole
+// evaluations (SQLite), torch.compile timings of a reference (memory and
+// SQLite: ~10 s each on the H100 box) and traced work counts (memory: a
+// trace is a cold Python start).
+
+func migrateEvalCache(db *sql.DB) error {
+	_, err := db.Exec(`CREATE TABLE IF NOT EXISTS eval_cache (
+		key TEXT PRIMARY KEY,
+		harness_version TEXT NOT NULL,
+		verdict TEXT NOT NULL,
+		result TEXT NOT NULL,
+		created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+	)`)
+	if err != nil {
+		return fmt.Errorf("migrate eval_cache: %w", err)
+	}
+	_, err = db.Exec(`CREATE TABLE IF NOT EXISTS ref_compile_timing (
+		key TEXT PRIMARY KEY,
+		stats TEXT NOT NULL,
+		created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+	)`)
+	if err != nil {
+		return fmt.Errorf("migrate ref_compile_timing: %w", err)
+	}
+	return nil
+}
+
+func hashFields(fields ...any) string {
+	h := sha256.New()
+	for _, f := range fields {
+		b, _ := json.Marshal(f)
+		h.Write(b)
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// refKey names a reference's torch.compile timing.
+func refKey(refCode, target, device string, req EvalRequest) string {
+	return hashFields(HarnessVersion(), target, device, refCode, req.Seed, req.Shapes)
+}
+
+// cacheKey hashes everything that decides a result.
+func cacheKey(refCode, candCode, target, device string, req EvalRequest) string {
+	return hashFields(HarnessVersion(), target, device, refCode, candCode, req.Trials, req.Seed,
+		req.SkipTiming, req.Tolerance, req.SOLSeconds, req.Shapes, req.Work, req.CountWork)
+}
+
+// workKey names a reference's traced work.
+func workKey(refCode, shapes string) string { return hashFields(refCode, shapes) }
+
+func (e *Evaluator) compileGet(ctx context.Context, key string) *Stats {
+	e.compileMu.Lock()
+	s := e.compileStats[key]
+	e.compileMu.Unlock()
+	if s != nil || e.cfg.DB == nil {
+		return s
+	}
+	var js string
+	if err := e.cfg.DB.QueryRowContext(ctx, `SELECT stats FROM ref_compile_timing WHERE key = ?`, key).Scan(&js); err != nil {
+		return nil
+	}
+	var st Stats
+	if json.Unmarshal([]byte(js), &st) != nil {
+		return nil
+	}
+	e.compileMu.Lock()
+	e.compileStats[key] = &st
+	e.compileMu.Unlock()
+	return &st
+}
+
+func (e *Evaluator) compilePut(ctx context.Context, key string, s *Stats) {
+	e.compileMu.Lock()
+	e.compileStats[key] = s
+	e.compileMu.Unlock()
+	if e.cfg.DB == nil {
+		return
+	}
+	b, _ := json.Marshal(s)
+	if _, err := e.cfg.DB.ExecContext(ctx, `INSERT OR REPLACE INTO ref_compile_timing (key, stats) VALUES (?, ?)`, key, string(b)); err != nil {
+		e.log.Warn("ref compile timing cache write", "err", err)
+	}
+}
+
+func (e *Evaluator) cacheGet(ctx context.Context, key string) *EvalResult {
+	if e.cfg.DB == nil {
+		return nil
+	}
+	var s string
+	err := e.cfg.DB.QueryRowContext(ctx, `SELECT result FROM eval_cache WHERE key = ?`, key).Scan(&s)
+	if err != nil {
+		if !errors.Is(err, sql.ErrNoRows) {
+			e.log.Warn("eval cache read", "err", err)
+		}
+		return nil
+	}
+	var r EvalResult
+	if err := json.Unmarshal([]byte(s), &r); err != nil {
+		e.log.Warn("eval cache decode", "err", err)
+		return nil
+	}
+	return &r
+}
+
+func (e *Evaluator) cachePut(ctx context.Context, key string, r *EvalResult) {
+	if e.cfg.DB == nil {
+		return
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return
+	}
+	_, err = e.cfg.DB.ExecContext(ctx, `INSERT OR REPLACE INTO eval_cache (key, harness_version, verdict, result) VALUES (?, ?, ?, ?)`,
+		key, r.HarnessVersion, r.Verdict, string(b))
+	if err != nil {
+		e.log.Warn("eval cache write", "err", err)
+	}
+}
+
+// tracedWork returns a reference's traced work, tracing once per
+// reference and shape set; concurrent callers share one trace.
+func (e *Evaluator) tracedWork(ctx context.Context, key string, trace func(context.Context) (sol.Work, error)) (sol.Work, error) {
+	e.workMu.Lock()
+	c := e.work[key]
+	if c == nil {
+		c = &workCall{done: make(chan struct{})}
+		e.work[key] = c
+		e.workMu.Unlock()
+		c.w, c.err = trace(ctx)
+		if c.err != nil { // a failed trace (deadline, a flaky box) is tried again next time
+			e.workMu.Lock()
+			delete(e.work, key)
+			e.workMu.Unlock()
+		}
+		close(c.done)
+	} else {
+		e.workMu.Unlock()
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			return sol.Work{}, ctx.Err()
+		}
+	}
+	return c.w, c.err
+}
+
+type workCall struct {
+	done chan struct{}
+	w    sol.Work
+	err  error
+}

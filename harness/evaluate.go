@@ -1,0 +1,397 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/kevolve/kevolve-mcp/harness/lease"
+	"github.com/kevolve/kevolve-mcp/harness/problem"
+	"github.com/kevolve/kevolve-mcp/harness/sol"
+	"github.com/kevolve/kevolve-mcp/harness/target"
+	"github.com/kevolve/kevolve-mcp/harness/toolchain"
+	"github.com/kevolve/kevolve-mcp/harness/worker"
+)
+
+// Evaluator is the evaluation service: problem + candidate + device lease
+// -> verdict, timing, SOL and fitness, through one warm Python worker that
+// serves every device of the host.
+type Evaluator struct {
+	cfg EvalConfig
+	w   *worker.Worker
+	log *slog.Logger
+
+	probeMu sync.Mutex
+	probe   *deviceProbe
+
+	poolMu sync.Mutex
+	pools  map[target.Name]*lease.Pool
+
+	// torch.compile of a reference costs ~10 s per evaluation on the H100
+	// box; its timing depends only on the reference, device and shapes, so
+	// it is measured once and reused.
+	compileMu    sync.Mutex
+	compileStats map[string]*Stats
+
+	workMu sync.Mutex
+	work   map[string]*workCall
+}
+
+// NewEvaluator unpacks the worker and prepares the cache tables. The
+// Python parent starts on the first evaluation.
+func NewEvaluator(cfg EvalConfig) (*Evaluator, error) {
+	if cfg.Python == "" {
+		cfg.Python = toolchain.Python()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	if cfg.DefaultTimeout <= 0 {
+		cfg.DefaultTimeout = 180 * time.Second
+	}
+	if cfg.CPUMemLimit == 0 {
+		cfg.CPUMemLimit = 16 << 30
+	}
+	if cfg.CacheDir == "" {
+		cfg.CacheDir = worker.DefaultCacheDir()
+	}
+	if cfg.DiscoverGPUs == nil {
+		cfg.DiscoverGPUs = discoverGPUs
+	}
+	// Compiled kernels (kevolve loaders, load_inline builds) live beside the
+	// worker's files, under the same cache root.
+	w, err := worker.New(worker.Config{Python: cfg.Python, CacheDir: cfg.CacheDir, Logger: cfg.Logger,
+		Env: map[string]string{"KEVOLVE_CACHE_DIR": filepath.Join(cfg.CacheDir, "kernels")}})
+	if err != nil {
+		return nil, fmt.Errorf("evaluator: %w", err)
+	}
+	if cfg.DB != nil {
+		if err := migrateEvalCache(cfg.DB); err != nil {
+			return nil, err
+		}
+	}
+	return &Evaluator{cfg: cfg, w: w, log: cfg.Logger, pools: map[target.Name]*lease.Pool{},
+		compileStats: map[string]*Stats{}, work: map[string]*workCall{}}, nil
+}
+
+// PyDir is the folder holding the worker's Python, the kevolve package
+// included; other harness jobs (profiling) put it on sys.path.
+func (e *Evaluator) PyDir() string { return e.w.PyDir() }
+
+// WorkerInfo is the warm parent's start report (versions, import seconds,
+// what was preloaded), starting it if needed.
+func (e *Evaluator) WorkerInfo(ctx context.Context) (map[string]any, error) { return e.w.Info(ctx) }
+
+// Close stops the worker and every evaluation in flight.
+func (e *Evaluator) Close() error { return e.w.Close() }
+
+// pyResult is what evaluate.py returns.
+type pyResult struct {
+	HarnessError string `json:"harness_error"`
+	Error        string `json:"error"`
+	ErrorType    string `json:"error_type"`
+	Verdict      string `json:"verdict"`
+	Stage        string `json:"stage"`
+	Checks       []Check
+	Warnings     []string
+	Candidate    *Stats             `json:"candidate"`
+	RefEager     *Stats             `json:"ref_eager"`
+	RefCompile   *Stats             `json:"ref_compile"`
+	StageS       map[string]float64 `json:"stage_s"`
+	Memory       *MemoryUse         `json:"memory"`
+	Work         *TracedWork        `json:"work"`
+}
+
+// Evaluate checks and times a candidate for a problem on a leased device
+// (nil: one is leased for the call from o.Target and o.Device). A Go error
+// means the harness could not do its job: an *InputError for the caller's
+// mistakes (errors.As), a *lease.NoDeviceError where the target has no
+// device here, otherwise the harness's own failure. Whatever the candidate
+// does is a verdict in the result.
+func (e *Evaluator) Evaluate(ctx context.Context, p Problem, c Candidate, l *Lease, o Options) (Result, error) {
+	req := EvalRequest{Reference: p.Reference, Candidate: c, Target: o.Target, Device: o.Device, Trials: o.Trials,
+		Seed: o.Seed, Timeout: o.Timeout, SkipTiming: o.SkipTiming, Tolerance: p.Tolerance, SOLSeconds: o.SOLSeconds,
+		Shapes: p.Shapes, Work: p.Work, CompileReference: o.CompileReference}
+	r, err := e.evaluate(ctx, req, p.Dtype, l, o.Progress)
+	if err != nil {
+		return Result{}, err
+	}
+	return *r, nil
+}
+
+// EvaluateRequest is Evaluate for a flat request.
+func (e *Evaluator) EvaluateRequest(ctx context.Context, req EvalRequest, progress func(stage string, done, total int)) (*EvalResult, error) {
+	return e.evaluate(ctx, req, "", nil, progress)
+}
+
+func validate(req *EvalRequest) error {
+	switch {
+	case req.Trials < 0 || req.Trials > 100:
+		return problem.Inputf("trials", "must be between 1 and 100 (0 = default 5), got %d", req.Trials)
+	case req.Timeout < 0 || req.Timeout > time.Hour:
+		return problem.Inputf("timeout_s", "must be between 0 and 3600 seconds, got %s", req.Timeout)
+	}
+	if req.Trials == 0 {
+		req.Trials = 5
+	}
+	if req.Seed == 0 {
+		req.Seed = 42
+	}
+	return nil
+}
+
+func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string, l *Lease, progress func(string, int, int)) (*EvalResult, error) {
+	t0 := time.Now()
+	if err := validate(&req); err != nil {
+		return nil, err
+	}
+	if req.Timeout == 0 {
+		req.Timeout = e.cfg.DefaultTimeout
+	}
+	refCode, refPath, err := problem.Read(req.Reference, "reference")
+	if err != nil {
+		return nil, err
+	}
+	candCode, candPath, err := problem.Read(req.Candidate, "candidate")
+	if err != nil {
+		return nil, err
+	}
+	if l == nil {
+		if l, err = e.Acquire(ctx, req.Target, req.Device, false); err != nil {
+			return nil, err
+		}
+		defer l.Release()
+	}
+	tgt, dev := l.Target(), l.Device()
+
+	if req.Shapes == "" && tgt == target.CPU {
+		// Problems with shape sets default to production sizes that fill a
+		// GPU; on a CPU their small set is what runs in seconds. KernelBench
+		// files ignore the variable.
+		req.Shapes = "small"
+	}
+	key := cacheKey(refCode, candCode, string(tgt), dev.Name, req)
+	if r := e.cacheGet(ctx, key); r != nil {
+		r.Cached = true
+		r.Shapes = req.Shapes // part of the key; results cached before the field existed lack it
+		r.DeviceIndex, r.DeviceUUID = dev.Index, dev.UUID
+		r.WallS = time.Since(t0).Seconds()
+		return r, nil
+	}
+
+	// Count the work beside the evaluation: a trace is CPU work on meta
+	// tensors and overlaps the candidate's load and timing.
+	type counted struct {
+		w   sol.Work
+		err error
+	}
+	workc := make(chan counted, 1)
+	workCtx, cancelWork := context.WithCancel(ctx)
+	defer cancelWork()
+	if req.SkipTiming {
+		workc <- counted{err: errors.New("not timed")}
+	} else {
+		go func() {
+			path := refPath
+			if path == "" {
+				tmp, terr := writeTemp(e.cfg.CacheDir, refCode)
+				if terr != nil {
+					workc <- counted{err: terr}
+					return
+				}
+				defer os.Remove(tmp)
+				path = tmp
+			}
+			w, err := e.workFor(workCtx, refCode, path, req.Shapes, dtype, req.Work)
+			workc <- counted{w, err}
+		}()
+	}
+
+	// The child's arguments. evaluate.py knows "nvidia" and "cpu": an AMD
+	// GPU under ROCm torch is driven through the same torch.cuda calls.
+	pyTarget := "cpu"
+	if tgt != target.CPU {
+		pyTarget = "nvidia"
+	}
+	args := map[string]any{
+		"reference":   sourceArg(refPath, refCode),
+		"candidate":   sourceArg(candPath, candCode),
+		"target":      pyTarget,
+		"trials":      req.Trials,
+		"seed":        req.Seed,
+		"skip_timing": req.SkipTiming,
+		"sol_seconds": req.SOLSeconds,
+		"budget_s":    req.Timeout.Seconds(),
+		"count_work":  req.CountWork,
+	}
+	if req.Tolerance != nil {
+		args["tolerance"] = req.Tolerance
+	}
+	rkey := refKey(refCode, string(tgt), dev.Name, req)
+	knownCompile := e.compileGet(ctx, rkey)
+	if knownCompile != nil || tgt == target.CPU || (req.CompileReference != nil && !*req.CompileReference) {
+		// Measured before (or CPU, where inductor's C++ build is too slow to pay per evaluation).
+		args["compile_reference"] = false
+	}
+	env := l.Env() // pins the child to its device before its first GPU call
+	if req.Shapes != "" {
+		env["KEVOLVE_SHAPES"] = req.Shapes
+	}
+	var mem int64
+	if tgt == target.CPU {
+		// Triton kernels run in its interpreter on the CPU.
+		env["TRITON_INTERPRET"] = "1"
+		mem = e.cfg.CPUMemLimit
+	}
+	job := worker.Job{
+		Module: "evaluate", Func: "main", Args: args, Env: env, Timeout: req.Timeout, MemLimit: mem,
+		Progress: progress,
+		Gate:     l.Exclusive, // loading and compiling overlap; the device phase runs alone on its device
+	}
+	out, err := e.w.Run(ctx, job)
+	if errors.Is(err, worker.ErrWorkerDied) {
+		// The parent died under this job (rare: children die alone). One retry
+		// on a fresh parent, then report.
+		e.log.Warn("python worker died during an evaluation; retrying once")
+		out, err = e.w.Run(ctx, job)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("evaluate: %w", err)
+	}
+	res := &EvalResult{Target: string(tgt), Shapes: req.Shapes, Device: dev.Name, DeviceIndex: dev.Index, DeviceUUID: dev.UUID,
+		HarnessVersion: HarnessVersion(), Log: out.Log, Checks: []Check{}}
+	switch {
+	case out.TimedOut:
+		res.Verdict = VerdictTimeout
+		res.Stage = out.Stage
+		res.Checks = append(res.Checks, Check{Name: "deadline", Passed: false,
+			Detail: fmt.Sprintf("killed after %s in stage %q", req.Timeout, out.Stage)})
+	case out.Result == nil:
+		res.Verdict = VerdictCrash
+		res.Stage = out.Stage
+		detail := fmt.Sprintf("the evaluation process exited with code %d", out.Code)
+		if out.Signal != 0 {
+			detail = fmt.Sprintf("the evaluation process died of signal %d (%s)", int(out.Signal), out.Signal)
+			if out.Signal == syscall.SIGKILL && tgt == target.CPU {
+				detail += "; a memory limit or the OOM killer may have ended it"
+			}
+		}
+		res.Checks = append(res.Checks, Check{Name: "process", Passed: false, Detail: detail + " in stage " + out.Stage})
+	default:
+		var pr pyResult
+		if err := json.Unmarshal(out.Result, &pr); err != nil {
+			return nil, fmt.Errorf("evaluate: decode worker result: %w", err)
+		}
+		if pr.HarnessError != "" {
+			return nil, fmt.Errorf("evaluate: %s", pr.HarnessError)
+		}
+		if pr.Verdict == "" {
+			if pr.ErrorType == "MemoryError" {
+				res.Verdict, res.Stage = VerdictCrash, out.Stage
+				res.Checks = append(res.Checks, Check{Name: "memory", Passed: false, Detail: pr.Error})
+				break
+			}
+			return nil, fmt.Errorf("evaluate: the harness's Python failed: %s", pr.Error)
+		}
+		res.Verdict, res.Stage = pr.Verdict, pr.Stage
+		if pr.Checks != nil {
+			res.Checks = pr.Checks
+		}
+		res.Warnings = pr.Warnings
+		if pr.Error != "" {
+			res.Warnings = append(res.Warnings, pr.Error)
+		}
+		res.Candidate, res.RefEager, res.RefCompile = pr.Candidate, pr.RefEager, pr.RefCompile
+		if res.RefCompile != nil {
+			e.compilePut(ctx, rkey, res.RefCompile)
+		} else if knownCompile != nil && res.Candidate != nil {
+			res.RefCompile = knownCompile
+		}
+		res.StageS = pr.StageS
+		res.Memory, res.Work = pr.Memory, pr.Work
+	}
+	res.Correct = res.Verdict == VerdictPass
+	setSpeedups(res)
+	if res.Candidate != nil {
+		var wc counted
+		select {
+		case wc = <-workc:
+		case <-ctx.Done():
+			wc.err = ctx.Err()
+		}
+		e.applySOL(ctx, tgt, dev, res, wc.w, wc.err)
+	}
+	setFitness(res)
+	res.WallS = time.Since(t0).Seconds()
+	// Timeouts and crashes can be the machine's fault (load, OOM): not cached.
+	if res.Verdict != VerdictTimeout && res.Verdict != VerdictCrash {
+		e.cachePut(ctx, key, res)
+	}
+	return res, nil
+}
+
+// sourceArg ships a program once: its path where the child can read the
+// file (imports beside it keep working), else its code.
+func sourceArg(path, code string) map[string]string {
+	if path != "" {
+		return map[string]string{"path": path}
+	}
+	return map[string]string{"code": code}
+}
+
+func setSpeedups(res *EvalResult) {
+	if !res.Correct || res.Candidate == nil || res.Candidate.MedianS <= 0 {
+		return
+	}
+	if res.RefEager != nil {
+		s := res.RefEager.MedianS / res.Candidate.MedianS
+		res.SpeedupVsEager = &s
+	}
+	if res.RefCompile != nil {
+		s := res.RefCompile.MedianS / res.Candidate.MedianS
+		res.SpeedupVsCompile = &s
+	}
+}
+
+// setFitness: speedups for a passing candidate, 0 for anything else (a
+// faster_than_sol flag included), the SOL score beside them.
+func setFitness(res *EvalResult) {
+	res.Fitness = Fitness{}
+	if !res.Correct || res.Verdict != VerdictPass {
+		res.SpeedupVsEager, res.SpeedupVsCompile = nil, nil
+		return
+	}
+	if res.SpeedupVsEager != nil {
+		res.Fitness.SpeedupVsEager = *res.SpeedupVsEager
+	}
+	if res.SpeedupVsCompile != nil {
+		res.Fitness.SpeedupVsCompile = *res.SpeedupVsCompile
+	}
+	if res.SolScore != nil {
+		res.Fitness.SolScore = *res.SolScore
+	}
+}
+
+// writeTemp puts inline reference source in a file for the tracer.
+func writeTemp(dir, code string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(dir, "kevolve-ref-*.py")
+	if err != nil {
+		return "", err
+	}
+	if _, err := f.WriteString(code); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), f.Close()
+}

@@ -1,0 +1,240 @@
+package harness
+
+import (
+	"context"
+	"database/sql"
+	"log/slog"
+	"time"
+
+	"github.com/kevolve/kevolve-mcp/harness/lease"
+	"github.com/kevolve/kevolve-mcp/harness/problem"
+	"github.com/kevolve/kevolve-mcp/harness/target"
+	"github.com/kevolve/kevolve-mcp/harness/worker"
+)
+
+// Verdicts of an evaluation.
+const (
+	VerdictPass               = "pass"
+	VerdictIncorrect          = "incorrect"
+	VerdictCompileError       = "compile_error"
+	VerdictRuntimeError       = "runtime_error"
+	VerdictTimeout            = "timeout"
+	VerdictCrash              = "crash"
+	VerdictIntegrityViolation = "integrity_violation"
+	// VerdictReferenceError: the reference (not the candidate) failed to
+	// import, construct, make inputs or run; Stage says which
+	// (reference_import|reference_init|reference_inputs|reference_forward).
+	VerdictReferenceError = "reference_error"
+)
+
+// evalVersion changes whenever the meaning of a result changes; the
+// embedded Python's content hash is appended, so editing it invalidates
+// cached evaluations too.
+const evalVersion = "eval-2"
+
+// HarnessVersion names this evaluator's code for caches and results.
+func HarnessVersion() string { return evalVersion + "+" + worker.SourceHash() }
+
+// The problem vocabulary, re-exported so callers of the evaluator need one
+// import.
+type (
+	Source     = problem.Source
+	Candidate  = problem.Candidate
+	Tolerance  = problem.Tolerance
+	Problem    = problem.Problem
+	InputError = problem.InputError
+	Lease      = lease.Lease
+)
+
+// EvalRequest is one candidate against one reference, as flat fields (the
+// form tests and older callers use); Evaluate is the service's call.
+type EvalRequest struct {
+	Reference  Source        `json:"reference"`
+	Candidate  Source        `json:"candidate"`
+	Target     string        `json:"target,omitempty"` // cpu | nvidia | amd | auto (default)
+	Device     string        `json:"device,omitempty"` // index or UUID; default any free device of the target
+	Trials     int           `json:"trials,omitempty"` // default 5
+	Seed       int64         `json:"seed,omitempty"`   // default 42
+	Timeout    time.Duration `json:"timeout,omitempty"`
+	SkipTiming bool          `json:"skip_timing,omitempty"`
+	Tolerance  *Tolerance    `json:"tolerance,omitempty"`
+	// SOLSeconds, when set, is the speed-of-light time the child checks the
+	// candidate against itself (tests); the evaluator bounds every timed
+	// evaluation anyway.
+	SOLSeconds float64 `json:"sol_seconds,omitempty"`
+	Shapes     string  `json:"shapes,omitempty"` // shape-set name, passed to get_inputs as env KEVOLVE_SHAPES
+	// Work is declared work (0 = trace the reference).
+	Work problem.Work `json:"work,omitempty"`
+	// CompileReference times torch.compile of the reference too (default:
+	// on NVIDIA, once per reference; the result is cached). false skips it.
+	CompileReference *bool `json:"compile_reference,omitempty"`
+	// CountWork asks the child to count the reference forward's FLOPs and
+	// bytes on the real inputs (EvalResult.Work), for SOL.
+	CountWork bool `json:"count_work,omitempty"`
+}
+
+// MemoryUse is the peak device memory each side allocated while it ran
+// (torch.cuda.max_memory_allocated). On CPU the sides are null and the
+// child's peak RSS is given instead.
+type MemoryUse struct {
+	ReferencePeakBytes *int64 `json:"reference_peak_bytes"`
+	CandidatePeakBytes *int64 `json:"candidate_peak_bytes"`
+	DeviceTotalBytes   int64  `json:"device_total_bytes,omitempty"`
+	ProcessPeakRSS     int64  `json:"process_peak_rss_bytes,omitempty"`
+}
+
+// TracedWork is the reference forward's work counted by the child
+// (workcount.py) when EvalRequest.CountWork is set.
+type TracedWork struct {
+	FLOPs  float64 `json:"flops"`
+	Bytes  float64 `json:"bytes"`
+	Dtype  string  `json:"dtype"`
+	Method string  `json:"method"` // "traced"
+	Ops    []struct {
+		Op     string  `json:"op"`
+		Calls  int     `json:"calls"`
+		FLOPs  float64 `json:"flops"`
+		Method string  `json:"method"`
+	} `json:"ops,omitempty"`
+}
+
+// Options are how to evaluate, apart from what (Problem, Candidate) and
+// where (Lease).
+type Options struct {
+	// Target and Device choose the lease when Evaluate is given none:
+	// target cpu, nvidia, amd or auto ("" = auto); device an index or UUID
+	// ("" = any free device of the target).
+	Target string
+	Device string
+
+	Trials     int           // correctness trials; default 5
+	Seed       int64         // default 42
+	Timeout    time.Duration // the whole evaluation; default EvalConfig.DefaultTimeout
+	SkipTiming bool
+	// CompileReference: nil = time torch.compile of the reference on GPUs
+	// (once per reference, cached); false = never.
+	CompileReference *bool
+	// SOLSeconds makes the child check the candidate against this bound too
+	// (see EvalRequest.SOLSeconds).
+	SOLSeconds float64
+	// Progress receives stage events; may be nil.
+	Progress func(stage string, done, total int)
+}
+
+// Check is one named correctness or integrity check.
+type Check struct {
+	Name   string `json:"name"`
+	Passed bool   `json:"passed"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Stats summarizes the timed iterations of one program.
+type Stats struct {
+	MedianS float64 `json:"median_s"`
+	P10S    float64 `json:"p10_s"`
+	P90S    float64 `json:"p90_s"`
+	// CV is robust, 1.4826·MAD/median, so one iteration preempted by the OS
+	// does not make a steady kernel look noisy; CVRaw is stdev/mean.
+	CV    float64 `json:"cv"`
+	CVRaw float64 `json:"cv_raw"`
+	Iters int     `json:"iters"`
+}
+
+// SOL is the speed-of-light bound of the problem on the device the
+// evaluation ran on, and where the candidate stands against it.
+type SOL struct {
+	TSolS      float64 `json:"t_sol_s"`
+	TComputeS  float64 `json:"t_compute_s"`
+	TMemoryS   float64 `json:"t_memory_s"`
+	Bound      string  `json:"bound"` // compute | memory
+	FLOPs      float64 `json:"flops"`
+	Bytes      float64 `json:"bytes"`
+	Dtype      string  `json:"dtype"`
+	WorkSource string  `json:"work_source"` // declared | traced | declared+traced
+	// Ceilings are the rates bounded against: measured on this device's UUID
+	// where calibrated, else the datasheet ("measured", "spec:h100-sxm", ...).
+	Ceilings     string  `json:"ceilings"`
+	PeakFLOPS    float64 `json:"peak_flops"`
+	MemBandwidth float64 `json:"mem_bandwidth_bytes_per_s"`
+	DeviceUUID   string  `json:"device_uuid,omitempty"`
+	// PctOfSol is t_sol / candidate time × 100; SolScore SOL-ExecBench's
+	// score (0.5 at the eager reference, 1 at SOL, 0 when incorrect).
+	PctOfSol *float64 `json:"pct_of_sol,omitempty"`
+	SolScore *float64 `json:"sol_score,omitempty"`
+	// CheckTSolS is the bound the faster_than_sol check uses: the same work
+	// under the most generous ceilings an honest kernel could reach (see
+	// sol.go).
+	CheckTSolS float64  `json:"check_t_sol_s,omitempty"`
+	Notes      []string `json:"notes,omitempty"`
+}
+
+// Fitness is what a search maximizes: speedup over eager and over
+// torch.compile, 0 for anything not passing; the SOL score beside it.
+type Fitness struct {
+	SpeedupVsEager   float64 `json:"speedup_vs_eager"`
+	SpeedupVsCompile float64 `json:"speedup_vs_compile"`
+	SolScore         float64 `json:"sol_score"`
+}
+
+// EvalResult is everything an agent needs to fix or accept a kernel.
+type EvalResult struct {
+	Verdict string `json:"verdict"`
+	Correct bool   `json:"correct"`
+	Stage   string `json:"stage,omitempty"` // the stage that failed
+	Target  string `json:"target"`
+	// Shapes is the shape set the evaluation ran ("" = the problem's default):
+	// a SOL analysis of the same run must count the same shapes.
+	Shapes string `json:"shapes,omitempty"`
+	Device string `json:"device"`
+	// DeviceIndex and DeviceUUID say which device of the host ran it.
+	DeviceIndex      int      `json:"device_index"`
+	DeviceUUID       string   `json:"device_uuid,omitempty"`
+	Checks           []Check  `json:"checks"`
+	Candidate        *Stats   `json:"candidate,omitempty"`
+	RefEager         *Stats   `json:"ref_eager,omitempty"`
+	RefCompile       *Stats   `json:"ref_compile,omitempty"`
+	SpeedupVsEager   *float64 `json:"speedup_vs_eager,omitempty"`
+	SpeedupVsCompile *float64 `json:"speedup_vs_compile,omitempty"`
+	// TSolS, SolScore and PctOfSol repeat SOL's figures at the top, where
+	// every timed result has them.
+	TSolS    *float64 `json:"t_sol_s,omitempty"`
+	SolScore *float64 `json:"sol_score,omitempty"`
+	PctOfSol *float64 `json:"pct_of_sol,omitempty"`
+	SOL      *SOL     `json:"sol,omitempty"`
+	Fitness  Fitness  `json:"fitness"`
+	Warnings []string `json:"warnings,omitempty"`
+	Log      string   `json:"log,omitempty"`
+	// StageS is the child's seconds per stage (load_candidate, correctness, timing...).
+	StageS map[string]float64 `json:"stage_s,omitempty"`
+	// Memory and Work: added for issue 9 (integrity/memory helper).
+	Memory         *MemoryUse  `json:"memory,omitempty"`
+	Work           *TracedWork `json:"work,omitempty"`
+	WallS          float64     `json:"wall_s"`
+	Cached         bool        `json:"cached"`
+	HarnessVersion string      `json:"harness_version"`
+}
+
+// Result is the service's name for an evaluation's result.
+type Result = EvalResult
+
+// EvalConfig configures an Evaluator.
+type EvalConfig struct {
+	Python   string  // interpreter with torch; default toolchain.Python()
+	CacheDir string  // default KEVOLVE_CACHE_DIR or ~/.cache/kevolve
+	DB       *sql.DB // optional: caches evaluations; holds measured ceilings
+	Logger   *slog.Logger
+	// DefaultTimeout applies when a request has none; default 180 s.
+	DefaultTimeout time.Duration
+	// CPUMemLimit bounds a CPU job's extra address space; default 16 GiB.
+	// GPU jobs get none: CUDA reserves terabytes of virtual address space.
+	CPUMemLimit int64
+	// Devices replaces discovery for the targets it names (tests pool fake
+	// CPU devices; a fleet worker may pass a subset of its GPUs).
+	Devices map[target.Name][]lease.Device
+	// MaxPerDevice bounds the evaluations placed on one device at once
+	// (their CPU-side stages overlap, device phases queue); default
+	// lease.DefaultMaxHolders.
+	MaxPerDevice int
+	// DiscoverGPUs lists the host's GPUs; default device.GPUs.
+	DiscoverGPUs func(ctx context.Context) []lease.Device
+}
