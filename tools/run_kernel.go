@@ -152,4 +152,3 @@ func (f ReferenceResolver) Problem(_ context.Context, name, shapes string) (prob
 	return problem.Problem{Name: name, Reference: r.Source, Shapes: shapes, Dtype: r.Dtype, Tolerance: r.Tolerance,
 		Work: problem.Work{FLOPs: r.FLOPs, Bytes: r.Bytes, Shapes: r.Shapes, Dtype: r.Dtype}}, nil
 }
-
