@@ -1,6 +1,8 @@
 package retrieval
 
 import (
+	"github.com/kevolve/kevolve-mcp/harness/spec"
+
 	"context"
 	"errors"
 	"slices"
@@ -29,6 +31,10 @@ func TestResolveDevice(t *testing.T) {
 		{"hopper", DeviceScope{"nvidia", "hopper"}, true},
 		{"amd", DeviceScope{"amd", ""}, true},
 		{"nvidia", DeviceScope{"nvidia", ""}, true},
+		// Every row of the hardware spec table resolves (one vocabulary).
+		{"l40s", DeviceScope{"nvidia", "ada"}, true},
+		{"NVIDIA L40S", DeviceScope{"nvidia", "ada"}, true},
+		{"h100-pcie", DeviceScope{"nvidia", "hopper"}, true},
 		{"tpu v5", DeviceScope{}, false},
 	}
 	for _, tt := range tests {
@@ -226,6 +232,18 @@ func TestRunsOn(t *testing.T) {
 	for _, tt := range tests {
 		if got := runsOn(tt.langs, tt.vendor); got != tt.want {
 			t.Errorf("runsOn(%v, %s) = %v", tt.langs, tt.vendor, got)
+		}
+	}
+}
+
+// Every device the spec table knows is a device retrieval accepts.
+func TestEverySpecRowResolves(t *testing.T) {
+	for _, row := range spec.All() {
+		for _, name := range []string{row.Key, row.Name} {
+			got, ok := ResolveDevice(name)
+			if !ok || got.Vendor != row.Vendor {
+				t.Errorf("ResolveDevice(%q) = %v %v, want vendor %s", name, got, ok, row.Vendor)
+			}
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/kevolve/kevolve-mcp/harness/spec"
 	"github.com/kevolve/kevolve-mcp/knowledge"
 )
 
@@ -79,12 +80,33 @@ func ResolveDevice(device string) (DeviceScope, bool) {
 	for i, n := 0, len(toks); i+1 < n; i++ {
 		toks = append(toks, toks[i]+toks[i+1])
 	}
-	for _, d := range deviceNames {
-		for _, t := range toks {
-			if slices.Contains(d.names, t) {
-				return d.scope, true
+	find := func(names []struct {
+		names []string
+		scope DeviceScope
+	}) (DeviceScope, bool) {
+		for _, d := range names {
+			for _, t := range toks {
+				if slices.Contains(d.names, t) {
+					return d.scope, true
+				}
 			}
 		}
+		return DeviceScope{}, false
+	}
+	// Chips and archs first, then any device of the spec table (one
+	// hardware vocabulary: its keys, aliases and driver names such as
+	// l40s, "NVIDIA L40S"), then bare vendors.
+	if s, ok := find(deviceNames[:7]); ok {
+		return s, true
+	}
+	if row, ok := spec.Get(device); ok {
+		return DeviceScope{row.Vendor, row.Arch}, true
+	}
+	if row, ok := spec.Lookup(device, 0); ok {
+		return DeviceScope{row.Vendor, row.Arch}, true
+	}
+	if s, ok := find(deviceNames[7:]); ok {
+		return s, true
 	}
 	return DeviceScope{}, false
 }
