@@ -68,7 +68,7 @@ func lookPath(explicit string, names ...string) string {
 		return ""
 	}
 	for _, n := range names {
-		if p, err := exec.LookPath(n); err == nil {
+		if p := toolchain.LookPath(n); p != "" {
 			return p
 		}
 	}

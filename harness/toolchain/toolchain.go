@@ -213,17 +213,33 @@ func Find(ctx context.Context, name string) Tool {
 	return Tool{Name: name, Missing: "unknown tool"}
 }
 
+// LookPath is the one tool search: PATH, then ToolDirs (the CUDA, Nsight
+// Compute and ROCm folders and the Python wheels), so doctor, compile and
+// profile find the same ncu, nvcc or rocprofv3. "" when absent.
+func LookPath(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	if strings.ContainsRune(name, os.PathSeparator) {
+		return ""
+	}
+	for _, d := range ToolDirs() {
+		p := filepath.Join(d, name)
+		if st, e := os.Stat(p); e == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
+}
+
 func find(ctx context.Context, s spec) Tool {
 	t := Tool{Name: s.name}
-	path, err := exec.LookPath(s.name)
-	if err != nil && s.name != "gcc" {
-		for _, d := range ToolDirs() {
-			p := filepath.Join(d, s.name)
-			if st, e := os.Stat(p); e == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
-				path, err = p, nil
-				break
-			}
-		}
+	var path string
+	var err error
+	if s.name == "gcc" { // the system compiler only: wheels carry none worth reporting
+		path, err = exec.LookPath(s.name)
+	} else if path = LookPath(s.name); path == "" {
+		err = exec.ErrNotFound
 	}
 	if err != nil {
 		t.Missing = "not on PATH or in the CUDA, ROCm or Python-wheel folders: " + s.hint

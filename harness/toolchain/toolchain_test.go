@@ -3,6 +3,8 @@ package toolchain
 import (
 	"context"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -45,4 +47,39 @@ func TestProbePython(t *testing.T) {
 	if bad.Found || bad.Missing == "" {
 		t.Fatalf("bad python: %+v", bad)
 	}
+}
+
+// LookPath finds tools outside PATH in ToolDirs (here CUDA_HOME/bin), the
+// way doctor does, and only executable files.
+func TestLookPathUsesToolDirs(t *testing.T) {
+	home := t.TempDir()
+	bin := filepath.Join(home, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "kevolve-fake-ncu"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "kevolve-fake-noexec"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CUDA_HOME", home)
+	for name, want := range map[string]string{
+		"kevolve-fake-ncu":    filepath.Join(bin, "kevolve-fake-ncu"),
+		"kevolve-fake-noexec": "",
+		"kevolve-no-such":     "",
+		"sh":                  mustLook(t, "sh"),
+	} {
+		if got := LookPath(name); got != want {
+			t.Errorf("LookPath(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+func mustLook(t *testing.T, name string) string {
+	p, err := exec.LookPath(name)
+	if err != nil {
+		t.Skipf("%s not on PATH", name)
+	}
+	return p
 }
