@@ -60,7 +60,7 @@ func NewEvaluator(cfg EvalConfig) (*Evaluator, error) {
 		cfg.CPUMemLimit = 16 << 30
 	}
 	if cfg.CacheDir == "" {
-		cfg.CacheDir = worker.DefaultCacheDir()
+		cfg.CacheDir = toolchain.CacheDir()
 	}
 	if cfg.DiscoverGPUs == nil {
 		cfg.DiscoverGPUs = discoverGPUs

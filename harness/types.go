@@ -238,3 +238,22 @@ type EvalConfig struct {
 	// DiscoverGPUs lists the host's GPUs; default device.GPUs.
 	DiscoverGPUs func(ctx context.Context) []lease.Device
 }
+
+// Measured is what a timed evaluation measured, for a SOL analysis of the
+// same run: the shape set timed (a CPU run defaults to the small one, so the
+// bound must count that), the medians and correctness.
+type Measured struct {
+	Shapes     string
+	CandidateS float64
+	ReferenceS float64
+	Correct    bool
+}
+
+// Measured returns the run's measurements; ok is false when the candidate
+// or the eager reference was not timed.
+func (r *EvalResult) Measured() (m Measured, ok bool) {
+	if r.Candidate == nil || r.RefEager == nil {
+		return Measured{}, false
+	}
+	return Measured{Shapes: r.Shapes, CandidateS: r.Candidate.MedianS, ReferenceS: r.RefEager.MedianS, Correct: r.Correct}, true
+}

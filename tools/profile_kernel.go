@@ -2,9 +2,6 @@ package tools
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -47,84 +44,32 @@ func ProfileKernel(opt profile.Options, ev *harness.Evaluator, resolve problem.R
 		mcp.WithOpenWorldHintAnnotation(false),
 	)
 	return server.ServerTool{Tool: tool, Handler: mcp.NewTypedToolHandler(func(ctx context.Context, req mcp.CallToolRequest, in ProfileKernelInput) (*mcp.CallToolResult, error) {
-		p, err := problem.Resolve(ctx, problem.Ref{Reference: in.Reference, Shapes: in.Shapes}, resolve)
+		p, c, o, err := in.Request(ctx, resolve)
 		if err != nil {
 			return toolErr("profile_kernel", err), nil
 		}
-		refPath, cleanup, err := profile.ReferenceFile(p.Reference)
+		o.Base = opt
+		o.Progress = progressFor(ctx, req) // one reporter, so progress keeps increasing
+		rep, err := harness.Profile(ctx, ev, p, c, o)
 		if err != nil {
 			return toolErr("profile_kernel", err), nil
-		}
-		defer cleanup()
-		in.Reference, in.Shapes = refPath, p.Shapes
-		o, mode, msg := ProfileRequest(in, opt)
-		if msg != "" {
-			return toolErrorf("%s", msg), nil
-		}
-		if ev != nil {
-			l, err := ev.Acquire(ctx, profile.Target(o.Backend), in.Device, true)
-			if err != nil {
-				return toolErr("profile_kernel", err), nil
-			}
-			defer l.Release()
-			o.Env = l.Env()
-		}
-		progress := progressFor(ctx, req) // one reporter, so progress keeps increasing
-		progress("profiling", 0, 1)
-		var rep profile.Report
-		if mode == "model" {
-			rep, err = profile.ProfileModel(ctx, in.Reference, o)
-		} else {
-			rep, err = profile.Profile(ctx, in.Reference, in.Candidate, o)
-		}
-		progress("done", 1, 1)
-		if err != nil {
-			return toolErrorf("profile_kernel: %v", err), nil
 		}
 		return structured(rep), nil
 	})}
 }
 
-// ProfileRequest validates the arguments into profiler options and a mode
-// (kernel or model); a non-empty message says what to change.
-func ProfileRequest(in ProfileKernelInput, opt profile.Options) (profile.Options, string, string) {
-	mode := strings.ToLower(in.Mode)
-	if mode == "" {
-		mode = "kernel"
+// Request resolves the arguments into the profile service's terms.
+func (in ProfileKernelInput) Request(ctx context.Context, resolve problem.Resolver) (harness.Problem, harness.Candidate, harness.ProfileOptions, error) {
+	p, err := problem.Resolve(ctx, problem.Ref{Reference: in.Reference, Shapes: in.Shapes}, resolve)
+	if err != nil {
+		return p, harness.Candidate{}, harness.ProfileOptions{}, err
 	}
-	if mode != "kernel" && mode != "model" {
-		return opt, "", fmt.Sprintf("mode %q: use kernel or model", in.Mode)
-	}
-	if in.Reference == "" {
-		return opt, "", "reference (a file path) is required"
-	}
-	if st, err := os.Stat(in.Reference); err != nil || st.IsDir() {
-		return opt, "", fmt.Sprintf("reference %q: no such file", in.Reference)
-	}
-	if mode == "kernel" {
-		if in.Candidate == "" {
-			return opt, "", "candidate (a file defining ModelNew) is required in mode kernel; use mode model to rank the reference's operators"
-		}
-		if st, err := os.Stat(in.Candidate); err != nil || st.IsDir() {
-			return opt, "", fmt.Sprintf("candidate %q: no such file", in.Candidate)
+	var c harness.Candidate
+	if in.Candidate != "" {
+		if c, err = problem.ParseCandidate(in.Candidate, ""); err != nil {
+			return p, c, harness.ProfileOptions{}, err
 		}
 	}
-	switch b := strings.ToLower(in.Backend); b {
-	case "", "auto", "ncu", "rocprof", "cpu":
-		if b != "" {
-			opt.Backend = b
-		}
-	default:
-		return opt, "", fmt.Sprintf("backend %q: use auto, ncu, rocprof or cpu", in.Backend)
-	}
-	if in.TimeoutS < 0 || in.TimeoutS > 3600 {
-		return opt, "", "timeout_s must be between 0 and 3600"
-	}
-	if in.TimeoutS > 0 {
-		opt.Timeout = time.Duration(in.TimeoutS * float64(time.Second))
-	}
-	if in.Shapes != "" {
-		opt.Shapes = in.Shapes
-	}
-	return opt, mode, ""
+	return p, c, harness.ProfileOptions{Mode: in.Mode, Backend: in.Backend, Device: in.Device,
+		Timeout: time.Duration(in.TimeoutS * float64(time.Second))}, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/kevolve/kevolve-mcp/harness"
+	"github.com/kevolve/kevolve-mcp/harness/problem"
 	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
 	"github.com/kevolve/kevolve-mcp/tools/toolstest"
 )
@@ -68,14 +69,14 @@ func TestRunKernelOverMCP(t *testing.T) {
 	if err := os.WriteFile(refPath, []byte(rkRef), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	resolve := func(name, _ string) (ResolvedReference, error) {
+	resolve := problem.ResolverFunc(func(_ context.Context, name, shapes string) (problem.Problem, error) {
 		if name == "test/softmax" {
-			return ResolvedReference{Source: harness.Source{Code: rkRef}}, nil
+			return problem.Problem{Name: name, Reference: harness.Source{Code: rkRef}, Shapes: shapes}, nil
 		}
-		return ResolvedReference{}, errors.New("unknown problem")
-	}
+		return problem.Problem{}, errors.New("unknown problem")
+	})
 	srv := server.NewMCPServer("test", "0", server.WithToolCapabilities(false), server.WithInputSchemaValidation())
-	srv.AddTools(RunKernel(ev, ReferenceResolver(resolve)))
+	srv.AddTools(RunKernel(ev, resolve))
 	c := toolstest.Connect(t, srv)
 	target := "cpu"
 	if os.Getenv("KEVOLVE_GPU") == "1" {

@@ -31,7 +31,7 @@ type Deps struct {
 	Devices   *device.Cache
 	Knowledge *retrieval.Index
 	Evaluator *harness.Evaluator
-	Resolve   ReferenceResolver
+	Resolve   problem.Resolver // corpus names; nil: files and inline source only
 	Ceilings  CeilingsProvider
 	Trace     sol.TraceOptions
 	Profile   profile.Options
@@ -63,16 +63,11 @@ func New(d Deps) *server.MCPServer {
 // All returns every tool, in a stable order (the schema snapshot test and
 // tools/list depend on it).
 func All(d Deps) []server.ServerTool {
-	// A nil ReferenceResolver must stay a nil problem.Resolver.
-	var resolve problem.Resolver
-	if d.Resolve != nil {
-		resolve = d.Resolve
-	}
 	return []server.ServerTool{
 		DeviceInfo(d.Devices),
 		CompileKernel(nil),
-		RunKernel(d.Evaluator, resolve),
-		ProfileKernel(d.Profile, d.Evaluator, resolve),
+		RunKernel(d.Evaluator, d.Resolve),
+		ProfileKernel(d.Profile, d.Evaluator, d.Resolve),
 		SolAnalysis(d.Ceilings, d.Trace, d.Resolve, d.Evaluator),
 		SearchKnowledge(d.Knowledge),
 		Evolve(d.Runs),

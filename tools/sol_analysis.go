@@ -4,16 +4,23 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/kevolve/kevolve-mcp/harness"
+	"github.com/kevolve/kevolve-mcp/harness/problem"
 	"github.com/kevolve/kevolve-mcp/harness/sol"
 )
+
+// shapesOrLarge is the set a corpus name resolves to: "" is large.
+func shapesOrLarge(s string) string {
+	if s == "" {
+		return "large"
+	}
+	return s
+}
 
 // SolAnalysisInput is sol_analysis's arguments.
 type SolAnalysisInput struct {
@@ -38,7 +45,7 @@ type CeilingsProvider func(ctx context.Context, deviceKey string) (sol.Ceilings,
 // SolAnalysis returns the sol_analysis tool: the speed-of-light bound of a
 // problem on a device and, given a candidate time, how close it comes.
 // ev evaluates a candidate file when one is given (nil: candidate is refused).
-func SolAnalysis(ceilings CeilingsProvider, trace sol.TraceOptions, resolve ReferenceResolver, ev *harness.Evaluator) server.ServerTool {
+func SolAnalysis(ceilings CeilingsProvider, trace sol.TraceOptions, resolve problem.Resolver, ev *harness.Evaluator) server.ServerTool {
 	tool := mcp.NewTool("sol_analysis",
 		mcp.WithDescription("Speed-of-light (roofline) bound of a problem on a device: FLOPs and the fewest bytes that must move (declared, or traced from the reference), "+
 			"arithmetic_intensity, t_compute_s and t_memory_s under the device's ceilings (measured by `kevolve-mcp calibrate` where available, else the datasheet), which bounds, and t_sol_s. "+
@@ -60,7 +67,7 @@ func SolAnalysis(ceilings CeilingsProvider, trace sol.TraceOptions, resolve Refe
 				return toolErrorf("%s", msg), nil
 			}
 		}
-		r, msg := SolRequest(in, trace, resolve)
+		r, msg := SolRequest(ctx, in, trace, resolve)
 		if msg != "" {
 			return toolErrorf("%s", msg), nil
 		}
@@ -83,9 +90,7 @@ func SolAnalysis(ceilings CeilingsProvider, trace sol.TraceOptions, resolve Refe
 // was measured into in: the shape set that was timed (a CPU run defaults to
 // the small one, so the bound must count that), the candidate's and the
 // eager reference's medians, and correctness.
-// (cmd/kevolve-mcp's withMeasured does the same for the CLI; both belong in
-// the evaluation service once it exists.)
-func measureCandidate(ctx context.Context, in SolAnalysisInput, ev *harness.Evaluator, resolve ReferenceResolver, progress Progress) (SolAnalysisInput, string) {
+func measureCandidate(ctx context.Context, in SolAnalysisInput, ev *harness.Evaluator, resolve problem.Resolver, progress Progress) (SolAnalysisInput, string) {
 	switch {
 	case in.CandidateS > 0 || in.ReferenceS > 0 || in.Correct != nil:
 		return in, "give candidate (a file to evaluate) or measured candidate_s/reference_s/correct, not both"
@@ -94,27 +99,34 @@ func measureCandidate(ctx context.Context, in SolAnalysisInput, ev *harness.Eval
 	case ev == nil:
 		return in, "candidate cannot be evaluated here: no Python with torch was found (see device_info); pass candidate_s instead"
 	}
-	ereq, msg := RunKernelRequest(RunKernelInput{Reference: in.Reference, Candidate: in.Candidate, Target: in.Target, Shapes: in.Shapes}, resolve)
-	if msg != "" {
-		return in, msg
+	rk := RunKernelInput{Reference: in.Reference, Candidate: in.Candidate, Target: in.Target, Shapes: in.Shapes}
+	p, err := rk.Problem(ctx, resolve)
+	if err != nil {
+		return in, err.Error()
 	}
-	res, err := ev.EvaluateRequest(ctx, ereq, progress)
+	c, err := problem.ParseCandidate(rk.Candidate, "")
+	if err != nil {
+		return in, err.Error()
+	}
+	o := rk.Options()
+	o.Progress = progress
+	res, err := ev.Evaluate(ctx, p, c, nil, o)
 	if err != nil {
 		return in, fmt.Sprintf("sol_analysis: evaluating candidate: %v", err)
 	}
-	if res.Candidate == nil || res.RefEager == nil {
+	m, ok := res.Measured()
+	if !ok {
 		return in, fmt.Sprintf("candidate %q was not timed (verdict %s): run_kernel on it says why", in.Candidate, res.Verdict)
 	}
 	in.Candidate = ""
-	in.Shapes = res.Shapes
-	in.CandidateS, in.ReferenceS = res.Candidate.MedianS, res.RefEager.MedianS
-	correct := res.Correct
-	in.Correct = &correct
+	in.Shapes = m.Shapes
+	in.CandidateS, in.ReferenceS = m.CandidateS, m.ReferenceS
+	in.Correct = &m.Correct
 	return in, ""
 }
 
 // SolRequest validates the arguments; a non-empty message says what to change.
-func SolRequest(in SolAnalysisInput, trace sol.TraceOptions, resolve ReferenceResolver) (sol.Request, string) {
+func SolRequest(ctx context.Context, in SolAnalysisInput, trace sol.TraceOptions, resolve problem.Resolver) (sol.Request, string) {
 	for name, v := range map[string]float64{"flops": in.Flops, "bytes": in.Bytes, "candidate_s": in.CandidateS, "reference_s": in.ReferenceS, "timeout_s": in.TimeoutS} {
 		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 			return sol.Request{}, fmt.Sprintf("%s must be a finite number >= 0", name)
@@ -127,22 +139,19 @@ func SolRequest(in SolAnalysisInput, trace sol.TraceOptions, resolve ReferenceRe
 		return sol.Request{}, "give reference (a file to trace) or both flops and bytes"
 	}
 	if in.Reference != "" {
-		if st, err := os.Stat(in.Reference); err != nil || st.IsDir() {
-			if resolve == nil || strings.HasSuffix(in.Reference, ".py") {
-				return sol.Request{}, fmt.Sprintf("reference %q: no such file", in.Reference)
-			}
-			ref, rerr := resolve(in.Reference, in.Shapes)
-			if rerr != nil {
-				return sol.Request{}, fmt.Sprintf("reference %q is neither a file nor a known corpus problem: %v", in.Reference, rerr)
-			}
-			// Declared counts win over tracing; what the caller gave wins
-			// over both.
-			in.Reference = ref.Source.Path
-			if in.Flops == 0 && in.Bytes == 0 {
-				in.Flops, in.Bytes = ref.FLOPs, ref.Bytes
+		p, err := problem.Resolve(ctx, problem.Ref{Reference: in.Reference, Shapes: in.Shapes}, resolve)
+		if err != nil {
+			return sol.Request{}, err.Error()
+		}
+		if p.Name != "" {
+			// Declared counts of the set asked for win over tracing; what
+			// the caller gave wins over both.
+			in.Reference = p.Reference.Path
+			if in.Flops == 0 && in.Bytes == 0 && p.Work.Shapes == shapesOrLarge(in.Shapes) {
+				in.Flops, in.Bytes = p.Work.FLOPs, p.Work.Bytes
 			}
 			if in.Dtype == "" {
-				in.Dtype = ref.Dtype
+				in.Dtype = p.Work.Dtype
 			}
 		}
 	}

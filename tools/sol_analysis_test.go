@@ -10,6 +10,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/kevolve/kevolve-mcp/corpus"
 	"github.com/kevolve/kevolve-mcp/harness/sol"
 	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
 	"github.com/kevolve/kevolve-mcp/tools/toolstest"
@@ -19,7 +20,7 @@ func solServer(t *testing.T, prov CeilingsProvider) *server.MCPServer {
 	t.Helper()
 	py := toolchaintest.Python(t)
 	s := server.NewMCPServer("t", "0", server.WithToolCapabilities(false), server.WithInputSchemaValidation())
-	s.AddTools(SolAnalysis(prov, sol.TraceOptions{Python: py}, CorpusResolver(nil, t.TempDir()), nil))
+	s.AddTools(SolAnalysis(prov, sol.TraceOptions{Python: py}, corpus.Resolver(nil, t.TempDir()), nil))
 	return s
 }
 
@@ -84,7 +85,7 @@ func TestSolAnalysisCandidateFile(t *testing.T) {
 		}
 	}
 	s := server.NewMCPServer("t", "0", server.WithToolCapabilities(false), server.WithInputSchemaValidation())
-	s.AddTools(SolAnalysis(fixedCeilings, sol.TraceOptions{Python: toolchaintest.Python(t)}, CorpusResolver(nil, t.TempDir()), ev))
+	s.AddTools(SolAnalysis(fixedCeilings, sol.TraceOptions{Python: toolchaintest.Python(t)}, corpus.Resolver(nil, t.TempDir()), ev))
 	c := toolstest.Connect(t, s)
 
 	var rep sol.Report

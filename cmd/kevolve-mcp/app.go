@@ -13,6 +13,7 @@ import (
 	"github.com/kevolve/kevolve-mcp/corpus"
 	"github.com/kevolve/kevolve-mcp/harness"
 	"github.com/kevolve/kevolve-mcp/harness/device"
+	"github.com/kevolve/kevolve-mcp/harness/problem"
 	"github.com/kevolve/kevolve-mcp/harness/toolchain"
 	"github.com/kevolve/kevolve-mcp/retrieval"
 	"github.com/kevolve/kevolve-mcp/tools"
@@ -124,13 +125,7 @@ func (a *app) evaluator() (*harness.Evaluator, error) {
 }
 
 // corpusRoot is where built-in problems are written for the harness to read.
-func corpusRoot() string {
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		dir = os.TempDir()
-	}
-	return filepath.Join(dir, "kevolve", "corpus")
-}
+func corpusRoot() string { return filepath.Join(toolchain.CacheDir(), "corpus") }
 
 func (a *app) registry() *corpus.Registry {
 	if a.reg == nil && a.openDB() == nil {
@@ -143,6 +138,27 @@ func (a *app) registry() *corpus.Registry {
 	return a.reg
 }
 
-func (a *app) resolver() tools.ReferenceResolver {
-	return tools.CorpusResolver(a.registry(), corpusRoot())
+// resolver resolves corpus names: built-ins, and KernelBench imports when
+// the database opens.
+func (a *app) resolver() problem.Resolver {
+	return corpus.Resolver(a.registry(), corpusRoot())
+}
+
+// evaluate runs one evaluation through the service, as run_kernel does.
+func (a *app) evaluate(ctx context.Context, in tools.RunKernelInput, progress func(string, int, int)) (harness.Result, error) {
+	p, err := in.Problem(ctx, a.resolver())
+	if err != nil {
+		return harness.Result{}, err
+	}
+	c, err := problem.ParseCandidate(in.Candidate, in.CandidateSource)
+	if err != nil {
+		return harness.Result{}, err
+	}
+	ev, err := a.evaluator()
+	if err != nil {
+		return harness.Result{}, err
+	}
+	o := in.Options()
+	o.Progress = progress
+	return ev.Evaluate(ctx, p, c, nil, o)
 }

@@ -260,7 +260,7 @@ func TestBadFlagValuesFailClearly(t *testing.T) {
 		{[]string{"eval", "--timeout", "soon"}, []string{`--timeout "soon"`, "want a number", "eval --help"}},
 		{[]string{"eval", "--trials", "1.5"}, []string{`--trials "1.5"`, "whole number"}},
 		{[]string{"eval", "--skip-timing=maybe"}, []string{`--skip-timing "maybe"`, "true or false"}},
-		{[]string{"eval", "--ref", "llm/rmsnorm", "--candidate", cand, "--target", "gpu"}, []string{`target "gpu"`, "nvidia, cpu or auto"}},
+		{[]string{"eval", "--ref", "llm/rmsnorm", "--candidate", cand, "--target", "gpu"}, []string{`target "gpu"`, "nvidia, amd, cpu or auto"}},
 		{[]string{"eval", "--bogus"}, []string{"unknown flag: --bogus", "eval --help"}},
 		{[]string{"eval", "stray"}, []string{`unknown command "stray"`}},
 		{[]string{"doctor", "--http", "127.0.0.1:0"}, []string{"unknown flag: --http"}},

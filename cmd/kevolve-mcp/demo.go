@@ -74,19 +74,11 @@ func demo(c *cli, name, svgPath string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "== %s: its %s start kernel on %s (%s)\n", p.Name, kind, target, where)
 
-	ev, err := a.evaluator()
+	res, err := a.evaluate(ctx, tools.RunKernelInput{Reference: p.Name, Candidate: cand, Target: target}, stageProgress(stderr))
 	if err != nil {
 		return err
 	}
-	req, msg := tools.RunKernelRequest(tools.RunKernelInput{Reference: p.Name, Candidate: cand, Target: target}, a.resolver())
-	if msg != "" {
-		return fmt.Errorf("%s", msg)
-	}
-	res, err := ev.EvaluateRequest(ctx, req, stageProgress(stderr))
-	if err != nil {
-		return err
-	}
-	if err := harness.WriteTable(stdout, res); err != nil {
+	if err := harness.WriteTable(stdout, &res); err != nil {
 		return err
 	}
 
@@ -100,7 +92,7 @@ func demo(c *cli, name, svgPath string, stdout, stderr io.Writer) error {
 		}
 	}
 	in := tools.SolAnalysisInput{Reference: p.Name}
-	withMeasured(&in, res)
+	withMeasured(&in, &res)
 	srep, err := a.solReport(ctx, in)
 	if err != nil {
 		return err

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-
 	"github.com/spf13/cobra"
 
 	"github.com/kevolve/kevolve-mcp/harness"
@@ -29,30 +27,23 @@ then time both. The verdict, timings and speedups are what run_kernel returns.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			a := c.newApp()
 			defer a.close()
-			req, msg := tools.RunKernelRequest(in, a.resolver())
-			if msg != "" {
-				return errors.New(msg)
-			}
-			ev, err := a.evaluator()
-			if err != nil {
-				return err
-			}
 			ctx, cancel := signalContext()
 			defer cancel()
-			res, err := ev.EvaluateRequest(ctx, req, stageProgress(cmd.ErrOrStderr()))
+			res, err := a.evaluate(ctx, in, stageProgress(cmd.ErrOrStderr()))
 			if err != nil {
 				return err
 			}
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), res)
 			}
-			return harness.WriteTable(cmd.OutOrStdout(), res)
+			return harness.WriteTable(cmd.OutOrStdout(), &res)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&in.Reference, "ref", "", "reference: a KernelBench-format `file` or a corpus problem name (e.g. llm/rmsnorm)")
 	f.StringVar(&in.Candidate, "candidate", "", "candidate `file` defining ModelNew")
-	f.StringVar(&in.Target, "target", "auto", "where to run: cpu, nvidia or auto")
+	f.StringVar(&in.Target, "target", "auto", "where to run: cpu, nvidia, amd or auto")
+	f.StringVar(&in.Device, "device", "", "which device of the target: an index or UUID (default: any free one)")
 	f.Float64Var(&in.TimeoutS, "timeout", 0, "wall-clock limit in `seconds` (default 180)")
 	f.IntVar(&in.Trials, "trials", 0, "correctness trials (default 5)")
 	f.Int64Var(&in.Seed, "seed", 0, "base seed (default 42)")
@@ -61,7 +52,7 @@ then time both. The verdict, timings and speedups are what run_kernel returns.`,
 	f.BoolVar(&asJSON, "json", false, "print the structured result the run_kernel tool returns")
 	_ = cmd.RegisterFlagCompletionFunc("ref", completeReference)
 	_ = cmd.MarkFlagFilename("candidate", "py")
-	_ = cmd.RegisterFlagCompletionFunc("target", fixedCompletion("auto", "cpu", "nvidia"))
+	_ = cmd.RegisterFlagCompletionFunc("target", fixedCompletion("auto", "cpu", "nvidia", "amd"))
 	_ = cmd.RegisterFlagCompletionFunc("shapes", fixedCompletion("large", "small"))
 	return cmd
 }

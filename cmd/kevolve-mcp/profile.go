@@ -1,11 +1,11 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kevolve/kevolve-mcp/harness"
 	"github.com/kevolve/kevolve-mcp/harness/profile"
 	"github.com/kevolve/kevolve-mcp/tools"
 )
@@ -27,24 +27,16 @@ reference's operators, to say which one is worth a kernel.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			a := c.newApp()
 			defer a.close()
-			base := profile.Options{Python: a.python}
-			if ev, err := a.evaluator(); err == nil {
-				base.PyDir = ev.PyDir()
-			}
-			opt, mode, msg := tools.ProfileRequest(in, base)
-			if msg != "" {
-				return errors.New(msg)
-			}
 			ctx, cancel := signalContext()
 			defer cancel()
-			fmt.Fprintln(cmd.ErrOrStderr(), "profiling (Nsight Compute replays each kernel: 10-30 s)...")
-			var rep profile.Report
-			var err error
-			if mode == "model" {
-				rep, err = profile.ProfileModel(ctx, in.Reference, opt)
-			} else {
-				rep, err = profile.Profile(ctx, in.Reference, in.Candidate, opt)
+			p, cand, o, err := in.Request(ctx, a.resolver())
+			if err != nil {
+				return err
 			}
+			o.Base = profile.Options{Python: a.python}
+			ev, _ := a.evaluator() // nil without Python: the report says what is missing
+			fmt.Fprintln(cmd.ErrOrStderr(), "profiling (Nsight Compute replays each kernel: 10-30 s)...")
+			rep, err := harness.Profile(ctx, ev, p, cand, o)
 			if err != nil {
 				return err
 			}
@@ -55,14 +47,15 @@ reference's operators, to say which one is worth a kernel.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&in.Reference, "ref", "", "reference `file`")
+	f.StringVar(&in.Reference, "ref", "", "reference: a KernelBench-format `file` or a corpus problem name")
+	f.StringVar(&in.Device, "device", "", "which GPU to hold: an index or UUID (default: any free one)")
 	f.StringVar(&in.Candidate, "candidate", "", "candidate `file` defining ModelNew")
 	f.StringVar(&in.Mode, "mode", "kernel", "kernel (profile the candidate) or model (rank the reference's operators)")
 	f.StringVar(&in.Backend, "backend", "auto", "auto, ncu, rocprof or cpu")
 	f.StringVar(&in.Shapes, "shapes", "", "shape set of a corpus problem")
 	f.Float64Var(&in.TimeoutS, "timeout", 0, "limit in `seconds` (default 120)")
 	f.BoolVar(&asJSON, "json", false, "print the structured result the profile_kernel tool returns")
-	_ = cmd.MarkFlagFilename("ref", "py")
+	_ = cmd.RegisterFlagCompletionFunc("ref", completeReference)
 	_ = cmd.MarkFlagFilename("candidate", "py")
 	_ = cmd.RegisterFlagCompletionFunc("mode", fixedCompletion("kernel", "model"))
 	_ = cmd.RegisterFlagCompletionFunc("backend", fixedCompletion("auto", "ncu", "rocprof", "cpu"))

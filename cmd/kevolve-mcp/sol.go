@@ -44,22 +44,13 @@ candidate is evaluated first and scored against the bound.`,
 				c.logger.Warn("no database: measured ceilings unavailable", "err", err)
 			}
 			if candidate != "" {
-				ev, err := a.evaluator()
+				res, err := a.evaluate(ctx, tools.RunKernelInput{Reference: in.Reference, Candidate: candidate, Target: target, Shapes: in.Shapes}, stageProgress(stderr))
 				if err != nil {
 					return err
 				}
-				ereq, msg := tools.RunKernelRequest(tools.RunKernelInput{Reference: in.Reference, Candidate: candidate, Target: target, Shapes: in.Shapes}, a.resolver())
-				if msg != "" {
-					return errors.New(msg)
-				}
-				res, err := ev.EvaluateRequest(ctx, ereq, stageProgress(stderr))
-				if err != nil {
-					return err
-				}
-				if res.Candidate == nil || res.RefEager == nil {
+				if !withMeasured(&in, &res) {
 					return fmt.Errorf("the candidate was not timed (verdict %s): fix it first (kevolve-mcp eval shows why)", res.Verdict)
 				}
-				withMeasured(&in, res)
 			}
 			rep, err := a.solReport(ctx, in)
 			if err != nil {
@@ -101,20 +92,18 @@ candidate is evaluated first and scored against the bound.`,
 // withMeasured puts a timed evaluation's shape set, medians and correctness
 // into a SOL request, so the bound counts the work that was timed (a CPU run
 // defaults to the small set); an untimed one leaves it unchanged.
-func withMeasured(in *tools.SolAnalysisInput, res *harness.EvalResult) {
-	if res.Candidate == nil || res.RefEager == nil {
-		return
+func withMeasured(in *tools.SolAnalysisInput, res *harness.EvalResult) bool {
+	m, ok := res.Measured()
+	if ok {
+		in.Shapes, in.CandidateS, in.ReferenceS, in.Correct = m.Shapes, m.CandidateS, m.ReferenceS, &m.Correct
 	}
-	in.Shapes = res.Shapes
-	in.CandidateS, in.ReferenceS = res.Candidate.MedianS, res.RefEager.MedianS
-	correct := res.Correct
-	in.Correct = &correct
+	return ok
 }
 
 // solReport validates in as the sol_analysis tool does and bounds it under
 // the ceilings of this machine's device (or of in.Device).
 func (a *app) solReport(ctx context.Context, in tools.SolAnalysisInput) (sol.Report, error) {
-	r, msg := tools.SolRequest(in, sol.TraceOptions{Python: a.python}, a.resolver())
+	r, msg := tools.SolRequest(ctx, in, sol.TraceOptions{Python: a.python}, a.resolver())
 	if msg != "" {
 		return sol.Report{}, errors.New(msg)
 	}

@@ -25,6 +25,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/kevolve/kevolve-mcp/harness/toolchain"
 )
 
 // Languages accepted in Request.Lang.
@@ -254,15 +256,7 @@ func requestKey(req Request, ident string) string {
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }
 
-func cacheRoot() string {
-	if d := os.Getenv("KEVOLVE_CACHE_DIR"); d != "" {
-		return d
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(home, ".cache", "kevolve", "kernels")
-	}
-	return filepath.Join(os.TempDir(), "kevolve-kernels")
-}
+func cacheRoot() string { return filepath.Join(toolchain.CacheDir(), "kernels") }
 
 func loadCached(dir string) (*Result, bool) {
 	b, err := os.ReadFile(filepath.Join(dir, "result.json"))

@@ -8,7 +8,6 @@ package target
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 )
 
@@ -58,7 +57,7 @@ type Target struct {
 var table = []Target{
 	{Name: NVIDIA, Vendor: "nvidia", TorchDevice: "cuda", VisibleDevices: "CUDA_VISIBLE_DEVICES",
 		Languages: []string{LangCUDA, LangTriton, LangC}, Profilers: []string{"ncu", "torch.profiler"},
-		ArchPrefix: "sm_", ArchExample: "sm_90", Aliases: []string{"cuda", "nv", "gpu"}},
+		ArchPrefix: "sm_", ArchExample: "sm_90", Aliases: []string{"cuda"}},
 	{Name: AMD, Vendor: "amd", TorchDevice: "cuda", VisibleDevices: "HIP_VISIBLE_DEVICES",
 		Languages: []string{LangHIP, LangTriton, LangC}, Profilers: []string{"rocprofv3", "torch.profiler"},
 		ArchPrefix: "gfx", ArchExample: "gfx942", Aliases: []string{"rocm", "hip"}},
@@ -114,14 +113,14 @@ func Parse(s string) (Name, error) {
 	return "", fmt.Errorf("unknown target %q (use %s)", s, Accepted())
 }
 
-// Accepted lists the names Parse takes, for error messages.
+// Accepted lists the names Parse takes, for error messages:
+// "nvidia, amd, cpu or auto".
 func Accepted() string {
 	var names []string
 	for _, t := range table {
 		names = append(names, string(t.Name))
 	}
-	sort.Strings(names)
-	return strings.Join(append(names, string(Auto)), ", ")
+	return strings.Join(names, ", ") + " or " + string(Auto)
 }
 
 // Compiles reports whether the target compiles a kernel language.

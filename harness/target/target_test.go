@@ -10,7 +10,7 @@ func TestParse(t *testing.T) {
 	}{
 		{"", Auto, false}, {"auto", Auto, false}, {"nvidia", NVIDIA, false}, {"CUDA", NVIDIA, false},
 		{"amd", AMD, false}, {"rocm", AMD, false}, {"hip", AMD, false}, {"cpu", CPU, false},
-		{" Cpu ", CPU, false}, {"tpu", "", true}, {"metal", "", true},
+		{" Cpu ", CPU, false}, {"tpu", "", true}, {"metal", "", true}, {"gpu", "", true},
 	}
 	for _, c := range cases {
 		got, err := Parse(c.in)
@@ -18,7 +18,7 @@ func TestParse(t *testing.T) {
 			t.Errorf("Parse(%q) = %q, %v; want %q (error %v)", c.in, got, err, c.want, c.wantErr)
 		}
 	}
-	if _, err := Parse("tpu"); err == nil || err.Error() != `unknown target "tpu" (use amd, cpu, nvidia, auto)` {
+	if _, err := Parse("tpu"); err == nil || err.Error() != `unknown target "tpu" (use nvidia, amd, cpu or auto)` {
 		t.Errorf("error names the accepted targets: %v", err)
 	}
 }

@@ -329,3 +329,20 @@ func ToolDirs() []string {
 	}
 	return dirs
 }
+
+// EnvCacheDir overrides the cache root.
+const EnvCacheDir = "KEVOLVE_CACHE_DIR"
+
+// CacheDir is the one cache root: KEVOLVE_CACHE_DIR, else
+// ~/.cache/kevolve (the user cache folder), else a folder under the temp
+// dir. Every cache lives in a sub-folder of it: worker/ (the unpacked
+// Python), kernels/ (compiled kernels), corpus/ (materialized problems).
+func CacheDir() string {
+	if d := os.Getenv(EnvCacheDir); d != "" {
+		return d
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "kevolve")
+	}
+	return filepath.Join(os.TempDir(), "kevolve-cache")
+}
