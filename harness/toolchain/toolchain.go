@@ -346,3 +346,18 @@ func CacheDir() string {
 	}
 	return filepath.Join(os.TempDir(), "kevolve-cache")
 }
+
+// EnvTestStrict makes tests fail instead of skip when a prerequisite is
+// missing (make test and CI set it).
+const EnvTestStrict = "KEVOLVE_TEST_STRICT"
+
+// StrictTests is the one reading of KEVOLVE_TEST_STRICT, shared by the Go
+// tests (toolchaintest) and the Python ones (kevolve/tests): set to
+// anything but "", 0, false, no or off.
+func StrictTests() bool {
+	switch strings.ToLower(strings.TrimSpace(os.Getenv(EnvTestStrict))) {
+	case "", "0", "false", "no", "off":
+		return false
+	}
+	return true
+}

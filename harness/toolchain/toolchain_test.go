@@ -31,7 +31,7 @@ func TestMissingToolSaysWhy(t *testing.T) {
 func TestProbePython(t *testing.T) {
 	py := os.Getenv(EnvPython)
 	if py == "" {
-		if os.Getenv("KEVOLVE_TEST_STRICT") != "" {
+		if StrictTests() {
 			t.Fatal("KEVOLVE_PYTHON not set")
 		}
 		t.Skip("KEVOLVE_PYTHON not set")

@@ -6,7 +6,6 @@ package toolchaintest
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"sync"
 	"testing"
@@ -14,8 +13,9 @@ import (
 	"github.com/kevolve/kevolve-mcp/harness/toolchain"
 )
 
-// Strict reports whether missing prerequisites fail tests.
-func Strict() bool { return os.Getenv("KEVOLVE_TEST_STRICT") == "1" }
+// Strict reports whether missing prerequisites fail tests
+// (toolchain.StrictTests: the Python tests read the variable the same way).
+func Strict() bool { return toolchain.StrictTests() }
 
 // Require fails (strict) or skips the test when err says a prerequisite is
 // missing.

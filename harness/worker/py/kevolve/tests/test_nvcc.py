@@ -10,6 +10,7 @@ import tempfile
 import unittest
 
 from kevolve._cuda import find_nvcc
+from kevolve.tests import require
 
 SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "_nvcc.py")
 
@@ -28,7 +29,7 @@ def _global_symbols(obj: str) -> set[str]:
     return {re.sub(r"_[0-9a-f]{8}_(\d+_\w+?)_[0-9a-f]{8}", r"_ID_\1_ID", line.split()[-1]) for line in out.splitlines() if line.strip()}
 
 
-@unittest.skipIf(find_nvcc() is None, "no nvcc")
+@require(find_nvcc() is not None, "no nvcc (NVIDIA's nvcc wheel or a CUDA toolkit)")
 class SideBySideNvcc(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="kv-nvcc-")
