@@ -302,11 +302,6 @@ func fileIdent(path string) string {
 
 // trimLog keeps the head and tail of a long compiler log.
 func trimLog(s string, max int) string {
-	s = strings.TrimSpace(s)
-	if len(s) <= max {
-		return s
-	}
 	head := max * 2 / 3
-	tail := max - head
-	return s[:head] + "\n... [" + fmt.Sprint(len(s)-max) + " bytes trimmed] ...\n" + s[len(s)-tail:]
+	return toolchain.Trim(strings.TrimSpace(s), head, max-head)
 }

@@ -1,17 +1,18 @@
 package compile
 
 import (
-	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/kevolve/kevolve-mcp/harness/device"
+	"github.com/kevolve/kevolve-mcp/harness/target"
 	"github.com/kevolve/kevolve-mcp/harness/toolchain"
 )
 
@@ -23,26 +24,25 @@ var (
 )
 
 // DefaultArch is the arch to compile for when a request names none:
-// KEVOLVE_ARCH if set, else the first GPU's (from nvidia-smi), else sm_90.
+// KEVOLVE_ARCH if set, else the first NVIDIA GPU's as discovery (NVML, the
+// one discovery doctor and the evaluator use) reports it, else sm_90.
 func DefaultArch() string {
 	if a := os.Getenv("KEVOLVE_ARCH"); archRE.MatchString(a) {
 		return a
 	}
 	detectOnce.Do(func() {
 		detected = "sm_90"
-		smi, err := exec.LookPath("nvidia-smi")
-		if err != nil {
-			return
-		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		out, err := exec.CommandContext(ctx, smi, "--query-gpu=compute_cap", "--format=csv,noheader").Output()
-		if err != nil {
+		gpus, _, _ := device.GPUs(ctx, device.Options{})
+		for _, g := range gpus {
+			if g.Vendor != "nvidia" || g.ComputeCapability == "" {
+				continue
+			}
+			if a := target.MustGet(target.NVIDIA).Arch(g.ComputeCapability); archRE.MatchString(a) {
+				detected = a
+			}
 			return
-		}
-		first := strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0])
-		if a := "sm_" + strings.ReplaceAll(first, ".", ""); archRE.MatchString(a) {
-			detected = a
 		}
 	})
 	return detected
@@ -59,27 +59,11 @@ type runOut struct {
 // run executes a tool in dir, in its own process group so that a timeout
 // kills the compiler's children too (nvcc runs cicc and ptxas).
 func run(ctx context.Context, dir string, env []string, stdin string, name string, args ...string) runOut {
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = dir
-	if env != nil {
-		cmd.Env = append(os.Environ(), env...)
-	}
-	if stdin != "" {
-		cmd.Stdin = strings.NewReader(stdin)
-	}
-	var so, se bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &so, &se
-	toolchain.KillGroupOnCancel(cmd)
-	cmd.WaitDelay = 2 * time.Second
-	err := cmd.Run()
-	out := runOut{Stdout: so.String(), Stderr: se.String(), ExitCode: cmd.ProcessState.ExitCode()}
-	if ctx.Err() != nil {
-		out.TimedOut = true
-	}
-	if err != nil {
-		if _, ok := err.(*exec.ExitError); !ok || out.TimedOut {
-			out.Err = err
-		}
+	o, err := toolchain.Run(ctx, toolchain.Cmd{Name: name, Args: args, Dir: dir, Env: env, Stdin: stdin})
+	out := runOut{Stdout: o.Stdout, Stderr: o.Stderr, ExitCode: o.ExitCode, TimedOut: o.TimedOut}
+	var exit *exec.ExitError
+	if err != nil && (!errors.As(err, &exit) || out.TimedOut) {
+		out.Err = err
 	}
 	return out
 }

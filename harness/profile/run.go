@@ -1,16 +1,12 @@
 package profile
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	_ "embed"
@@ -39,15 +35,11 @@ type procResult struct {
 // run executes a command in its own process group; a context deadline kills
 // the whole group (ncu, the Python it launched and anything under that).
 func run(ctx context.Context, env []string, name string, args ...string) (procResult, error) {
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Env = append(os.Environ(), env...)
-	toolchain.KillGroupOnCancel(cmd)
-	cmd.WaitDelay = 3 * time.Second
-	var so, se bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &so, &se
-	t0 := time.Now()
-	err := cmd.Run()
-	res := procResult{stdout: so.String(), stderr: se.String(), wall: time.Since(t0)}
+	if env == nil {
+		env = []string{}
+	}
+	o, err := toolchain.Run(ctx, toolchain.Cmd{Name: name, Args: args, Env: env, WaitDelay: 3 * time.Second})
+	res := procResult{stdout: o.Stdout, stderr: o.Stderr, wall: o.Wall}
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return res, fmt.Errorf("%s timed out after %s: %w", filepath.Base(name), res.wall.Round(time.Second), ctx.Err())
 	}
@@ -57,40 +49,19 @@ func run(ctx context.Context, env []string, name string, args ...string) (procRe
 // driverJSON decodes the driver's last stdout line; a {"error": ...} line
 // becomes an error carrying the candidate's own message.
 func driverJSON(stdout string, out any) error {
-	// ncu and rocprofv3 print their own lines after the driver's, so take
-	// the last line that is a JSON object.
-	lines := strings.Split(strings.TrimSpace(stdout), "\n")
-	s := ""
-	for i := len(lines) - 1; i >= 0; i-- {
-		if l := strings.TrimSpace(lines[i]); strings.HasPrefix(l, "{") {
-			s = l
-			break
+	// ncu and rocprofv3 print their own lines after the driver's:
+	// DecodeLastJSON takes the last line that is a JSON object.
+	if err := toolchain.DecodeLastJSON(stdout, out); err != nil {
+		if errors.Is(err, toolchain.ErrNoJSON) {
+			return fmt.Errorf("driver printed no result (output ends %q)", clip(stdout, 200))
 		}
-	}
-	var probe struct {
-		Error string `json:"error"`
-	}
-	if err := json.Unmarshal([]byte(s), &probe); err != nil {
-		return fmt.Errorf("driver printed no result (output ends %q)", clip(stdout, 200))
-	}
-	if probe.Error != "" {
-		return fmt.Errorf("driver: %s", probe.Error)
-	}
-	if out != nil {
-		if err := json.Unmarshal([]byte(s), out); err != nil {
-			return fmt.Errorf("driver result: %w", err)
-		}
+		return fmt.Errorf("driver: %w", err)
 	}
 	return nil
 }
 
-func clip(s string, n int) string {
-	s = strings.TrimSpace(s)
-	if len(s) > n {
-		return "…" + s[len(s)-n:]
-	}
-	return s
-}
+// clip is toolchain.Tail: the end of a long output, where the error is.
+func clip(s string, n int) string { return toolchain.Tail(s, n) }
 
 func driverArgs(driver string, mode string, opt Options, ref, cand string) []string {
 	a := []string{driver, mode, "--ref", ref}

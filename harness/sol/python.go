@@ -1,16 +1,11 @@
 package sol
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"time"
 
 	"github.com/kevolve/kevolve-mcp/harness/toolchain"
 )
@@ -39,38 +34,18 @@ func runScriptWith(ctx context.Context, python, name, script string, modules map
 	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
-	cmd := exec.CommandContext(ctx, python, append([]string{path}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
-	toolchain.KillGroupOnCancel(cmd)
-	cmd.WaitDelay = 2 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	runErr := cmd.Run()
-	line := toolchain.LastLine(stdout.String())
-	if line != "" {
-		var probe struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal([]byte(line), &probe) == nil && probe.Error != "" {
-			return fmt.Errorf("%s: %s", name, probe.Error)
-		}
-	}
-	if runErr != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return fmt.Errorf("%s timed out: %w", name, ctx.Err())
-		}
-		return fmt.Errorf("%s failed: %w: %s", name, runErr, tail(stderr.String(), 2000))
-	}
-	if err := json.Unmarshal([]byte(line), out); err != nil {
-		return fmt.Errorf("%s: decode result %q: %w (stderr: %s)", name, tail(line, 300), err, tail(stderr.String(), 1000))
+	o, runErr := toolchain.Run(ctx, toolchain.Cmd{Name: python, Args: append([]string{path}, args...), Env: env})
+	decErr := toolchain.DecodeLastJSON(o.Stdout, out)
+	var scriptErr *toolchain.ScriptError
+	switch {
+	case errors.As(decErr, &scriptErr):
+		return fmt.Errorf("%s: %s", name, scriptErr.Msg)
+	case runErr != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Errorf("%s timed out: %w", name, ctx.Err())
+	case runErr != nil:
+		return fmt.Errorf("%s failed: %w: %s", name, runErr, toolchain.Tail(o.Stderr, 2000))
+	case decErr != nil:
+		return fmt.Errorf("%s: %w (stderr: %s)", name, decErr, toolchain.Tail(o.Stderr, 1000))
 	}
 	return nil
-}
-
-func tail(s string, n int) string {
-	s = strings.TrimSpace(s)
-	if len(s) > n {
-		return "…" + s[len(s)-n:]
-	}
-	return s
 }

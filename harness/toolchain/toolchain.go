@@ -128,7 +128,11 @@ func ProbePython(ctx context.Context, python string) PythonEnv {
 		return env
 	}
 	var raw map[string]any
-	if err := json.Unmarshal(lastJSONLine(out), &raw); err != nil {
+	line := LastJSONLine(string(out))
+	if line == "" {
+		line = string(out)
+	}
+	if err := json.Unmarshal([]byte(line), &raw); err != nil {
 		env.Missing = fmt.Sprintf("could not read the probe's answer: %v", err)
 		return env
 	}
@@ -155,16 +159,6 @@ func ProbePython(ctx context.Context, python string) PythonEnv {
 	env.CUDAUsable = env.DeviceCount > 0 && !hip
 	env.ROCmUsable = env.DeviceCount > 0 && hip
 	return env
-}
-
-func lastJSONLine(b []byte) []byte {
-	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
-	for i := len(lines) - 1; i >= 0; i-- {
-		if bytes.HasPrefix(bytes.TrimSpace(lines[i]), []byte("{")) {
-			return lines[i]
-		}
-	}
-	return b
 }
 
 // LastLine is the last non-empty line of a tool's output: where most tools
