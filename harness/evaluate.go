@@ -109,6 +109,11 @@ type pyResult struct {
 	Work         *TracedWork        `json:"work"`
 }
 
+type counted struct {
+	w   sol.Work
+	err error
+}
+
 // Evaluate checks and times a candidate for a problem on a leased device
 // (nil: one is leased for the call from o.Target and o.Device). A Go error
 // means the harness could not do its job: an *InputError for the caller's
@@ -186,31 +191,32 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 		return r, nil
 	}
 
-	// Count the work beside the evaluation: a trace is CPU work on meta
-	// tensors and overlaps the candidate's load and timing.
-	type counted struct {
-		w   sol.Work
-		err error
+	// The work to bound against: declared, else counted by the child
+	// (count_work) where its evaluate.py does, else traced here. On a GPU the
+	// trace (CPU work on meta tensors) overlaps the evaluation; on the CPU
+	// it would steal the cores being timed, so it runs after.
+	trace := func(ctx context.Context) (sol.Work, error) {
+		path := refPath
+		if path == "" {
+			tmp, err := writeTemp(e.cfg.CacheDir, refCode)
+			if err != nil {
+				return sol.Work{}, err
+			}
+			defer os.Remove(tmp)
+			path = tmp
+		}
+		return e.tracedWork(ctx, workKey(refCode, req.Shapes), func(ctx context.Context) (sol.Work, error) {
+			return sol.Trace(ctx, path, sol.TraceOptions{Python: e.cfg.Python, Shapes: req.Shapes, Timeout: 120 * time.Second})
+		})
 	}
-	workc := make(chan counted, 1)
+	var early chan counted
 	workCtx, cancelWork := context.WithCancel(ctx)
 	defer cancelWork()
-	if req.SkipTiming {
-		workc <- counted{err: errors.New("not timed")}
-	} else {
+	if !req.SkipTiming && tgt != target.CPU && !declaredFor(req.Work, req.Shapes) {
+		early = make(chan counted, 1)
 		go func() {
-			path := refPath
-			if path == "" {
-				tmp, terr := writeTemp(e.cfg.CacheDir, refCode)
-				if terr != nil {
-					workc <- counted{err: terr}
-					return
-				}
-				defer os.Remove(tmp)
-				path = tmp
-			}
-			w, err := e.workFor(workCtx, refCode, path, req.Shapes, dtype, req.Work)
-			workc <- counted{w, err}
+			w, err := trace(workCtx)
+			early <- counted{w, err}
 		}()
 	}
 
@@ -229,7 +235,7 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 		"skip_timing": req.SkipTiming,
 		"sol_seconds": req.SOLSeconds,
 		"budget_s":    req.Timeout.Seconds(),
-		"count_work":  req.CountWork,
+		"count_work":  req.CountWork || (!req.SkipTiming && !declaredFor(req.Work, req.Shapes)),
 	}
 	if req.Tolerance != nil {
 		args["tolerance"] = req.Tolerance
@@ -255,6 +261,7 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 		Progress: progress,
 		Gate:     l.Exclusive, // loading and compiling overlap; the device phase runs alone on its device
 	}
+	var childWork *TracedWork
 	out, err := e.w.Run(ctx, job)
 	if errors.Is(err, worker.ErrWorkerDied) {
 		// The parent died under this job (rare: children die alone). One retry
@@ -316,17 +323,37 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 		}
 		res.StageS = pr.StageS
 		res.Memory, res.Work = pr.Memory, pr.Work
+		childWork = pr.Work
 	}
 	res.Correct = res.Verdict == VerdictPass
 	setSpeedups(res)
 	if res.Candidate != nil {
-		var wc counted
-		select {
-		case wc = <-workc:
-		case <-ctx.Done():
-			wc.err = ctx.Err()
+		traced := trace
+		switch {
+		case childWork != nil && childWork.FLOPs+childWork.Bytes > 0:
+			cancelWork()
+			cw := *childWork
+			traced = func(context.Context) (sol.Work, error) {
+				w := sol.Work{FLOPs: cw.FLOPs, Bytes: cw.Bytes, Dtype: cw.Dtype, Source: "traced"}
+				for _, o := range cw.Ops {
+					if o.FLOPs > 0 {
+						w.Detail = append(w.Detail, sol.OpCount{Op: o.Op, Calls: o.Calls, FLOPs: o.FLOPs, Method: o.Method + " (counted by the evaluation)"})
+					}
+				}
+				return w, nil
+			}
+		case early != nil:
+			traced = func(ctx context.Context) (sol.Work, error) {
+				select {
+				case c := <-early:
+					return c.w, c.err
+				case <-ctx.Done():
+					return sol.Work{}, ctx.Err()
+				}
+			}
 		}
-		e.applySOL(ctx, tgt, dev, res, wc.w, wc.err)
+		w, err := e.workFor(ctx, req.Shapes, dtype, req.Work, traced)
+		e.applySOL(ctx, tgt, dev, res, w, err)
 	}
 	setFitness(res)
 	res.WallS = time.Since(t0).Seconds()

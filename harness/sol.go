@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/kevolve/kevolve-mcp/harness/lease"
 	"github.com/kevolve/kevolve-mcp/harness/problem"
@@ -43,10 +42,14 @@ const FasterThanSOLMargin = 0.10
 // without a SOL bound is flagged for a human look (KernelBench uses 10x).
 const KernelBenchSpeedupWarning = 10.0
 
-// workFor is a problem's work: declared where both counts are, else traced
-// (once per reference and shape set), with declared figures kept over
-// traced ones.
-func (e *Evaluator) workFor(ctx context.Context, refCode, refPath, shapes, dtype string, declared problem.Work) (sol.Work, error) {
+// declaredFor reports whether declared work counts the shape set that runs.
+func declaredFor(w problem.Work, shapes string) bool {
+	return w.Declared() && (w.Shapes == "" || w.Shapes == shapes)
+}
+
+// workFor is a problem's work: declared where both counts are, else traced,
+// with declared figures kept over traced ones.
+func (e *Evaluator) workFor(ctx context.Context, shapes, dtype string, declared problem.Work, trace func(context.Context) (sol.Work, error)) (sol.Work, error) {
 	if declared.Shapes != "" && declared.Shapes != shapes {
 		// Declared for another shape set than the one that ran.
 		declared, dtype = problem.Work{}, ""
@@ -60,9 +63,7 @@ func (e *Evaluator) workFor(ctx context.Context, refCode, refPath, shapes, dtype
 		}
 		return w, nil
 	}
-	w, err := e.tracedWork(ctx, workKey(refCode, shapes), func(ctx context.Context) (sol.Work, error) {
-		return sol.Trace(ctx, refPath, sol.TraceOptions{Python: e.cfg.Python, Shapes: shapes, Timeout: 120 * time.Second})
-	})
+	w, err := trace(ctx)
 	if err != nil {
 		return sol.Work{}, err
 	}
