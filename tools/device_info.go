@@ -18,7 +18,7 @@ type DeviceInfoInput struct {
 // toolchains found, each GPU matched to its spec-table row.
 func DeviceInfo(devices *device.Cache) server.ServerTool {
 	tool := mcp.NewTool("device_info",
-		mcp.WithDescription("What hardware and toolchains this server can run kernels on: GPUs (name, UUID, compute capability, SMs/CUs, memory, clocks, power limit, driver) each matched to a row of the hardware spec table (peak FLOP/s per dtype, memory bandwidth, L2, shared memory), the CPU (cores, ISA extensions), nvcc/ncu/compute-sanitizer/hipcc/gcc and the Python with torch/triton/cupy. Missing pieces say why. Call it first: targets lists what run_kernel can use."),
+		mcp.WithDescription("What hardware and toolchains this server can run kernels on: GPUs (name, UUID, compute capability, SMs/CUs, memory, clocks, power limit, driver) each matched to a row of the hardware spec table (peak FLOP/s per dtype, memory bandwidth, L2, shared memory), the CPU (cores, ISA extensions), nvcc/ncu/compute-sanitizer/hipcc/gcc and the Python with torch/triton/cupy. Missing pieces say why. Call it first: targets lists what run_kernel can use, target_table how each target is driven (torch device, the visible-devices variable that pins a job to one device, kernel languages, profilers, arch naming)."),
 		mcp.WithInputSchema[DeviceInfoInput](),
 		mcp.WithOutputSchema[device.Report](),
 		mcp.WithTitleAnnotation("Device and toolchain discovery"),

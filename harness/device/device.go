@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/kevolve/kevolve-mcp/harness/spec"
+	"github.com/kevolve/kevolve-mcp/harness/target"
 	"github.com/kevolve/kevolve-mcp/harness/toolchain"
 )
 
@@ -48,6 +49,10 @@ type Report struct {
 	Tools   []toolchain.Tool     `json:"toolchains"`
 	Python  *toolchain.PythonEnv `json:"python,omitempty"`
 	Targets []string             `json:"targets"` // what run_kernel's target=auto can choose from
+	// TargetTable describes each of Targets: torch device type, the
+	// visible-devices variable a leased job is pinned with, kernel
+	// languages, profilers and arch naming.
+	TargetTable []target.Target `json:"target_table"`
 }
 
 // Options tune discovery.
@@ -90,6 +95,9 @@ func Discover(ctx context.Context, opt Options) Report {
 		matchSpec(g)
 	}
 	r.Targets = targets(r)
+	for _, n := range r.Targets {
+		r.TargetTable = append(r.TargetTable, target.MustGet(target.Name(n)))
+	}
 	return r
 }
 
@@ -110,17 +118,17 @@ func targets(r Report) []string {
 	var t []string
 	for _, g := range r.GPUs {
 		if g.Vendor == "nvidia" {
-			t = append(t, "nvidia")
+			t = append(t, string(target.NVIDIA))
 			break
 		}
 	}
 	for _, g := range r.GPUs {
 		if g.Vendor == "amd" {
-			t = append(t, "amd")
+			t = append(t, string(target.AMD))
 			break
 		}
 	}
-	return append(t, "cpu")
+	return append(t, string(target.CPU))
 }
 
 // ArchForCC maps an NVIDIA compute capability to its architecture name.

@@ -25,11 +25,14 @@ func TestNoNVMLIsReportedNotFatal(t *testing.T) {
 	if r.Targets[len(r.Targets)-1] != "cpu" {
 		t.Fatalf("cpu target missing: %v", r.Targets)
 	}
+	if len(r.TargetTable) != len(r.Targets) || r.TargetTable[len(r.TargetTable)-1].TorchDevice != "cpu" {
+		t.Fatalf("target table %+v for %v", r.TargetTable, r.Targets)
+	}
 	var buf bytes.Buffer
 	if err := WriteTable(&buf, r); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"missing: NVML library", "CPU", "gcc", "TARGETS"} {
+	for _, want := range []string{"missing: NVML library", "CPU", "gcc", "TARGETS", "profilers torch.profiler/perf"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("doctor table lacks %q:\n%s", want, buf.String())
 		}

@@ -58,6 +58,13 @@ func WriteTable(w io.Writer, r Report) error {
 	}
 	p("")
 	p("TARGETS\t%s", strings.Join(r.Targets, ", "))
+	for _, t := range r.TargetTable {
+		pin := t.VisibleDevices
+		if pin == "" {
+			pin = "-"
+		}
+		p("  %s\ttorch %q, pinned by %s, languages %s, profilers %s", t.Name, t.TorchDevice, pin, strings.Join(t.Languages, "/"), strings.Join(t.Profilers, "/"))
+	}
 	return tw.Flush()
 }
 
