@@ -1,6 +1,7 @@
 package corpus
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -173,5 +174,26 @@ func TestParseMetaRejects(t *testing.T) {
 		if _, err := parseMeta(tc.dir, []byte(tc.meta)); err == nil {
 			t.Errorf("%s: accepted", tc.name)
 		}
+	}
+}
+
+// Built-ins resolve into the harness's Problem: the reference on disk, the
+// declared counts of the shape set they were evaluated for, and the set
+// asked for left as asked (the evaluator picks the target's default).
+func TestResolverIntoHarnessProblem(t *testing.T) {
+	ctx := context.Background()
+	r := Resolver(nil, t.TempDir())
+	for _, tc := range []struct{ shapes, workShapes string }{{"", "large"}, {"small", "small"}, {"large", "large"}} {
+		p, err := r.Problem(ctx, "llm/rmsnorm", tc.shapes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(p.Reference.Path); err != nil || p.Name != "llm/rmsnorm" || p.Shapes != tc.shapes ||
+			p.Work.Shapes != tc.workShapes || !p.Work.Declared() || p.Work.FLOPsFormula == "" {
+			t.Errorf("shapes %q: %+v (%v)", tc.shapes, p, err)
+		}
+	}
+	if _, err := r.Problem(ctx, "llm/nope", ""); err == nil {
+		t.Error("an unknown name resolved")
 	}
 }
