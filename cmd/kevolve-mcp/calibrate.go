@@ -14,10 +14,11 @@ func newCalibrateCmd(c *cli) *cobra.Command {
 	var (
 		quick  bool
 		dev    string
+		gpu    string
 		asJSON bool
 	)
 	cmd := &cobra.Command{
-		Use:   "calibrate [--quick] [--device auto|cuda|cpu]",
+		Use:   "calibrate [--quick] [--device auto|cuda|cpu] [--gpu N|UUID|all]",
 		Short: "Measure this device's copy bandwidth and GEMM rates",
 		Long: `Measure the copy bandwidth and the GEMM rates per dtype of this device, and
 store them in the database (--db) by device UUID: speed-of-light bounds then
@@ -32,21 +33,63 @@ use what this device achieves instead of its data sheet.`,
 			}
 			ctx, cancel := signalContext()
 			defer cancel()
-			fmt.Fprintln(cmd.ErrOrStderr(), "measuring copy bandwidth and GEMM rates (about a minute)...")
-			m, err := sol.CalibrateAndStore(ctx, a.db, sol.CalibrateOptions{Python: a.python, Device: dev, Quick: quick})
-			if err != nil {
-				return err
+			// One run per GPU asked for, each pinned to its device by an
+			// exclusive lease; none asked for: the default device.
+			envs := [][]string{nil}
+			if gpu != "" {
+				ev, err := a.evaluator()
+				if err != nil {
+					return err
+				}
+				sel := []string{gpu}
+				if gpu == "all" {
+					devs, err := ev.Devices(ctx, "auto")
+					if err != nil {
+						return err
+					}
+					sel = sel[:0]
+					for _, d := range devs {
+						sel = append(sel, fmt.Sprint(d.Index))
+					}
+				}
+				envs = envs[:0]
+				for _, s := range sel {
+					l, err := ev.Acquire(ctx, "auto", s, true)
+					if err != nil {
+						return err
+					}
+					defer l.Release()
+					var env []string
+					for k, v := range l.Env() {
+						env = append(env, k+"="+v)
+					}
+					envs = append(envs, env)
+				}
+			}
+			var all []sol.Calibration
+			for _, env := range envs {
+				fmt.Fprintln(cmd.ErrOrStderr(), "measuring copy bandwidth and GEMM rates (about a minute)...")
+				m, err := sol.CalibrateAndStore(ctx, a.db, sol.CalibrateOptions{Python: a.python, Device: dev, Quick: quick, Env: env})
+				if err != nil {
+					return err
+				}
+				all = append(all, m)
 			}
 			if asJSON {
-				return printJSON(stdout, m)
-			}
-			fmt.Fprintf(stdout, "%s (%s), stored in %s\n", m.DeviceName, m.DeviceUUID, c.g.db)
-			for _, k := range sortedKeys(m.Metrics) {
-				unit := "FLOP/s"
-				if k == "mem_bandwidth" {
-					unit = "B/s"
+				if len(all) == 1 {
+					return printJSON(stdout, all[0])
 				}
-				fmt.Fprintf(stdout, "  %-14s %10.3g %s\n", k, m.Metrics[k], unit)
+				return printJSON(stdout, all)
+			}
+			for _, m := range all {
+				fmt.Fprintf(stdout, "%s (%s), stored in %s\n", m.DeviceName, m.DeviceUUID, c.g.db)
+				for _, k := range sortedKeys(m.Metrics) {
+					unit := "FLOP/s"
+					if k == "mem_bandwidth" {
+						unit = "B/s"
+					}
+					fmt.Fprintf(stdout, "  %-14s %10.3g %s\n", k, m.Metrics[k], unit)
+				}
 			}
 			return nil
 		},
@@ -54,6 +97,7 @@ use what this device achieves instead of its data sheet.`,
 	f := cmd.Flags()
 	f.BoolVar(&quick, "quick", false, "small sizes (seconds; figures are lower bounds)")
 	f.StringVar(&dev, "device", "auto", "auto, cuda or cpu")
+	f.StringVar(&gpu, "gpu", "", "which GPU to measure (an index or UUID, pinned by a lease), or all: each GPU in turn, stored by its UUID")
 	f.BoolVar(&asJSON, "json", false, "print the measurements as JSON")
 	_ = cmd.RegisterFlagCompletionFunc("device", fixedCompletion("auto", "cuda", "cpu"))
 	return cmd

@@ -104,6 +104,9 @@ type CalibrateOptions struct {
 	Device  string        // auto | cuda | cpu
 	Quick   bool          // small sizes (tests); figures are then lower bounds
 	Timeout time.Duration // default 5 min
+	// Env is added to the benchmark's environment: a device lease's
+	// variables pin it to one GPU (its UUID names the stored figures).
+	Env []string
 }
 
 // Calibrate measures the device's ceilings: device-to-device copy bandwidth
@@ -126,7 +129,7 @@ func Calibrate(ctx context.Context, opt CalibrateOptions) (Calibration, error) {
 		args = append(args, "--quick")
 	}
 	var c Calibration
-	if err := runScript(ctx, opt.Python, "kevolve_calibrate.py", calibrateScript, nil, &c, args...); err != nil {
+	if err := runScript(ctx, opt.Python, "kevolve_calibrate.py", calibrateScript, opt.Env, &c, args...); err != nil {
 		return Calibration{}, fmt.Errorf("calibrate: %w", err)
 	}
 	if len(c.Metrics) == 0 || c.DeviceUUID == "" {
