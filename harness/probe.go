@@ -103,11 +103,11 @@ func (e *Evaluator) resolveTarget(ctx context.Context, s string) (target.Name, e
 		return t, nil
 	}
 	why := probe.Error
-	if why == "" && gpu != "" {
+	switch {
+	case gpu != "":
 		why = fmt.Sprintf("the worker's torch drives %s GPUs here (torch.version.hip=%q)", gpu, probe.HIP)
-	}
-	if t == target.AMD && why == "" {
-		why = "the worker's torch has no ROCm build"
+	case t == target.AMD && probe.HIP == "":
+		why = "the worker's torch is not a ROCm build (torch.version.hip is None), and AMD GPUs need one"
 	}
 	return "", &lease.NoDeviceError{Target: t, Why: why}
 }

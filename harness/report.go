@@ -17,7 +17,7 @@ func WriteTable(w io.Writer, r *EvalResult) error {
 		verdict += " (at " + r.Stage + ")"
 	}
 	p("verdict\t%s", verdict)
-	p("target\t%s on %s", r.Target, r.Device)
+	p("target\t%s on %s (device %d)", r.Target, r.Device, r.DeviceIndex)
 	for _, c := range r.Checks {
 		mark := "ok  "
 		if !c.Passed {
@@ -39,6 +39,20 @@ func WriteTable(w io.Writer, r *EvalResult) error {
 	}
 	if r.SpeedupVsCompile != nil {
 		p("speedup vs torch.compile\t%.3fx", *r.SpeedupVsCompile)
+	}
+	if s := r.SOL; s != nil {
+		if r.TSolS != nil {
+			p("speed of light\t%s (%s-bound, %s work, %s ceilings)", Seconds(s.TSolS), s.Bound, s.WorkSource, s.Ceilings)
+		}
+		if r.PctOfSol != nil && r.SolScore != nil {
+			p("  candidate\t%.1f%% of SOL, sol_score %.3f", *r.PctOfSol, *r.SolScore)
+		}
+		for _, n := range s.Notes {
+			p("  note\t%s", oneLine(n, 110))
+		}
+	}
+	if r.Candidate != nil {
+		p("fitness\t%.3f over eager, %.3f over torch.compile, sol_score %.3f", r.Fitness.SpeedupVsEager, r.Fitness.SpeedupVsCompile, r.Fitness.SolScore)
 	}
 	for _, wmsg := range r.Warnings {
 		p("warning\t%s", oneLine(wmsg, 120))

@@ -59,6 +59,9 @@ use what this device achieves instead of its data sheet.`,
 						return err
 					}
 					defer l.Release()
+					if l.Target() == "cpu" {
+						return fmt.Errorf("--gpu %s: no GPU here (calibrate the CPU without --gpu)", gpu)
+					}
 					var env []string
 					for k, v := range l.Env() {
 						env = append(env, k+"="+v)
