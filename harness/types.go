@@ -81,6 +81,13 @@ type MemoryUse struct {
 	CandidatePeakBytes *int64 `json:"candidate_peak_bytes"`
 	DeviceTotalBytes   int64  `json:"device_total_bytes,omitempty"`
 	ProcessPeakRSS     int64  `json:"process_peak_rss_bytes,omitempty"`
+	// StagePeakBytes is the CUDA allocator's peak per stage (correctness,
+	// integrity, timing, stream_check, after_timing...): where the
+	// harness's memory goes on multi-GB problems.
+	StagePeakBytes map[string]int64 `json:"stage_peak_bytes,omitempty"`
+	// StagePeakRSS is, on CPU, the process's peak RSS so far at the end of
+	// each stage (it only grows).
+	StagePeakRSS map[string]int64 `json:"stage_peak_rss_bytes,omitempty"`
 }
 
 // TracedWork is the reference forward's work counted by the child

@@ -21,9 +21,10 @@ import time
 import torch
 
 from evaluate_common import (Check, HarnessError, KernelFailure, ReferenceFailure, Side, clone_tree, flatten,
-                             fmt_exc, guard_changed, guard_snapshot, is_compile_exception, is_oom, load_module,
-                             overlaps, same_tensor_values, short_trace, tensors_of, to_device, where_in)
+                             fmt_exc, free_device_bytes, guard_changed, guard_snapshot, is_compile_exception, is_oom,
+                             load_module, nbytes, overlaps, release, short_trace, tensors_of, to_device, where_in)
 from evaluate_compare import compare, nan_fill, poison_allocator
+from evaluate_fingerprint import Fingerprinter, differing_chunks, same
 from evaluate_hooks import LaunchCounter, install_launch_hooks, triton_interpreter
 from evaluate_integrity import (Auditor, InputRefresher, memoization_check, post_timing_call, private_rng,
                                 stream_work_check)
@@ -52,8 +53,11 @@ def main(args, ctx):
     res["stage_s"] = stage_s
     last = [None, time.monotonic()]
     progress = ctx.progress
+    state = {"side": None}
 
     def timed_progress(stage, done=0, total=0):
+        if state["side"] is not None:
+            state["side"].enter_stage(stage)
         now = time.monotonic()
         if last[0] is not None and last[0] != stage:
             stage_s[last[0]] = round(stage_s.get(last[0], 0) + now - last[1], 4)
@@ -63,7 +67,6 @@ def main(args, ctx):
         last[0] = stage
         progress(stage, done, total)
     ctx.progress = timed_progress
-    state = {"side": None}
     try:
         _evaluate(args, ctx, checks, warnings, res, remaining, state)
     except HarnessError as e:
@@ -111,15 +114,23 @@ def _out_of_memory(e, state, checks, res, stage):
         except Exception:  # noqa: BLE001
             pass
     mem = side.memory() if side is not None else {}
+    earlier = [c["name"] for c in checks.failed() if c["_verdict"] == "integrity_violation"]
     detail = "the %s ran out of memory in stage %s: %s; peak device memory: reference %s, candidate %s" % (
         who, stage or "?", str(e).splitlines()[0][:400] if str(e) else type(e).__name__,
         _fmt_bytes(mem.get("reference_peak_bytes")), _fmt_bytes(mem.get("candidate_peak_bytes")))
     if mem.get("process_peak_rss_bytes"):
         detail += " (per-side peaks are measured on CUDA only); process peak RSS %s" % _fmt_bytes(mem["process_peak_rss_bytes"])
+    res["oom_side"] = who
+    if earlier:
+        # The verdict was already final: running out of memory afterwards
+        # cannot make an integrity violation anything else.
+        checks.add("out_of_memory", False, detail + "; after the integrity violation(s) %s" % earlier, "integrity_violation")
+        res["verdict"] = "integrity_violation"
+        res["stage"] = "integrity"
+        return
     checks.add("out_of_memory", False, detail, "runtime_error")
     res["verdict"] = "runtime_error"
     res["stage"] = stage or "init"
-    res["oom_side"] = who
 
 
 def _fmt_bytes(b):
@@ -251,8 +262,10 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
     ref_model.eval()
     cand_model.eval()
 
-    poison_detail = poison_allocator(device)
-    checks.add("poisoned_allocator", True, poison_detail)
+    # Fingerprints (evaluate_fingerprint) stand in for copies wherever a
+    # check only asks whether a tensor changed; weights drawn now, after the
+    # candidate is loaded.
+    fpr = Fingerprinter(private_rng(args, 2)[0])
 
     def make_inputs(s):
         seed_all(s)
@@ -324,35 +337,60 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
                 raise KernelFailure(v, "correctness", "")
 
     # ---- correctness trials, recording both op traces
+    # Memory per trial, as KernelBench: the inputs, the reference's output
+    # and the candidate's (plus the allocator poison, released after this
+    # stage). Both run on the same input tensors; chunk fingerprints taken
+    # before and after each call show whether either wrote its inputs, and
+    # stand in for the earlier trials' outputs.
     ref_ops_all = {}
     cand_ops_all = {}
     same_as_ref = None
-    prev = []  # (ref outputs, cand outputs) of earlier trials
+    prev = []  # fingerprints of (ref outputs, cand outputs) of earlier trials
     ref_mutates = False
     ref_aliases = False
+    out_bytes = 0
     want_work = bool(args.get("count_work"))
     ctx.progress("correctness", 0, trials)
     for trial in range(trials):
         if remaining() < 1:
             raise KernelFailure("timeout", "correctness", "time budget exhausted during correctness trials")
-        inputs = make_inputs(seed + 1000003 * (trial + 1))
-        ref_in = clone_tree(inputs)
-        ref_saved = clone_tree(inputs)
+        s_in = seed + 1000003 * (trial + 1)
+        inputs = make_inputs(s_in)
+        fp_in = fpr.of(tensors_of(inputs))
         rec, trace = OpRecorder(), OpTrace()
         if trial == 0 and want_work:
-            ref_out = _count_work(ref_forward, ref_in, ref_model, rec, trace, res, warnings, device)
+            ref_out = _count_work(ref_forward, inputs, ref_model, rec, trace, res, warnings, device)
         else:
-            ref_out = ref_forward(ref_in, rec, trace)
+            ref_out = ref_forward(inputs, rec, trace)
         for k, v in rec.ops.items():
             ref_ops_all[k] = ref_ops_all.get(k, 0) + v
-        if any(not same_tensor_values(a, b) for a, b in zip(tensors_of(ref_in), tensors_of(ref_saved))):
-            ref_mutates = True
-        del ref_saved
-        if any(overlaps(o, i) for o in tensors_of(ref_out) for i in tensors_of(ref_in)):
+        if any(overlaps(o, i) for o in tensors_of(ref_out) for i in tensors_of(inputs)):
             ref_aliases = True
+        if not same(fp_in, fpr.of(tensors_of(inputs))):
+            # The reference writes its inputs: the candidate gets the same
+            # values again, from the same seed.
+            ref_mutates = True
+            del inputs
+            inputs = make_inputs(s_in)
+            if not same(fp_in, fpr.of(tensors_of(inputs))):
+                # get_inputs() does not reproduce its values from the seed:
+                # the reference runs again on a copy of these.
+                del ref_out
+                ref_in = clone_tree(inputs)
+                ref_out = ref_forward(ref_in)
+                del ref_in
+                fp_in = fpr.of(tensors_of(inputs))
+        if trial == 0:
+            out_bytes = nbytes(ref_out)
+            # Poisoned now that the inputs and the reference's outputs
+            # exist, leaving room for the candidate's outputs and as much
+            # again in temporaries.
+            poisoned, poison_detail = poison_allocator(device, keep_free=2 * out_bytes + (1 << 30))
+            checks.add("poisoned_allocator", True, poison_detail)
+            if device.type == "cuda" and not poisoned:
+                warnings.append("allocator poison skipped: " + poison_detail)
 
-        cand_in = inputs  # the reference ran on its own copy
-        saved = clone_tree(inputs) if not ref_mutates else None
+        cand_in = inputs
         crec, ctrace = OpRecorder(), OpTrace()
         out = run_candidate(cand_in, trial, crec, ctrace)
         for k, v in crec.ops.items():
@@ -377,10 +415,9 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
                 raise KernelFailure("integrity_violation", "correctness", "")
         checks.add("output_type", True, "")
 
-        if saved is not None:
-            bad = [i for i, (a, b) in enumerate(zip(tensors_of(cand_in), tensors_of(saved))) if not same_tensor_values(a, b)]
+        if not ref_mutates:
+            bad = sorted({i for i, _k in differing_chunks(fp_in, fpr.of(tensors_of(cand_in)))})
             checks.add("input_mutation", not bad, "candidate modified input(s) %s in place" % bad if bad else "", "integrity_violation")
-        del saved
         if not ref_aliases:
             al = [(j, i) for j, o in enumerate(tensors_of(out)) for i, t in enumerate(tensors_of(cand_in)) if overlaps(o, t)]
             checks.add("output_aliasing", not al, "output/input pairs sharing memory: %s" % al if al else "", "integrity_violation")
@@ -397,35 +434,31 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
                 ok = (o == r) if not isinstance(r, float) else math.isclose(o, r, rel_tol=1e-4, abs_tol=1e-6)
                 checks.add("allclose", bool(ok), "trial %d: output %d = %r, expected %r" % (trial, i, o, r), "incorrect")
                 trial_ok = trial_ok and bool(ok)
+        fp_pair = (fpr.of(tensors_of(ref_out)), fpr.of(tensors_of(out)))
         if not trial_ok:
             # A wrong answer that equals an earlier trial's answer on new
             # inputs is a cached output, not a numerical error.
             for (pr, po) in prev:
-                if all(isinstance(a, torch.Tensor) and same_tensor_values(a, b) for a, b in zip(po, tensors_of(out))) and \
-                        not all(same_tensor_values(a, b) for a, b in zip(pr, tensors_of(ref_out))):
+                if same(po, fp_pair[1]) and not same(pr, fp_pair[0]):
                     checks.add("memoization", False, "trial %d returned trial-earlier outputs for new inputs (cached across calls)" % trial,
                                "integrity_violation")
                     break
             break
-        # Earlier trials' outputs recognise replayed ones. Above 256 MiB of
-        # output only the last trial is kept: every trial's would hold
-        # trials x output size, more than KernelBench ever does.
-        pair = ([t.clone() for t in tensors_of(ref_out)], [t.clone() for t in tensors_of(out)])
-        small = sum(t.numel() * t.element_size() for t in pair[0]) < (256 << 20)
-        prev = (prev + [pair]) if small else [pair]
+        prev.append(fp_pair)
         ctx.progress("correctness", trial + 1, trials)
-        del out, ref_out, cand_in, ref_in, inputs, outs, refs
+        del out, ref_out, cand_in, inputs, outs, refs
     res["trials"] = trials
     del prev
+    release(device)  # the poison goes before the next stage
 
     if checks.failed():
         return
 
-    # ---- integrity: cached outputs, reference ops, threads, streams, timers
+    # ---- integrity: reference ops, threads, streams, timers first: any
+    # failure there is final (integrity_violation outranks every other
+    # verdict), so the evaluation ends before the calls and the memory the
+    # later checks and timing need.
     ctx.progress("integrity")
-    ok, detail = memoization_check(run_candidate, ref_call, make_inputs, seed, tol, sync)
-    checks.add("memoization", ok, detail, "integrity_violation")
-
     mains = main_ops(ref_ops_all)
     called = sorted(o for o in mains if o in cand_ops_all)
     if same_as_ref:
@@ -442,18 +475,34 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
     res["launch_kinds"] = sorted(counter.kinds)
     res["candidate_ops"] = sorted(k for k in cand_ops_all if k not in TRIVIAL_OPS)[:50]
 
-    new_threads = [t.name for t in threading.enumerate() if t.ident not in threads_before and t.is_alive()]
-    checks.add("threads", not new_threads, ("candidate left threads running: %s" % new_threads) if new_threads else "", "integrity_violation")
-    if stream_before is not None:
-        same = torch.cuda.current_stream(device) == stream_before
-        checks.add("stream", same, "" if same else "candidate changed the current CUDA stream", "integrity_violation")
-    patched = [k for k, f in orig_timers.items() if
-               {"perf_counter": time.perf_counter, "perf_counter_ns": time.perf_counter_ns,
-                "Event.elapsed_time": torch.cuda.Event.elapsed_time, "cuda.synchronize": torch.cuda.synchronize}[k] is not f]
-    checks.add("timers", not patched, ("candidate patched %s" % patched) if patched else "", "integrity_violation")
-    changed = guard_changed(guard)
-    checks.add("harness_patched", not changed, ("candidate replaced functions the checks use: %s" % changed[:10]) if changed else "",
-               "integrity_violation")
+    def static_checks():
+        new_threads = [t.name for t in threading.enumerate() if t.ident not in threads_before and t.is_alive()]
+        checks.add("threads", not new_threads, ("candidate left threads running: %s" % new_threads) if new_threads else "",
+                   "integrity_violation")
+        if stream_before is not None:
+            same_stream = torch.cuda.current_stream(device) == stream_before
+            checks.add("stream", same_stream, "" if same_stream else "candidate changed the current CUDA stream", "integrity_violation")
+        patched = [k for k, f in orig_timers.items() if
+                   {"perf_counter": time.perf_counter, "perf_counter_ns": time.perf_counter_ns,
+                    "Event.elapsed_time": torch.cuda.Event.elapsed_time, "cuda.synchronize": torch.cuda.synchronize}[k] is not f]
+        checks.add("timers", not patched, ("candidate patched %s" % patched) if patched else "", "integrity_violation")
+        changed = guard_changed(guard)
+        checks.add("harness_patched", not changed, ("candidate replaced functions the checks use: %s" % changed[:10]) if changed else "",
+                   "integrity_violation")
+    static_checks()
+    if checks.failed():
+        return
+
+    # cached outputs: same buffers, new values
+    def fits(extra):
+        free = free_device_bytes(device)
+        return free is None or extra + (1 << 30) <= free
+    ok, detail, warn = memoization_check(run_candidate, ref_call, make_inputs, seed, tol, fpr, fits)
+    checks.add("memoization", ok, detail, "integrity_violation")
+    if warn:
+        warnings.append(warn)
+    static_checks()  # the memoization calls may have started threads or patched something
+    release(device)
     if checks.failed() or args.get("skip_timing"):
         return
 
@@ -472,12 +521,12 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
     rin = cin
     rng, audit_seed = private_rng(args, 1)
     refresher = InputRefresher(make_inputs, cin, rng)
-    in_bytes = sum(t.numel() * t.element_size() for t in tensors_of(cin))
+    in_bytes = nbytes(cin)
     if device.type == "cuda":
-        free, _ = torch.cuda.mem_get_info(device)
-        free += torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
-        if 3 * in_bytes > free:
-            # Refreshing holds a second copy of the inputs through each call.
+        free = free_device_bytes(device)
+        # Refreshing holds a second copy of the inputs through each call,
+        # beside the output and, in an audit, the reference's output.
+        if in_bytes + 2 * out_bytes + (1 << 30) > free:
             refresher.note = ("inputs of %.1f GiB are too large to refresh before each timed call with %.1f GiB free: "
                               "timed inputs keep their values; audits still compare against the reference" % (in_bytes / 2**30, free / 2**30))
     # Audits run the reference without a synchronize: a sync at audited
@@ -485,7 +534,7 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
     def ref_nosync(x):
         with torch.no_grad():
             return ref_model(*x)
-    auditor = Auditor(rng, ref_nosync, cin, tol)
+    auditor = Auditor(rng, ref_nosync, cin, tol, fpr)
 
     def cand_fn():
         with torch.no_grad():
@@ -514,15 +563,11 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
     if refresher.note:
         warnings.append(refresher.note)
 
-    ok, detail = post_timing_call(lambda x: run_candidate(x, -3), ref_call, make_inputs, seed + 4242, tol)
-    checks.add("audit", ok, detail if not ok else "%d timed iterations audited at random (%s), all matched the reference; %s (audit seed %d)" % (
-        len(auditor.audited), auditor.audited[:20], detail, audit_seed), "integrity_violation")
-
-    if device.type == "cuda" and not checks.failed():
+    if device.type == "cuda":
         ctx.progress("stream_check")
         side.now = "candidate"
         try:
-            ok, detail, kind = stream_work_check(cand_fn, ref_fn, refresher, ref_call, tol, device, rng=rng)
+            ok, detail, kind = stream_work_check(cand_fn, ref_fn, refresher, ref_call, tol, device, fpr, rng=rng)
         except ReferenceFailure:
             raise
         except BaseException as e:  # noqa: BLE001
@@ -533,6 +578,17 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
         if timer.spin is not None:
             detail += "; timed with a " + timer.spin.note
         checks.add(kind, ok, detail, "runtime_error" if kind == "run_candidate" else "integrity_violation")
+    # The timed inputs go before the call on fresh ones.
+    audited = auditor.audited
+    del auditor, refresher, cin, rin, cand_fn, ref_fn
+    release(device)
+
+    if not checks.failed():
+        ctx.progress("after_timing")
+        ok, detail = post_timing_call(lambda x: run_candidate(x, -3), ref_call, make_inputs, seed + 4242, tol, fpr, ref_mutates)
+        checks.add("audit", ok, detail if not ok else "%d timed iterations audited at random (%s), all matched the reference; %s (audit seed %d)" % (
+            len(audited), audited[:20], detail, audit_seed), "integrity_violation")
+        release(device)
 
     changed = guard_changed(guard)
     if changed:
@@ -546,7 +602,6 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
         checks.add("faster_than_sol", ok, "median %.4g s vs speed-of-light %.4g s" % (med, sol), "integrity_violation")
     if checks.failed():
         return
-    del cin, rin
 
     compile_cap = float(args.get("compile_cap_s") or 90)
     want_compile = args.get("compile_reference")

@@ -71,12 +71,44 @@ class Side:
         self.now = "harness"
         self.oom_side = None
         self.peak = {"reference": None, "candidate": None}
+        self.stage = None
+        self.stage_peak = {}  # stage -> peak bytes (CUDA allocator; on CPU the process's peak RSS so far)
+
+    def observe(self):
+        """Folds the allocator's peak since its last reset into the current
+        stage's peak (called before every reset, and at stage ends)."""
+        if self.stage is None:
+            return
+        try:
+            if self.device.type == "cuda":
+                p = int(torch.cuda.max_memory_allocated(self.device))
+            else:
+                import resource
+                p = int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+        except Exception:  # noqa: BLE001 - figures are best effort
+            return
+        if p > self.stage_peak.get(self.stage, 0):
+            self.stage_peak[self.stage] = p
+
+    def enter_stage(self, stage):
+        """Closes the current stage's peak and starts stage's."""
+        if stage == self.stage:
+            return
+        self.observe()
+        self.stage = stage
+        if self.device.type == "cuda":
+            try:
+                torch.cuda.reset_peak_memory_stats(self.device)
+            except Exception:  # noqa: BLE001
+                pass
+        self.observe()
 
     def run(self, side, fn, *a):
         prev = self.now
         self.now = side
         cuda = self.device.type == "cuda"
         if cuda:
+            self.observe()
             torch.cuda.reset_peak_memory_stats(self.device)
         try:
             return fn(*a)
@@ -90,6 +122,7 @@ class Side:
                 p = int(torch.cuda.max_memory_allocated(self.device))
                 if self.peak[side] is None or p > self.peak[side]:
                     self.peak[side] = p
+                self.observe()
             self.now = prev
 
     def memory(self):
@@ -97,6 +130,11 @@ class Side:
         measured cheaply (tracemalloc is too slow, ru_maxrss is per process):
         the sides are null and the process's peak RSS is given instead."""
         m = {"reference_peak_bytes": self.peak["reference"], "candidate_peak_bytes": self.peak["candidate"]}
+        self.observe()
+        # Per stage: where the harness's own peak is (CUDA: allocated bytes,
+        # the peak of each stage; CPU: the process's peak RSS so far, which
+        # only grows, at the end of each stage).
+        m["stage_peak_rss_bytes" if self.device.type != "cuda" else "stage_peak_bytes"] = dict(self.stage_peak)
         if self.device.type == "cuda":
             try:
                 free, total = torch.cuda.mem_get_info(self.device)
@@ -110,6 +148,30 @@ class Side:
             except Exception:  # noqa: BLE001
                 pass
         return m
+
+
+def free_device_bytes(device):
+    """Bytes a new allocation can get on device: the driver's free memory
+    plus what the caching allocator holds unused. None on CPU (the Go side's
+    address-space limit is not visible here as a number worth trusting)."""
+    if device.type != "cuda":
+        return None
+    free, _total = torch.cuda.mem_get_info(device)
+    return int(free + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device))
+
+
+def nbytes(x):
+    return sum(t.numel() * t.element_size() for t in tensors_of(x))
+
+
+def release(device):
+    """Frees what the previous stage left: collects cycles and hands the
+    caching allocator's unused blocks back (cuBLAS, cuDNN, Triton and the
+    candidate's own allocations outside torch need the room too)."""
+    import gc
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
 
 
 def is_oom(e):
@@ -288,7 +350,7 @@ _TENSOR_METHODS = ("sum", "max", "abs", "argmax", "item", "clone", "copy_", "res
                    "__sub__", "__mul__", "__add__", "__gt__", "__ne__", "__le__", "__invert__", "__and__",
                    "__getitem__", "__setitem__", "numel", "element_size", "is_contiguous", "view", "tolist")
 _HARNESS_MODULES = ("evaluate", "evaluate_common", "evaluate_compare", "evaluate_integrity", "evaluate_timing",
-                    "evaluate_ops", "evaluate_hooks", "workcount")
+                    "evaluate_ops", "evaluate_hooks", "evaluate_fingerprint", "workcount")
 
 
 def guard_snapshot():

@@ -120,19 +120,27 @@ def compare_outputs(refs, outs, tol):
 
 # ---------------------------------------------------------------- poison
 
-def poison_allocator(device):
+def poison_allocator(device, keep_free=0):
     """Fills the memory the candidate's next allocations will come from with
     NaN, so output it never writes shows up. torch.empty itself is filled
     with NaN by the deterministic-fill mode enabled around candidate calls.
-    The amount follows the free memory (a quarter of it, in 256 MiB blocks,
-    at most 16 GiB): a fixed 4 GiB pushed problems with multi-GB inputs
-    over the edge, and the cached blocks are released by torch's allocator
-    whenever a larger allocation needs the room."""
+
+    Called once the first trial's inputs and reference outputs exist, and
+    sized from what is free then: at most a quarter of it and 16 GiB, and
+    never into keep_free (room for the candidate's outputs and temporaries).
+    The blocks are cached, not held: torch's allocator releases them when a
+    larger allocation needs the room, and the evaluation releases them
+    (torch.cuda.empty_cache) after the correctness trials. Returns (poisoned
+    bytes, detail)."""
     if device.type == "cuda":
-        free, _total = torch.cuda.mem_get_info(device)
-        n = min(int(free * 0.25), 16 << 30)
-        blocks = []
+        from evaluate_common import free_device_bytes
+        free = free_device_bytes(device)
         size = 256 << 20
+        n = min(int(free * 0.25), 16 << 30, free - int(keep_free))
+        if n < size:
+            return 0, ("not poisoned: %.2f GiB free after the inputs and the reference's outputs, %.2f GiB kept for the candidate; "
+                       "torch.empty filled with NaN" % (free / 2**30, keep_free / 2**30))
+        blocks = []
         try:
             while n >= size:
                 b = torch.empty(size // 4, dtype=torch.float32, device=device)
@@ -144,8 +152,9 @@ def poison_allocator(device):
         total = sum(b.numel() * 4 for b in blocks)
         del blocks  # freed into the caching allocator, NaN-filled
         torch.cuda.synchronize(device)
-        return "%d MiB of the CUDA caching allocator (a quarter of the free memory) filled with NaN; torch.empty filled with NaN" % (total >> 20)
-    return "torch.empty filled with NaN (deterministic fill)"
+        return total, ("%d MiB of the CUDA caching allocator filled with NaN (of %.2f GiB free, %.2f GiB kept for the candidate; "
+                       "released after correctness); torch.empty filled with NaN" % (total >> 20, free / 2**30, keep_free / 2**30))
+    return 0, "torch.empty filled with NaN (deterministic fill)"
 
 
 @contextlib.contextmanager

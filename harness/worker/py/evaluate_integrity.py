@@ -14,12 +14,14 @@ they rely on what it cannot know before a call returns:
 - Audits: each timed iteration is audited with probability p, drawn from a
   private RNG independently per iteration, so knowing which earlier calls
   were audited says nothing about the next. An audit acts only after the
-  call returned and its end event was recorded: it copies the output on the
-  current stream right after the end event, in a random chunk order (see
-  snapshot), so work still running on another stream is caught mid-write,
-  and runs the reference on the same
-  values; outputs are compared at the batch's synchronize, which happens for
-  every batch anyway. A candidate that cheats on a fraction f of its timed
+  call returned and its end event was recorded: it reads the output on the
+  current stream right after the end event, in a random chunk order (a copy,
+  see snapshot, for outputs up to 256 MiB; chunk fingerprints, see
+  evaluate_fingerprint, above: no second copy of a multi-GB output), so work
+  still running on another stream is caught mid-write, and runs the
+  reference on the same values; outputs are compared at the batch's
+  synchronize, which happens for every batch anyway (at once for large
+  outputs). A candidate that cheats on a fraction f of its timed
   calls survives k audits with probability (1-f)^k, and it must cheat on
   most calls to move the median.
 - After timing, one call on fresh tensors (new pointers, new values)
@@ -27,7 +29,8 @@ they rely on what it cannot know before a call returns:
 - Stream work (CUDA): the timed loop's spin fills every SM, so work a call
   hides on a private stream cannot run before the start event (see
   evaluate_timing). Three more calls, each on a device made idle by a
-  device-wide synchronize, with fresh values, read the output twice: right
+  device-wide synchronize, with fresh values, fingerprint the output twice
+  (chunk fingerprints, random chunk order): right
   after the end event on the current stream (o1), and after every thread
   the call started has been joined and the whole device synchronized
   (final). Work of any launcher (library call, custom kernel, Triton, CUDA
@@ -44,8 +47,9 @@ import time
 
 import torch
 
-from evaluate_common import clone_tree, flatten, same_tensor_values, tensors_of
+from evaluate_common import flatten, nbytes, tensors_of
 from evaluate_compare import compare, compare_outputs
+from evaluate_fingerprint import differing_chunks, same
 
 
 def snapshot(out, rng, pieces=16):
@@ -112,14 +116,24 @@ class InputRefresher:
 
 class Auditor:
     """Checks randomly chosen timed calls against the reference (see the
-    module docstring)."""
+    module docstring).
 
-    def __init__(self, rng, ref_call, fixed_inputs, tol, p=0.2):
+    Memory: an audited output of up to max_pending_bytes is copied (in a
+    random chunk order) and compared at the batch's end, as before. A larger
+    one is not copied: its chunk fingerprints are read right after the end
+    event in a random order, and the audit is settled at once: a device-wide
+    synchronize, the output's fingerprint again (it must not have changed
+    after the end event), and the chunked comparison of the output itself
+    with the reference. At most the output and the reference's output are
+    held, as KernelBench holds them."""
+
+    def __init__(self, rng, ref_call, fixed_inputs, tol, fpr, p=0.2):
         self.rng = rng
         self.ref_call = ref_call
         self.fixed = fixed_inputs
         self.fixed_ref = None
         self.tol = tol
+        self.fpr = fpr
         self.p = p
         self.pending = []
         self.audited = []
@@ -130,7 +144,11 @@ class Auditor:
         return {k for k in range(batch) if self.rng.random() < p}
 
     def take(self, tok, out, iteration):
-        outs = snapshot(out, self.rng)
+        big = nbytes(out) > self.max_pending_bytes // 4
+        if big:
+            o1 = self.fpr.of(out, self.rng)  # read right after the end event, random chunk order
+        else:
+            outs = snapshot(out, self.rng)
         if tok is None:
             if self.fixed_ref is None:
                 # No copy of the inputs: refreshing is off because they are large.
@@ -138,31 +156,62 @@ class Auditor:
             ref = self.fixed_ref
         else:
             ref = flatten(self.ref_call(tok))
-        self.pending.append((iteration, outs, ref))
         self.audited.append(iteration)
-        # Multi-GB outputs: compare now rather than hold several copies
-        # until the batch ends (a synchronize here only tells the candidate
-        # that a call it already returned from was audited).
-        held = sum(t.numel() * t.element_size() for _, o, r in self.pending for t in o + r if isinstance(t, torch.Tensor))
+        if big:
+            self.settle()
+            self._settle_live(iteration, flatten(out), o1, ref)
+            return
+        self.pending.append((iteration, outs, ref))
+        held = sum(nbytes(o) + nbytes(r) for _, o, r in self.pending)
         if held > self.max_pending_bytes:
             self.settle()
 
-    def settle(self):
+    def _settle_live(self, it, outs, o1, ref):
         from evaluate_timing import AuditFailed
+        dev = next((t.device for t in outs if isinstance(t, torch.Tensor)), None)
+        if dev is not None and dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+        bad = differing_chunks(o1, self.fpr.of(outs))
+        if bad:
+            raise AuditFailed(("timed iteration %d (audited at random): output %d changed after the end event (chunk %d of its "
+                               "fingerprint read right after the end event differs from the one after a device-wide synchronize): "
+                               "work outside the measured stream writes it") % (it, bad[0][0], bad[0][1]))
+        self._compare(it, outs, ref)
+
+    def _compare(self, it, outs, ref):
+        from evaluate_timing import AuditFailed
+        if len(outs) != len(ref):
+            raise AuditFailed("timed iteration %d returned %d outputs, the reference %d" % (it, len(outs), len(ref)))
+        ok, name, detail = compare_outputs(ref, outs, self.tol)
+        if not ok:
+            raise AuditFailed("timed iteration %d (audited at random) differs from the reference on the same inputs: %s: %s" % (it, name, detail))
+
+    def settle(self):
         pending, self.pending = self.pending, []
         for it, outs, ref in pending:
-            if len(outs) != len(ref):
-                raise AuditFailed("timed iteration %d returned %d outputs, the reference %d" % (it, len(outs), len(ref)))
-            ok, name, detail = compare_outputs(ref, outs, self.tol)
-            if not ok:
-                raise AuditFailed("timed iteration %d (audited at random) differs from the reference on the same inputs: %s: %s" % (it, name, detail))
+            self._compare(it, outs, ref)
 
 
-def post_timing_call(run_cand, ref_call, make_inputs, seed, tol):
-    """One call on fresh tensors after timing. Returns (ok, detail)."""
+def post_timing_call(run_cand, ref_call, make_inputs, seed, tol, fpr, ref_mutates):
+    """One call on fresh tensors after timing. Returns (ok, detail).
+
+    Memory: the inputs, the candidate's output and the reference's, as
+    KernelBench holds them: the reference runs on the same input tensors
+    after the candidate (their fingerprint shows the candidate left them
+    alone), or on regenerated ones when the reference itself writes its
+    inputs."""
     inputs = make_inputs(seed)
-    ref = flatten(ref_call(clone_tree(inputs)))
+    fp_in = fpr.of(tensors_of(inputs))
     out = flatten(run_cand(inputs))
+    if not same(fp_in, fpr.of(tensors_of(inputs))):
+        if not ref_mutates:
+            return False, "the call after timing, on fresh inputs, modified its inputs in place"
+        del inputs
+        inputs = make_inputs(seed)
+        if not same(fp_in, fpr.of(tensors_of(inputs))):
+            return True, "after timing, a call on fresh inputs ran; not compared: get_inputs() does not reproduce its values from a seed"
+    ref = flatten(ref_call(inputs))
+    del inputs
     if len(out) != len(ref):
         return False, "the call after timing returned %d outputs, the reference %d" % (len(out), len(ref))
     ok, name, detail = compare_outputs(ref, out, tol)
@@ -171,27 +220,52 @@ def post_timing_call(run_cand, ref_call, make_inputs, seed, tol):
     return True, "after timing, a call on fresh inputs matched the reference"
 
 
-def memoization_check(run_cand, ref_call, make_inputs, seed, tol, sync):
+def memoization_check(run_cand, ref_call, make_inputs, seed, tol, fpr, fits):
     """Same buffers, new values: a cache keyed on pointer/shape returns stale
-    data. Returns (ok, detail)."""
-    a = make_inputs(seed + 7)
+    data. Returns (ok, detail, warning or None).
+
+    Memory: never more than KernelBench's inputs + two outputs, except one
+    moment with two input sets and no output (refilling the buffers); when
+    fits(bytes) says that second set does not fit, the check is skipped and
+    says so (a warning, never a silent pass). Outputs are compared by chunk
+    fingerprints, not kept."""
+    def ref_fp(s):
+        x = make_inputs(s)
+        r = ref_call(x)
+        del x
+        f = fpr.of(tensors_of(r))
+        return f, r
+    ra_fp, r = ref_fp(seed + 7)
+    del r
+    ca = make_inputs(seed + 7)
+    out_a = run_cand(ca, -1)
+    fa = fpr.of(tensors_of(out_a))
+    del out_a
+    in_bytes = nbytes(ca)
+    if not fits(in_bytes):
+        msg = ("memoization check skipped: refilling the input buffers needs a second set of inputs (%.2f GiB) that does not fit "
+               "in free device memory; cached outputs are still checked by the audits on refreshed inputs and the call on fresh "
+               "inputs after timing" % (in_bytes / 2**30))
+        return True, msg, msg
     b = make_inputs(seed + 11)
-    ca = clone_tree(a)
-    out_a = [t.clone() for t in tensors_of(run_cand(ca, -1))]
     for dst, src in zip(tensors_of(ca), tensors_of(b)):
         dst.copy_(src)
-    out_b = [t.clone() for t in tensors_of(run_cand(ca, -2))]
-    rb = tensors_of(ref_call(clone_tree(b)))
-    ra = tensors_of(ref_call(clone_tree(a)))
-    sync()
-    refs_differ = not all(same_tensor_values(x, y) for x, y in zip(ra, rb))
-    if refs_differ and all(same_tensor_values(x, y) for x, y in zip(out_a, out_b)):
-        return False, "refilling the input buffers with new values returned the previous outputs (cached across calls)"
-    for i, (o, r) in enumerate(zip(out_b, rb)):
+    del b
+    fb_in = fpr.of(tensors_of(ca))
+    out_b = run_cand(ca, -2)
+    fb = fpr.of(tensors_of(out_b))
+    if not same(fb_in, fpr.of(tensors_of(ca))):
+        return False, "the candidate modified its refilled input buffers in place", None
+    rb = tensors_of(ref_call(ca))
+    del ca
+    refs_differ = not same(ra_fp, fpr.of(rb))
+    if refs_differ and same(fa, fb):
+        return False, "refilling the input buffers with new values returned the previous outputs (cached across calls)", None
+    for i, (o, r) in enumerate(zip(tensors_of(out_b), rb)):
         ok, _name, d = compare(i, r, o, tol)
         if not ok:
-            return False, "after refilling the same input buffers: " + d
-    return True, "same buffers refilled with new values gave fresh, correct outputs"
+            return False, "after refilling the same input buffers: " + d, None
+    return True, "same buffers refilled with new values gave fresh, correct outputs", None
 
 
 def _join_new(before, timeout_s):
@@ -207,11 +281,12 @@ def _join_new(before, timeout_s):
     return alive
 
 
-def _idle_call(fn, device, rng):
+def _idle_call(fn, device, rng, fpr):
     """One call on an idle device. Returns (out, o1, event_s, tail_s, alive
-    threads): o1 is the output read on the current stream right after the
-    end event; tail is device time from the end event until the whole device
-    was idle and the call's threads had finished."""
+    threads): o1 is the output's chunk fingerprint read on the current
+    stream right after the end event, in a random chunk order; tail is device
+    time from the end event until the whole device was idle and the call's
+    threads had finished."""
     torch.cuda.synchronize(device)
     before = {t.ident for t in threading.enumerate()}
     s = torch.cuda.Event(enable_timing=True)
@@ -220,7 +295,7 @@ def _idle_call(fn, device, rng):
     s.record()
     out = fn()
     e.record()
-    o1 = snapshot(out, rng)
+    o1 = fpr.of(out, rng)
     alive = _join_new(before, 10.0)
     torch.cuda.synchronize(device)
     idle.record()
@@ -228,31 +303,34 @@ def _idle_call(fn, device, rng):
     return out, o1, s.elapsed_time(e) / 1e3, e.elapsed_time(idle) / 1e3, alive
 
 
-def stream_work_check(cand_fn, ref_fn, refresher, ref_call, tol, device, calls=3, rng=None):
+def stream_work_check(cand_fn, ref_fn, refresher, ref_call, tol, device, fpr, calls=3, rng=None):
     """Work outside the measured stream or thread (module docstring).
-    Returns (ok, detail, kind) with kind 'stream_work', 'audit' or 'threads'."""
+    Returns (ok, detail, kind) with kind 'stream_work', 'audit' or 'threads'.
+    Memory: the output is compared with itself by chunk fingerprints, not a
+    copy; held at most: the timed inputs, the refreshed values, the output
+    and the reference's output."""
     rng = rng or random.Random()
     base_tails = []
     for _ in range(calls):  # the platform's own tail: plain torch on the current stream
-        _out, _o1, _ev, tail, _alive = _idle_call(ref_fn, device, rng)
+        _out, _o1, _ev, tail, _alive = _idle_call(ref_fn, device, rng, fpr)
         base_tails.append(tail)
         del _out, _o1
     base = sorted(base_tails)[len(base_tails) // 2]
     evs, tails = [], []
     for k in range(calls):
         tok = refresher()
-        out, o1, ev, tail, alive = _idle_call(cand_fn, device, rng)
+        out, o1, ev, tail, alive = _idle_call(cand_fn, device, rng, fpr)
         evs.append(ev)
         tails.append(tail)
         if alive:
             return False, "stream check call %d: the call left threads running after 10 s: %s" % (k, alive), "threads"
         final = flatten(out)
-        for i, (a, b) in enumerate(zip(o1, final)):
-            if isinstance(b, torch.Tensor) and not same_tensor_values(a, b):
-                return False, ("stream check call %d: output %d changed after the measured stream had finished "
-                               "(read right after the end event vs after a device-wide synchronize and joining the "
-                               "call's threads): work outside the current stream or thread writes it; make the "
-                               "current stream wait for it") % (k, i), "stream_work"
+        bad = differing_chunks(o1, fpr.of(final))
+        if bad:
+            return False, ("stream check call %d: output %d changed after the measured stream had finished "
+                           "(chunk %d of its fingerprint, read right after the end event in a random chunk order, differs "
+                           "from the one after a device-wide synchronize and joining the call's threads): work outside the "
+                           "current stream or thread writes it; make the current stream wait for it") % (k, bad[0][0], bad[0][1]), "stream_work"
         ref = flatten(ref_call(tok)) if tok is not None else None
         if ref is not None:
             ok, name, detail = compare_outputs(ref, final, tol)
