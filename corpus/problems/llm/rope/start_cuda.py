@@ -89,7 +89,9 @@ _SUFFIX = {torch.float32: "f32", torch.bfloat16: "bf16"}
 THREADS = 256  # threads per block
 ITEMS = 1  # elements per thread (the kernel is a grid-stride loop)
 VEC = 1  # elements per load/store (8 bf16 or 4 fp32 = 16 bytes); scalar when unaligned
-TUNABLES = {"THREADS": [64, 128, 256, 512, 1024], "ITEMS": [1, 2, 4, 8], "VEC": [1, 2, 4, 8]}
+# The tuner tries each knob's neighbours in list order, first knob first: the
+# knob and values expected to pay most (widest loads) come first.
+TUNABLES = {"VEC": [1, 8, 4, 2], "THREADS": [64, 128, 256, 512, 1024], "ITEMS": [1, 2, 4, 8]}
 
 
 class ModelNew(nn.Module):
