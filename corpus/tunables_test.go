@@ -123,3 +123,32 @@ func TestCUDAStartTunablesCompile(t *testing.T) {
 		}
 	}
 }
+
+// Every one-knob variant of each CUDA start runs correct on the GPU
+// (KEVOLVE_GPU=1; shape set from KEVOLVE_TEST_SHAPES, default small). Here
+// without a GPU they are only compiled (TestCUDAStartTunablesCompile).
+func TestGPUCUDAStartTunablesCorrect(t *testing.T) {
+	if os.Getenv("KEVOLVE_GPU") != "1" {
+		t.Skip("needs a GPU: set KEVOLVE_GPU=1")
+	}
+	findPython(t)
+	set := os.Getenv("KEVOLVE_TEST_SHAPES")
+	if set == "" {
+		set = "small"
+	}
+	root, err := Materialize(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	jps := variants(t, "cuda", root)
+	if len(jps) == 0 {
+		t.Fatal("no CUDA start declares TUNABLES")
+	}
+	res := runJob(t, "start", "cuda", "cuda", root, jps, "PYTHONPATH="+kevolvePyPath(t), "KEVOLVE_SHAPES="+set)
+	for _, name := range sortedNames(res) {
+		if r := res[name]; !r.OK {
+			t.Errorf("%s: %s\n%s", name, r.Error, r.Trace)
+		}
+	}
+	t.Logf("%d one-knob variants of the CUDA starts checked on the GPU (%s shapes)", len(jps), set)
+}

@@ -16,6 +16,9 @@ var ErrRunBusy = errors.New("another process is driving this run")
 // a process killed between two calls loses nothing that a call returned for.
 type Store interface {
 	CreateRun(ctx context.Context, r *Run) error
+	// CreateRunWithRoot writes a run and its root node (RunID filled in)
+	// in one transaction: a run is never seen without its start kernel.
+	CreateRunWithRoot(ctx context.Context, r *Run, root *Node) error
 	Run(ctx context.Context, id string) (*Run, error)
 	// UpdateRun saves status, stop reason, best node, elapsed time and config.
 	UpdateRun(ctx context.Context, r *Run) error

@@ -111,12 +111,11 @@ func (e *Engine) Create(ctx context.Context, o StartOptions) (*search.Run, error
 	cfg, _ := json.Marshal(o.Config)
 	run := &search.Run{ID: o.RunID, Problem: o.Problem, Devices: o.Devices, Policy: normPolicy(o.Policy), Operator: e.Operator.Name(),
 		Baseline: base, Budget: o.Budget, Seed: o.Seed, Config: cfg, Status: search.RunPaused}
-	if err := e.Store.CreateRun(ctx, run); err != nil {
-		return nil, err
-	}
-	root := &search.Node{RunID: run.ID, Code: o.StartCode, Language: o.Problem.Language, Operator: "start", State: search.NodePending,
+	root := &search.Node{Code: o.StartCode, Language: o.Problem.Language, Operator: "start", State: search.NodePending,
 		Notes: "start kernel"}
-	if err := e.Store.InsertNode(ctx, root); err != nil {
+	// One transaction: a kill between run and root would leave a run that
+	// resume cannot continue.
+	if err := e.Store.CreateRunWithRoot(ctx, run, root); err != nil {
 		return nil, err
 	}
 	e.event(ctx, run, search.EventStart, fmt.Sprintf("run %s: %s on %s, policy %s, operator %s, baseline %s", run.ID, o.Problem.Name, o.Problem.Target, run.Policy, run.Operator, base), nil)

@@ -12,6 +12,12 @@ import (
 
 // InsertNode writes a new node and its edges in one transaction.
 func (s *SQLite) InsertNode(ctx context.Context, n *search.Node) error {
+	return s.tx(ctx, func(tx *sql.Tx) error { return insertNode(ctx, tx, n) })
+}
+
+// insertNode validates n, fills its hash, state and timestamps, and writes
+// it and its edges inside tx.
+func insertNode(ctx context.Context, tx *sql.Tx, n *search.Node) error {
 	if n.RunID == "" || n.Code == "" {
 		return errors.New("insert node: run id and code are required")
 	}
@@ -26,25 +32,23 @@ func (s *SQLite) InsertNode(ctx context.Context, n *search.Node) error {
 	if parents == nil {
 		parents = []int64{}
 	}
-	return s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO search_nodes
-			(run_id, parents, depth, island, code, hash, language, operator, operator_input, state, notes, operator_s, tokens, created_at, updated_at)
-			VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-			n.RunID, mustJSON(parents), n.Depth, n.Island, n.Code, n.Hash, n.Language, n.Operator, nullRaw(n.OperatorInput),
-			string(n.State), n.Notes, n.Cost.OperatorS, n.Cost.Tokens, ts(n.CreatedAt), ts(n.UpdatedAt))
-		if err != nil {
-			return fmt.Errorf("insert node of run %s: %w", n.RunID, err)
+	res, err := tx.ExecContext(ctx, `INSERT INTO search_nodes
+		(run_id, parents, depth, island, code, hash, language, operator, operator_input, state, notes, operator_s, tokens, created_at, updated_at)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		n.RunID, mustJSON(parents), n.Depth, n.Island, n.Code, n.Hash, n.Language, n.Operator, nullRaw(n.OperatorInput),
+		string(n.State), n.Notes, n.Cost.OperatorS, n.Cost.Tokens, ts(n.CreatedAt), ts(n.UpdatedAt))
+	if err != nil {
+		return fmt.Errorf("insert node of run %s: %w", n.RunID, err)
+	}
+	if n.ID, err = res.LastInsertId(); err != nil {
+		return err
+	}
+	for _, p := range n.Parents {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO search_edges(run_id, parent_id, child_id) VALUES (?,?,?)`, n.RunID, p, n.ID); err != nil {
+			return fmt.Errorf("insert edge %d->%d: %w", p, n.ID, err)
 		}
-		if n.ID, err = res.LastInsertId(); err != nil {
-			return err
-		}
-		for _, p := range n.Parents {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO search_edges(run_id, parent_id, child_id) VALUES (?,?,?)`, n.RunID, p, n.ID); err != nil {
-				return fmt.Errorf("insert edge %d->%d: %w", p, n.ID, err)
-			}
-		}
-		return nil
-	})
+	}
+	return nil
 }
 
 func nullRaw(r json.RawMessage) any {

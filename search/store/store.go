@@ -106,6 +106,23 @@ func (s *SQLite) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 
 // CreateRun inserts r, giving it an id when it has none.
 func (s *SQLite) CreateRun(ctx context.Context, r *search.Run) error {
+	return s.tx(ctx, func(tx *sql.Tx) error { return insertRun(ctx, tx, r) })
+}
+
+// CreateRunWithRoot inserts r and its root node in one transaction, so that
+// a kill between the two can never leave a run without nodes (which resume
+// could not continue: the start code lives only in the root).
+func (s *SQLite) CreateRunWithRoot(ctx context.Context, r *search.Run, root *search.Node) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if err := insertRun(ctx, tx, r); err != nil {
+			return err
+		}
+		root.RunID = r.ID
+		return insertNode(ctx, tx, root)
+	})
+}
+
+func insertRun(ctx context.Context, tx *sql.Tx, r *search.Run) error {
 	if r.ID == "" {
 		r.ID = NewRunID()
 	}
@@ -113,7 +130,7 @@ func (s *SQLite) CreateRun(ctx context.Context, r *search.Run) error {
 	if r.Status == "" {
 		r.Status = search.RunRunning
 	}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO search_runs
+	_, err := tx.ExecContext(ctx, `INSERT INTO search_runs
 		(id, problem_key, problem, target, devices, policy, operator, baseline, budget, seed, config, status, stop_reason, best_node, elapsed_s, created_at, updated_at)
 		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		r.ID, r.Problem.Key(), mustJSON(r.Problem), r.Problem.Target, mustJSON(nonNil(r.Devices)), r.Policy, r.Operator, r.Baseline,

@@ -196,3 +196,33 @@ func TestMigrateUpgradesOldDatabase(t *testing.T) {
 		t.Fatalf("second driver: %v", err)
 	}
 }
+
+// A run and its root are written together or not at all: a run without a
+// root node cannot be resumed (the start code lives only in the root).
+func TestCreateRunWithRootIsAtomic(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	newRun := func() *search.Run {
+		return &search.Run{Problem: search.Problem{Name: "llm/rmsnorm", Target: "cpu"}, Policy: "greedy", Operator: "tuner",
+			Baseline: "eager", Budget: search.Budget{Evals: 5}, Seed: 7}
+	}
+	bad := newRun()
+	if err := s.CreateRunWithRoot(ctx, bad, &search.Node{Language: "c"}); err == nil {
+		t.Fatal("a root without code must be refused")
+	}
+	if _, err := s.Run(ctx, bad.ID); !errors.Is(err, search.ErrNotFound) {
+		t.Fatalf("the run of a failed root insert must not exist, got %v", err)
+	}
+	good := newRun()
+	root := &search.Node{Code: "A = 1\n", Language: "c", Operator: "start"}
+	if err := s.CreateRunWithRoot(ctx, good, root); err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := s.Nodes(ctx, good.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes) != 1 || nodes[0].ID != root.ID || root.RunID != good.ID || nodes[0].State != search.NodePending {
+		t.Fatalf("want the one pending root node %d of run %s, got %+v", root.ID, good.ID, nodes)
+	}
+}

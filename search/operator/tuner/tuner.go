@@ -41,7 +41,7 @@ func (t *Tuner) Deadline() time.Duration { return 10 * time.Second }
 // Input is what the tuner records as a node's OperatorInput.
 type Input struct {
 	Assign Assignment `json:"assign"`
-	Move   string     `json:"move"` // "coordinate" | "restart"
+	Move   string     `json:"move"` // "coordinate" | "pattern" | "restart"
 }
 
 // ErrNoTunables is returned for a parent without TUNABLES or literal
@@ -107,6 +107,12 @@ func (t *Tuner) Propose(ctx context.Context, c search.Context) (search.Proposal,
 			return p, err
 		}
 	}
+	// A step that paid is followed by the next step the same way first.
+	if a, ok := patternMove(space, parent, c.Graph); ok {
+		if p, ok, err := try(a, "pattern"); ok || err != nil {
+			return p, err
+		}
+	}
 	// Coordinate moves, nearest first; the starting knob rotates with the
 	// parent's child count so that successive proposals sweep every knob.
 	n := len(space.Tunables)
@@ -163,6 +169,56 @@ func (t *Tuner) Propose(ctx context.Context, c search.Context) (search.Proposal,
 		}
 	}
 	return search.Proposal{}, search.ErrExhausted
+}
+
+// patternMove is a line search along the knob that just paid: when the
+// parent differs from its own (evaluated) parent in exactly one knob and
+// beat it, the next value the same way along that knob's list comes first
+// (VEC 1->2 paying suggests 4). Time-bounded runs get few evaluations, and
+// plain coordinate moves would spend them on the other knobs first.
+func patternMove(space *Space, parent *search.Node, g *search.Graph) (Assignment, bool) {
+	if g == nil || len(parent.Parents) == 0 || !parent.Evaluated() {
+		return nil, false
+	}
+	gp := g.Node(parent.Parents[0])
+	if !gp.Evaluated() || parent.Fitness() <= gp.Fitness() {
+		return nil, false
+	}
+	prev, err := Parse(gp.Code)
+	if err != nil {
+		return nil, false
+	}
+	before := prev.Current()
+	var moved *Tunable
+	step := 0
+	for i := range space.Tunables {
+		tn := &space.Tunables[i]
+		b, ok := before[tn.Name]
+		if !ok {
+			return nil, false
+		}
+		if b == tn.Values[tn.Current] {
+			continue
+		}
+		j := indexOf(tn.Values, b)
+		if moved != nil || j < 0 {
+			return nil, false // several knobs moved, or off the list: no direction
+		}
+		moved, step = tn, 1
+		if tn.Current < j {
+			step = -1
+		}
+	}
+	if moved == nil {
+		return nil, false
+	}
+	next := moved.Current + step
+	if next < 0 || next >= len(moved.Values) {
+		return nil, false
+	}
+	a := space.Current()
+	a[moved.Name] = moved.Values[next]
+	return a, true
 }
 
 func copyAssign(a Assignment) Assignment {

@@ -145,3 +145,32 @@ func TestProposeStartsWithCoordinateMoves(t *testing.T) {
 		t.Fatalf("first move should be A 4->8:\n%s", p.Code)
 	}
 }
+
+// After a step that paid, the next step the same way along the same knob
+// comes first; after one that did not, the usual coordinate order.
+func TestProposePatternMoveFollowsAPayingStep(t *testing.T) {
+	gpCode := "A = 1\nB = 4\nTUNABLES = {\"A\": [1, 2, 4, 8], \"B\": [1, 2, 4, 8]}\n"
+	pCode := strings.Replace(gpCode, "A = 1", "A = 2", 1)
+	for _, tc := range []struct {
+		name             string
+		gpFit, parentFit float64
+		move, want       string
+	}{
+		{"paid", 1, 1.5, "pattern", "A = 4\nB = 4"},
+		{"did not pay", 1.5, 1, "coordinate", "A = 4\nB = 4"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gp := &search.Node{ID: 1, Code: gpCode, Hash: search.NormalizedHash(gpCode), State: search.NodeDone, Result: &search.Result{Correct: true, Fitness: tc.gpFit}}
+			parent := &search.Node{ID: 2, Parents: []int64{1}, Code: pCode, Hash: search.NormalizedHash(pCode), State: search.NodeDone,
+				Result: &search.Result{Correct: true, Fitness: tc.parentFit}}
+			g := search.NewGraph([]*search.Node{gp, parent})
+			p, err := (&Tuner{}).Propose(context.Background(), search.Context{Parents: []*search.Node{parent}, Graph: g})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(p.Code, tc.want) || !strings.HasPrefix(p.Notes, tc.move+":") {
+				t.Fatalf("want %q, got:\n%s\n(%s)", tc.want, p.Code, p.Notes)
+			}
+		})
+	}
+}

@@ -5,11 +5,22 @@ from kevolve import load_cuda
 
 SRC = r'''
 #include <cuda_bf16.h>
+#ifndef VEC
+#define VEC 1
+#endif
 // fp32 (small set) and bf16 (large set) share one template; math is fp32.
-__device__ __forceinline__ float ld(const float* p, long i) { return p[i]; }
-__device__ __forceinline__ float ld(const __nv_bfloat16* p, long i) { return __bfloat162float(p[i]); }
-__device__ __forceinline__ void st(float* p, long i, float v) { p[i] = v; }
-__device__ __forceinline__ void st(__nv_bfloat16* p, long i, float v) { p[i] = __float2bfloat16(v); }
+__device__ __forceinline__ float tof(float v) { return v; }
+__device__ __forceinline__ float tof(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename T> __device__ __forceinline__ T fromf(float v);
+template <> __device__ __forceinline__ float fromf<float>(float v) { return v; }
+template <> __device__ __forceinline__ __nv_bfloat16 fromf<__nv_bfloat16>(float v) { return __float2bfloat16(v); }
+// VEC elements moved by one load or store (up to 16 bytes, or two for 8 fp32).
+template <typename T, int N> struct alignas(sizeof(T) * N) Pack { T v[N]; };
+typedef unsigned long long uptr;
+// A row takes the VEC-wide path only when every pointer it touches is
+// VEC-aligned; the rest of the row (cols % VEC, or all of an unaligned row)
+// goes scalar, so every VEC is correct for every shape.
+template <typename T> __device__ __forceinline__ bool vec_ok(const T* p) { return (uptr)p % (sizeof(T) * VEC) == 0; }
 
 // Block-wide sum of v; all threads get the result. sh holds blockDim.x floats; blockDim.x is a power of two.
 __device__ float block_sum(float v, float* sh) {
@@ -30,15 +41,35 @@ __device__ void layernorm_row(const T* __restrict__ x, const T* __restrict__ w, 
     extern __shared__ float sh[];
     long row = blockIdx.x;
     if (row >= rows) return;
-    const long base = row * cols;
+    const T* xr = x + row * cols;
+    T* yr = y + row * cols;
+    typedef Pack<T, VEC> P;
+    const long nv = (VEC > 1 && vec_ok(xr) && vec_ok(yr) && vec_ok(w) && vec_ok(b)) ? cols / VEC : 0;  // VEC-wide chunks
+    const long tail = nv * VEC;
     float s = 0.f;
-    for (long j = threadIdx.x; j < cols; j += blockDim.x) s += ld(x, base + j);
+    for (long c = threadIdx.x; c < nv; c += blockDim.x) {
+        P p = reinterpret_cast<const P*>(xr)[c];
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) s += tof(p.v[k]);
+    }
+    for (long j = tail + threadIdx.x; j < cols; j += blockDim.x) s += tof(xr[j]);
     const float mean = block_sum(s, sh) / (float)cols;
     float q = 0.f;
-    for (long j = threadIdx.x; j < cols; j += blockDim.x) { float d = ld(x, base + j) - mean; q += d * d; }
+    for (long c = threadIdx.x; c < nv; c += blockDim.x) {
+        P p = reinterpret_cast<const P*>(xr)[c];
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) { float d = tof(p.v[k]) - mean; q += d * d; }
+    }
+    for (long j = tail + threadIdx.x; j < cols; j += blockDim.x) { float d = tof(xr[j]) - mean; q += d * d; }
     const float rstd = rsqrtf(block_sum(q, sh) / (float)cols + eps);
-    for (long j = threadIdx.x; j < cols; j += blockDim.x)
-        st(y, base + j, (ld(x, base + j) - mean) * rstd * ld(w, j) + ld(b, j));
+    for (long c = threadIdx.x; c < nv; c += blockDim.x) {
+        P p = reinterpret_cast<const P*>(xr)[c], pw = reinterpret_cast<const P*>(w)[c], pb = reinterpret_cast<const P*>(b)[c], o;
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) o.v[k] = fromf<T>((tof(p.v[k]) - mean) * rstd * tof(pw.v[k]) + tof(pb.v[k]));
+        reinterpret_cast<P*>(yr)[c] = o;
+    }
+    for (long j = tail + threadIdx.x; j < cols; j += blockDim.x)
+        yr[j] = fromf<T>((tof(xr[j]) - mean) * rstd * tof(w[j]) + tof(b[j]));
 }
 
 extern "C" __global__ void layernorm_f32(const float* x, const float* w, const float* b, float* y,
@@ -57,7 +88,7 @@ _K = None
 def _kernels():
     global _K
     if _K is None:
-        _K = load_cuda(SRC)
+        _K = load_cuda(f"#define VEC {VEC}\n" + SRC)
     return _K
 
 
@@ -67,7 +98,10 @@ _SUFFIX = {torch.float32: "f32", torch.bfloat16: "bf16"}
 # Tunables: `kevolve-mcp evolve --operator tuner` rewrites these module-level
 # assignments; every value listed keeps the kernel correct.
 THREADS = 256  # threads per block (a power of two: the reductions halve it)
-TUNABLES = {"THREADS": [64, 128, 256, 512, 1024]}
+VEC = 1  # elements per load/store (8 bf16 = 16 bytes); unaligned rows and tails go scalar
+# The tuner tries each knob's neighbours in list order, first knob first: the
+# knob and values expected to pay most (widest loads) come first.
+TUNABLES = {"VEC": [1, 8, 4, 2], "THREADS": [64, 128, 256, 512, 1024]}
 
 
 class ModelNew(nn.Module):

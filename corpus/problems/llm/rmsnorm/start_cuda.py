@@ -7,10 +7,22 @@ from kevolve import load_cuda
 
 SRC = r'''
 #include <cuda_bf16.h>
-__device__ __forceinline__ float ld(const float* p, long i) { return p[i]; }
-__device__ __forceinline__ float ld(const __nv_bfloat16* p, long i) { return __bfloat162float(p[i]); }
-__device__ __forceinline__ void st(float* p, long i, float v) { p[i] = v; }
-__device__ __forceinline__ void st(__nv_bfloat16* p, long i, float v) { p[i] = __float2bfloat16(v); }
+#ifndef VEC
+#define VEC 1
+#endif
+// fp32 (small set) and bf16 (large set) share one template; math is fp32.
+__device__ __forceinline__ float tof(float v) { return v; }
+__device__ __forceinline__ float tof(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename T> __device__ __forceinline__ T fromf(float v);
+template <> __device__ __forceinline__ float fromf<float>(float v) { return v; }
+template <> __device__ __forceinline__ __nv_bfloat16 fromf<__nv_bfloat16>(float v) { return __float2bfloat16(v); }
+// VEC elements moved by one load or store (up to 16 bytes, or two for 8 fp32).
+template <typename T, int N> struct alignas(sizeof(T) * N) Pack { T v[N]; };
+typedef unsigned long long uptr;
+// A row takes the VEC-wide path only when every pointer it touches is
+// VEC-aligned; the rest of the row (cols % VEC, or all of an unaligned row)
+// goes scalar, so every VEC is correct for every shape.
+template <typename T> __device__ __forceinline__ bool vec_ok(const T* p) { return (uptr)p % (sizeof(T) * VEC) == 0; }
 
 template <typename T>
 __device__ void rmsnorm_row(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y,
@@ -18,9 +30,17 @@ __device__ void rmsnorm_row(const T* __restrict__ x, const T* __restrict__ w, T*
     extern __shared__ float partial[];   // blockDim.x floats
     long row = blockIdx.x;
     if (row >= rows) return;             // the whole block leaves together
-    const long base = row * cols;
+    const T* xr = x + row * cols;
+    T* yr = y + row * cols;
+    typedef Pack<T, VEC> P;
+    const long nv = (VEC > 1 && vec_ok(xr) && vec_ok(yr) && vec_ok(w)) ? cols / VEC : 0;  // VEC-wide chunks
     float acc = 0.f;
-    for (long j = threadIdx.x; j < cols; j += blockDim.x) { float v = ld(x, base + j); acc += v * v; }
+    for (long c = threadIdx.x; c < nv; c += blockDim.x) {
+        P p = reinterpret_cast<const P*>(xr)[c];
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) { float v = tof(p.v[k]); acc += v * v; }
+    }
+    for (long j = nv * VEC + threadIdx.x; j < cols; j += blockDim.x) { float v = tof(xr[j]); acc += v * v; }
     partial[threadIdx.x] = acc;
     __syncthreads();
     for (int s = blockDim.x / 2; s > 0; s >>= 1) {   // blockDim.x is a power of two
@@ -28,7 +48,13 @@ __device__ void rmsnorm_row(const T* __restrict__ x, const T* __restrict__ w, T*
         __syncthreads();
     }
     const float r = rsqrtf(partial[0] / (float)cols + eps);
-    for (long j = threadIdx.x; j < cols; j += blockDim.x) st(y, base + j, ld(x, base + j) * r * ld(w, j));
+    for (long c = threadIdx.x; c < nv; c += blockDim.x) {
+        P p = reinterpret_cast<const P*>(xr)[c], q = reinterpret_cast<const P*>(w)[c], o;
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) o.v[k] = fromf<T>(tof(p.v[k]) * r * tof(q.v[k]));
+        reinterpret_cast<P*>(yr)[c] = o;
+    }
+    for (long j = nv * VEC + threadIdx.x; j < cols; j += blockDim.x) yr[j] = fromf<T>(tof(xr[j]) * r * tof(w[j]));
 }
 
 extern "C" __global__ void rmsnorm_f32(const float* x, const float* w, float* y, long rows, long cols, float eps) {
@@ -46,7 +72,7 @@ _K = None
 def _kernels():
     global _K
     if _K is None:
-        _K = load_cuda(SRC)
+        _K = load_cuda(f"#define VEC {VEC}\n" + SRC)
     return _K
 
 
@@ -56,7 +82,10 @@ _SUFFIX = {torch.float32: "f32", torch.bfloat16: "bf16"}
 # Tunables: `kevolve-mcp evolve --operator tuner` rewrites these module-level
 # assignments; every value listed keeps the kernel correct.
 THREADS = 256  # threads per block (a power of two: the reductions halve it)
-TUNABLES = {"THREADS": [64, 128, 256, 512, 1024]}
+VEC = 1  # elements per load/store (8 bf16 = 16 bytes); unaligned rows and tails go scalar
+# The tuner tries each knob's neighbours in list order, first knob first: the
+# knob and values expected to pay most (widest loads) come first.
+TUNABLES = {"VEC": [1, 8, 4, 2], "THREADS": [64, 128, 256, 512, 1024]}
 
 
 class ModelNew(nn.Module):
