@@ -50,8 +50,14 @@ type Engine struct {
 	Operator search.Operator
 	Log      *slog.Logger
 	// OnProgress, when set, is called after every finished node (and once
-	// at the start), from the loop's goroutine.
+	// at the start); calls never overlap, but with Parallel > 1 they come
+	// from the slots' goroutines.
 	OnProgress func(Status)
+	// Parallel is how many select → propose → evaluate pipelines run at
+	// once (0 or 1: one at a time). Each slot reserves one evaluation of
+	// the budget when it starts, so the budget is never exceeded; a kill
+	// repeats at most Parallel in-flight evaluations on resume.
+	Parallel int
 }
 
 // Status is what a progress line shows.
