@@ -3,7 +3,8 @@
 // termination rule fires. Every node is written before its evaluation and
 // again after it, each in one transaction, so a process killed at any
 // moment resumes with no evaluated node lost and none evaluated twice
-// except the one that was in flight.
+// except those that were in flight (one per slot: Engine.Parallel runs
+// several pipelines at once, parallel.go).
 //
 // A server drives runs the same way the CLI does:
 //
