@@ -39,6 +39,7 @@ type evolveOptions struct {
 	ops       operatorFlags // the model and agent operators' settings (operators.go)
 	suite     suiteFlags    // --suite (suite.go)
 	fleet     fleetFlags    // --workers and the coordinator (evolve_fleet.go)
+	parallel  int           // --parallel: pipelines in flight (0 = default)
 }
 
 // newEvolveCmd wires `kevolve-mcp evolve` flags to search/engine; the
@@ -92,6 +93,7 @@ is a checkpoint: a killed run continues with --resume RUN.
 	f.BoolVar(&eo.calibrate, "calibrate", true, "on a CPU never calibrated, measure it once (quick) so % of SOL can be shown")
 	f.StringVar(&eo.reportDir, "report-dir", "", "where reports go (default: runs/RUN beside the database)")
 	addFleetFlags(f, &eo.fleet)
+	f.IntVar(&eo.parallel, "parallel", 0, "select→propose→evaluate pipelines in flight at once (default 1; with --workers, one per worker slot)")
 	_ = cmd.RegisterFlagCompletionFunc("problem", completeReference)
 	_ = cmd.RegisterFlagCompletionFunc("target", fixedCompletion("auto", "cpu", "nvidia"))
 	_ = cmd.RegisterFlagCompletionFunc("language", fixedCompletion("c", "cuda", "triton"))
@@ -204,7 +206,11 @@ func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.W
 		defer stop()
 		evaluator = fe
 	}
-	eng := &engine.Engine{Store: st, Eval: evaluator, Operator: op, Log: c.logger, OnProgress: progressPrinter(stderr)}
+	parallel, err := eo.fleet.parallelism(eo.parallel)
+	if err != nil {
+		return err
+	}
+	eng := &engine.Engine{Store: st, Eval: evaluator, Operator: op, Log: c.logger, OnProgress: progressPrinter(stderr), Parallel: parallel}
 	if eo.resume != "" {
 		var b *search.Budget
 		if budgetSet {

@@ -39,6 +39,31 @@ func addFleetFlags(f *pflag.FlagSet, ff *fleetFlags) {
 
 func (ff *fleetFlags) enabled() bool { return ff.workers != "" || ff.listen != "" }
 
+// maxParallel bounds --parallel: each slot holds a goroutine, an operator
+// call and a queued evaluation.
+const maxParallel = 256
+
+// parallelism is the engine's slot count: --parallel when given, else one
+// per worker slot the fleet is known to launch (--workers' count times
+// --worker-slots; a worker with several devices may serve more, so this
+// is a floor), else 1.
+func (ff *fleetFlags) parallelism(flag int) (int, error) {
+	if flag < 0 || flag > maxParallel {
+		return 0, fmt.Errorf("--parallel %d: give 1..%d", flag, maxParallel)
+	}
+	if flag > 0 {
+		return flag, nil
+	}
+	if ff.workers == "" {
+		return 1, nil
+	}
+	spec, err := fleet.ParseWorkers(ff.workers)
+	if err != nil {
+		return 0, err
+	}
+	return min(spec.N*max(1, ff.slots), maxParallel), nil
+}
+
 // validate checks the fleet flags before any work starts.
 func (ff *fleetFlags) validate(c *cli) error {
 	if !ff.enabled() {

@@ -3,7 +3,8 @@
 // termination rule fires. Every node is written before its evaluation and
 // again after it, each in one transaction, so a process killed at any
 // moment resumes with no evaluated node lost and none evaluated twice
-// except the one that was in flight.
+// except those that were in flight (one per slot: Engine.Parallel runs
+// several pipelines at once, parallel.go).
 //
 // A server drives runs the same way the CLI does:
 //
@@ -50,8 +51,14 @@ type Engine struct {
 	Operator search.Operator
 	Log      *slog.Logger
 	// OnProgress, when set, is called after every finished node (and once
-	// at the start), from the loop's goroutine.
+	// at the start); calls never overlap, but with Parallel > 1 they come
+	// from the slots' goroutines.
 	OnProgress func(Status)
+	// Parallel is how many select → propose → evaluate pipelines run at
+	// once (0 or 1: one at a time). Each slot reserves one evaluation of
+	// the budget when it starts, so the budget is never exceeded; a kill
+	// repeats at most Parallel in-flight evaluations on resume.
+	Parallel int
 }
 
 // Status is what a progress line shows.

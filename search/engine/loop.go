@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kevolve/kevolve-mcp/search"
@@ -31,6 +32,17 @@ type driver struct {
 	term    search.Termination
 	sup     *termination.Supervisor
 	pinned  int64 // a supervisor reset: the next parent
+
+	// mu guards everything here, the graph and the run: a slot holds it
+	// except while its operator or evaluator works (parallel.go).
+	mu       sync.Mutex
+	parallel int
+	// evaluating maps the code hashes being evaluated now to a channel
+	// closed when that evaluation ends: a second node with the same code
+	// waits and is then answered from the store.
+	evaluating   map[string]chan struct{}
+	proposeFails int // consecutive failed proposals
+	dupRun       int // consecutive proposals of already-evaluated code
 
 	baseElapsed float64
 	t0          time.Time
@@ -73,7 +85,7 @@ func (e *Engine) Drive(ctx context.Context, runID string) error {
 	}
 	d := &driver{e: e, run: run, cfg: cfg, g: search.NewGraph(nodes), pol: pol, polName: run.Policy,
 		term: termination.FromBudget(run.Budget), sup: supervisorFor(cfg),
-		baseElapsed: run.ElapsedS, t0: time.Now()}
+		baseElapsed: run.ElapsedS, t0: time.Now(), parallel: max(1, e.Parallel), evaluating: map[string]chan struct{}{}}
 	resumed := run.Status != search.RunPaused || d.g.EvalCount() > 0
 	run.Status = search.RunRunning
 	if err := e.Store.UpdateRun(ctx, run); err != nil {
@@ -82,7 +94,13 @@ func (e *Engine) Drive(ctx context.Context, runID string) error {
 	if resumed {
 		e.event(ctx, run, search.EventResume, fmt.Sprintf("resumed with %d evaluations done", d.g.EvalCount()), nil)
 	}
-	err = d.loop(ctx)
+	d.mu.Lock()
+	if d.parallel > 1 {
+		err = d.loopParallel(ctx)
+	} else {
+		err = d.loop(ctx)
+	}
+	d.mu.Unlock()
 	return d.finish(ctx, err)
 }
 
@@ -129,7 +147,6 @@ func (d *driver) loop(ctx context.Context) error {
 	if d.g.EvalCount() == 0 {
 		d.report(nil)
 	}
-	proposeFails, dupRun := 0, 0
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -142,8 +159,8 @@ func (d *driver) loop(ctx context.Context) error {
 			d.run.Status, d.run.StopReason = search.RunDone, why
 			return nil
 		}
-		if dupRun >= d.cfg.MaxDuplicates {
-			d.run.Status, d.run.StopReason = search.RunDone, fmt.Sprintf("the operator proposed %d already-evaluated kernels in a row", dupRun)
+		if d.dupRun >= d.cfg.MaxDuplicates {
+			d.run.Status, d.run.StopReason = search.RunDone, fmt.Sprintf("the operator proposed %d already-evaluated kernels in a row", d.dupRun)
 			return nil
 		}
 		if a := d.sup.Check(p, d.polName, d.g); a != nil {
@@ -151,51 +168,67 @@ func (d *driver) loop(ctx context.Context) error {
 		}
 		sel, err := d.selectParent()
 		if errors.Is(err, policy.ErrNoOpenNode) {
-			if d.g.EvalCount() == 0 {
-				// Nothing was ever evaluated: say why, not "exhausted".
-				why := "no node could be evaluated"
-				if r := d.g.Root(); r != nil && r.Error != "" {
-					why = "the start kernel could not be evaluated: " + r.Error
-				}
-				return errors.New(why)
-			}
-			d.run.Status, d.run.StopReason = search.RunDone, "search space exhausted: the operator has nothing new to propose from any node"
-			return nil
+			return d.noOpenNode()
 		}
 		if err != nil {
 			return err
 		}
-		n, err := d.propose(ctx, sel)
-		if err != nil {
-			if errors.Is(err, search.ErrExhausted) {
-				for _, id := range sel.Parents {
-					d.g.Closed[id] = true
-				}
-				continue
-			}
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			proposeFails++
-			d.e.event(ctx, d.run, search.EventProposeErr, fmt.Sprintf("operator %s failed on node %v: %v", d.run.Operator, sel.Parents, err), nil)
-			if errors.Is(err, search.ErrOperatorUnavailable) {
-				return err
-			}
-			if proposeFails >= maxProposeFailures {
-				return fmt.Errorf("operator %s failed %d times in a row; last: %w", d.run.Operator, proposeFails, err)
-			}
-			continue
-		}
-		proposeFails = 0
-		if err := d.evaluate(ctx, n); err != nil {
+		if err := d.step(ctx, sel); err != nil {
 			return err
-		}
-		if n.DuplicateOf != 0 {
-			dupRun++
-		} else {
-			dupRun = 0
 		}
 	}
+}
+
+// noOpenNode is the loop's answer when the policy finds no node to expand
+// and nothing is in flight: done when something was evaluated, an error
+// saying why when nothing could be.
+func (d *driver) noOpenNode() error {
+	if d.g.EvalCount() == 0 {
+		// Nothing was ever evaluated: say why, not "exhausted".
+		why := "no node could be evaluated"
+		if r := d.g.Root(); r != nil && r.Error != "" {
+			why = "the start kernel could not be evaluated: " + r.Error
+		}
+		return errors.New(why)
+	}
+	d.run.Status, d.run.StopReason = search.RunDone, "search space exhausted: the operator has nothing new to propose from any node"
+	return nil
+}
+
+// step proposes a child of sel and evaluates it (d.mu held; released
+// while the operator and the evaluator work). A non-nil error ends the run.
+func (d *driver) step(ctx context.Context, sel search.Selection) error {
+	n, err := d.propose(ctx, sel)
+	if err != nil {
+		if errors.Is(err, search.ErrExhausted) {
+			for _, id := range sel.Parents {
+				d.g.Closed[id] = true
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		d.proposeFails++
+		d.e.event(ctx, d.run, search.EventProposeErr, fmt.Sprintf("operator %s failed on node %v: %v", d.run.Operator, sel.Parents, err), nil)
+		if errors.Is(err, search.ErrOperatorUnavailable) {
+			return err
+		}
+		if d.proposeFails >= maxProposeFailures {
+			return fmt.Errorf("operator %s failed %d times in a row; last: %w", d.run.Operator, d.proposeFails, err)
+		}
+		return nil
+	}
+	d.proposeFails = 0
+	if err := d.evaluate(ctx, n); err != nil {
+		return err
+	}
+	if n.DuplicateOf != 0 {
+		d.dupRun++
+	} else {
+		d.dupRun = 0
+	}
+	return nil
 }
 
 func (d *driver) apply(ctx context.Context, a *termination.Action) {
@@ -240,8 +273,25 @@ func (d *driver) propose(ctx context.Context, sel search.Selection) (*search.Nod
 	pctx, cancel := context.WithTimeout(ctx, d.e.Operator.Deadline())
 	defer cancel()
 	t0 := time.Now()
-	prop, err := d.e.Operator.Propose(pctx, search.Context{Run: d.run, Problem: d.run.Problem, Parents: parents, Selection: sel,
-		Graph: d.g, Budget: d.budgetState(), Memory: d.cfg.Memory, Seed: d.run.Seed*7_919 + int64(len(d.g.Nodes))})
+	oc := search.Context{Run: d.run, Problem: d.run.Problem, Parents: parents, Selection: sel,
+		Graph: d.g, Budget: d.budgetState(), Memory: d.cfg.Memory, Seed: d.run.Seed*7_919 + int64(len(d.g.Nodes))}
+	var prop search.Proposal
+	var err error
+	for retry := 0; ; retry++ {
+		if d.parallel > 1 {
+			oc = d.isolate(oc)
+		}
+		d.mu.Unlock()
+		prop, err = d.callOperator(pctx, oc)
+		d.mu.Lock()
+		// A free operator (the tuner) that another slot beat to the same
+		// variant while both worked from the same graph is asked again,
+		// now that the other slot's node is in the graph; a costly one's
+		// repeat is answered from the store instead.
+		if err != nil || d.parallel <= 1 || prop.Tokens > 0 || retry >= d.parallel || !d.unseenDuplicate(oc.Graph, prop.Code) {
+			break
+		}
+	}
 	opS := time.Since(t0).Seconds()
 	if err != nil {
 		if pctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
@@ -312,6 +362,26 @@ func (d *driver) evaluate(ctx context.Context, n *search.Node) error {
 	if err != nil {
 		return err
 	}
+	for dup == nil {
+		// The same code in flight in another slot: wait for its result
+		// rather than evaluate it twice.
+		busy, ok := d.evaluating[n.Hash]
+		if !ok {
+			break
+		}
+		d.mu.Unlock()
+		select {
+		case <-busy:
+		case <-ctx.Done():
+		}
+		d.mu.Lock()
+		if ctx.Err() != nil {
+			return ctx.Err() // left evaluating: resume answers it
+		}
+		if dup, err = d.e.Store.EvaluatedByHash(ctx, d.run.ID, d.run.Problem.Key(), n.Hash); err != nil {
+			return err
+		}
+	}
 	if dup != nil && dup.ID != n.ID {
 		res := *dup.Result
 		res.Fitness = d.fitness(&res)
@@ -324,8 +394,14 @@ func (d *driver) evaluate(ctx context.Context, n *search.Node) error {
 		}
 		n.State = search.NodeEvaluating
 	}
+	busy := make(chan struct{})
+	d.evaluating[n.Hash] = busy
+	defer func() { delete(d.evaluating, n.Hash); close(busy) }() // d.mu is held again by then
 	t0 := time.Now()
-	res, err := d.e.Eval.Evaluate(ctx, d.run.Problem, n.Code)
+	problem := d.run.Problem
+	d.mu.Unlock()
+	res, err := d.e.Eval.Evaluate(ctx, problem, n.Code)
+	d.mu.Lock()
 	evalS := time.Since(t0).Seconds()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -349,11 +425,19 @@ func (d *driver) evaluate(ctx context.Context, n *search.Node) error {
 
 // recentFailures counts the evaluation service's failures at the end of
 // the graph; failed proposals (recordFailedProposal) are the operator's,
-// not the service's, and are passed over.
+// not the service's, and nodes still in flight in other slots are passed
+// over.
 func (d *driver) recentFailures() int {
 	k := 0
-	for i := len(d.g.Nodes) - 1; i >= 0 && d.g.Nodes[i].State == search.NodeFailed; i-- {
-		if d.g.Nodes[i].Notes != failedProposalNote {
+	for i := len(d.g.Nodes) - 1; i >= 0; i-- {
+		n := d.g.Nodes[i]
+		if !n.State.Finished() {
+			continue
+		}
+		if n.State != search.NodeFailed {
+			break
+		}
+		if n.Notes != failedProposalNote {
 			k++
 		}
 	}
