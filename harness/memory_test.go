@@ -47,7 +47,7 @@ func TestHonestCandidateUnderMemoryCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ev.Close()
-	res, err := ev.Evaluate(context.Background(), EvalRequest{Reference: Source{Code: readTestdata(t, "ref_relu_big.py")},
+	res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Code: readTestdata(t, "ref_relu_big.py")},
 		Candidate: Source{Code: readTestdata(t, "relu_big_honest.py")}, Target: "cpu", Timeout: 300 * time.Second}, nil)
 	if err != nil {
 		t.Fatalf("Evaluate: %v", err)
