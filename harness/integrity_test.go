@@ -104,6 +104,18 @@ func TestIntegrityHostileCandidates(t *testing.T) {
 			if res.Memory == nil {
 				t.Errorf("result lacks memory figures")
 			}
+			if tc.check == "reference_ops" {
+				// The verdict is final once the candidate is the reference:
+				// no memoization calls, no timing.
+				if _, ran := res.StageS["timing"]; ran || res.Candidate != nil {
+					t.Errorf("timing ran after reference_ops decided: stages %v", res.StageS)
+				}
+				for _, c := range res.Checks {
+					if c.Name == "memoization" || c.Name == "audit" {
+						t.Errorf("check %s ran after reference_ops decided", c.Name)
+					}
+				}
+			}
 		})
 	}
 }

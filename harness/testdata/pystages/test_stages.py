@@ -9,6 +9,7 @@ import evaluate_common
 from evaluate_common import same_tensor_values
 from evaluate_compare import compare
 from evaluate_integrity import InputRefresher, snapshot
+from evaluate_fingerprint import Fingerprinter, differing_chunks, same
 from evaluate_ops import OpTrace, same_trace
 
 
@@ -69,6 +70,55 @@ class Snapshot(unittest.TestCase):
         self.assertTrue(torch.equal(s[0], x))
         self.assertNotEqual(s[0].data_ptr(), x.data_ptr())
         self.assertEqual(s[1], 5)
+
+
+class Fingerprint(unittest.TestCase):
+    """Chunk fingerprints stand in for copies: a partially written output
+    must never match its complete self."""
+
+    def test_partial_write_detected_in_its_chunk(self):
+        fpr = Fingerprinter(random.Random(3))
+        final = torch.randn(4096, 33)
+        whole = fpr.of([final], random.Random(4))
+        self.assertTrue(same(whole, fpr.of([final.clone()])))
+        flat = final.reshape(-1)
+        n = flat.numel()
+        for stale in ("zeros", "nan", "previous", "swapped"):
+            part = flat.clone()
+            lo, hi = n // 2, n // 2 + 5000  # a block the writer has not reached yet
+            if stale == "zeros":
+                part[lo:hi] = 0
+            elif stale == "nan":
+                part[lo:hi] = float("nan")
+            elif stale == "previous":
+                part[lo:hi] = torch.randn(hi - lo)
+            else:  # same multiset of values, other places: the sum alone would match
+                part[lo:hi] = part[lo:hi].flip(0)
+            bad = differing_chunks(whole, fpr.of([part.view(final.shape)]))
+            self.assertTrue(bad, stale)
+            span = fpr.spans(final)
+            hit = {k for _i, k in bad}
+            want = {k for k, (a, e) in enumerate(span) if a < hi and e > lo}
+            self.assertEqual(hit, want, stale)
+
+    def test_dtypes_bitwise_and_values(self):
+        fpr = Fingerprinter(random.Random(5))
+        for dt in (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int8, torch.bool, torch.complex64):
+            x = (torch.randn(3000) * 4).to(dt)
+            y = x.clone()
+            y[1234] = (y[1234] + 1) if dt != torch.bool else ~y[1234]
+            self.assertTrue(same(fpr.of(x), fpr.of(x.clone())), dt)
+            self.assertFalse(same(fpr.of(x), fpr.of(y)), dt)
+        z = torch.zeros(3000)
+        nz = z.clone()
+        nz[7] = -0.0
+        self.assertFalse(same(fpr.of(z), fpr.of(nz)), "bitwise: -0.0 is a write")
+        self.assertTrue(same(fpr.of([z, 5]), fpr.of([z.clone(), 5])))
+        self.assertFalse(same(fpr.of([z, 5]), fpr.of([z.clone(), 6])))
+
+    def test_weights_differ_per_fingerprinter(self):
+        a, b = Fingerprinter(random.Random(1)), Fingerprinter(random.Random(2))
+        self.assertNotEqual((a.a, a.b), (b.a, b.b))
 
 
 class Refresher(unittest.TestCase):

@@ -133,6 +133,14 @@ def _out_of_memory(e, state, checks, res, stage):
     res["stage"] = stage or "init"
 
 
+def scratch_bytes(out_bytes, device):
+    """Room kept free beside the tensors a check holds: the chunked
+    comparison's temporaries (about ten chunk-sized ones, see
+    evaluate_compare) and a margin for the programs' own temporaries."""
+    import evaluate_common
+    return 10 * min(out_bytes, evaluate_common.CHUNK * 4) + (1 << 30 if device.type == "cuda" else 128 << 20)
+
+
 def _fmt_bytes(b):
     return "n/a" if b is None else "%.1f MiB" % (b / 2**20)
 
@@ -164,6 +172,11 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
         device = torch.device("cpu")
     side = Side(device)
     state["side"] = side
+    if device.type == "cpu":
+        # Smaller comparison chunks on the host: per-chunk overhead is
+        # small there, and ten 64 MB temporaries are not.
+        import evaluate_common
+        evaluate_common.CHUNK = min(evaluate_common.CHUNK, 1 << 22)
     orig_timers = {"perf_counter": time.perf_counter, "perf_counter_ns": time.perf_counter_ns,
                    "Event.elapsed_time": torch.cuda.Event.elapsed_time,
                    "cuda.synchronize": torch.cuda.synchronize}
@@ -446,6 +459,8 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
             break
         prev.append(fp_pair)
         ctx.progress("correctness", trial + 1, trials)
+        # o and r (loop variables above) hold the last output pair too.
+        o = r = None
         del out, ref_out, cand_in, inputs, outs, refs
     res["trials"] = trials
     del prev
@@ -496,7 +511,7 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
     # cached outputs: same buffers, new values
     def fits(extra):
         free = free_device_bytes(device)
-        return free is None or extra + (1 << 30) <= free
+        return free is None or extra + scratch_bytes(out_bytes, device) <= free
     ok, detail, warn = memoization_check(run_candidate, ref_call, make_inputs, seed, tol, fpr, fits)
     checks.add("memoization", ok, detail, "integrity_violation")
     if warn:
@@ -522,11 +537,12 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
     rng, audit_seed = private_rng(args, 1)
     refresher = InputRefresher(make_inputs, cin, rng)
     in_bytes = nbytes(cin)
-    if device.type == "cuda":
-        free = free_device_bytes(device)
+    free = free_device_bytes(device)
+    if free is not None:
         # Refreshing holds a second copy of the inputs through each call,
-        # beside the output and, in an audit, the reference's output.
-        if in_bytes + 2 * out_bytes + (1 << 30) > free:
+        # beside the output and, in an audit, the reference's output, a copy
+        # of the output (up to 256 MiB) and the comparison's temporaries.
+        if in_bytes + 3 * out_bytes + scratch_bytes(out_bytes, device) > free:
             refresher.note = ("inputs of %.1f GiB are too large to refresh before each timed call with %.1f GiB free: "
                               "timed inputs keep their values; audits still compare against the reference" % (in_bytes / 2**30, free / 2**30))
     # Audits run the reference without a synchronize: a sync at audited

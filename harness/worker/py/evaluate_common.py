@@ -151,11 +151,22 @@ class Side:
 
 
 def free_device_bytes(device):
-    """Bytes a new allocation can get on device: the driver's free memory
-    plus what the caching allocator holds unused. None on CPU (the Go side's
-    address-space limit is not visible here as a number worth trusting)."""
+    """Bytes a new allocation can get on device. CUDA: the driver's free
+    memory plus what the caching allocator holds unused. CPU: the room left
+    under the address-space limit the Go side sets for CPU jobs
+    (CPUMemLimit; large tensors are mmapped and unmapped when freed, so the
+    address space tracks them), or None when there is no limit."""
     if device.type != "cuda":
-        return None
+        try:
+            import resource
+            lim = resource.getrlimit(resource.RLIMIT_AS)[0]
+            if lim == resource.RLIM_INFINITY or lim <= 0:
+                return None
+            with open("/proc/self/statm") as f:
+                vm = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+            return max(0, int(lim - vm))
+        except Exception:  # noqa: BLE001 - no figure: checks run as if room were plenty
+            return None
     free, _total = torch.cuda.mem_get_info(device)
     return int(free + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device))
 

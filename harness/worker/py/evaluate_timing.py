@@ -123,6 +123,7 @@ class Timer:
             if cuda:
                 evs = []
                 for k in range(batch):
+                    tok = None  # the last call's values go before the new ones are made: one extra input set, not two
                     tok = refresh() if refresh is not None else None
                     self.pre()
                     s = torch.cuda.Event(enable_timing=True)
@@ -138,6 +139,7 @@ class Timer:
                 times.extend(s.elapsed_time(e) / 1e3 for s, e in evs)
             else:
                 for k in range(batch):
+                    tok = None
                     tok = refresh() if refresh is not None else None
                     self.clear_cache()
                     t0 = time.perf_counter_ns()

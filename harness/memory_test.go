@@ -1,0 +1,75 @@
+package harness
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// memCapBytes (unused until calibrated) is the extra address space the child of
+// TestHonestCandidateUnderMemoryCap may use: room for the inputs and both
+// outputs of ref_relu_big.py (3 x 128 MiB) and the chunked comparison's
+// temporaries, as KernelBench holds them, but not for the full copies the
+// harness used to make (a copy of the inputs for the reference, copies to
+// detect input writes, every trial's outputs, two more input sets and four
+// outputs in the memoization check): that path ran out of memory here.
+const memCapBytes = 1400 << 20
+
+var _ = memCapBytes
+
+// An honest candidate on a problem whose tensors are large next to the
+// memory the child may use gets a real verdict (pass), not out_of_memory:
+// every stage holds at most about inputs + two outputs + constants.
+func TestHonestCandidateUnderMemoryCap(t *testing.T) {
+	if gpuMode() {
+		t.Skip("the cap is the CPU child's address-space limit")
+	}
+	// Not calibrated yet: on the shared CPU box glibc keeps freed
+	// temporaries below its mmap threshold in the heap, so the address
+	// space grows past what is live; run by hand with KEVOLVE_TEST_MEMCAP
+	// (MiB) until the cap is fixed.
+	s := os.Getenv("KEVOLVE_TEST_MEMCAP")
+	if s == "" {
+		t.Skip("set KEVOLVE_TEST_MEMCAP (MiB) to run; the default cap is not calibrated yet")
+	}
+	py := testPython(t)
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := v << 20
+	ev, err := NewEvaluator(EvalConfig{Python: py, CacheDir: t.TempDir(), CPUMemLimit: limit,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ev.Close()
+	res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Code: readTestdata(t, "ref_relu_big.py")},
+		Candidate: Source{Code: readTestdata(t, "relu_big_honest.py")}, Target: "cpu", Timeout: 300 * time.Second}, nil)
+	if err != nil {
+		t.Fatalf("Evaluate: %v", err)
+	}
+	if res.Memory != nil {
+		t.Logf("peak RSS %d MiB; per stage (MiB): %v", res.Memory.ProcessPeakRSS>>20, mib(res.Memory.StagePeakRSS))
+	}
+	if res.Verdict != VerdictPass {
+		t.Fatalf("verdict %s, want pass under a %d MiB cap\n%s", res.Verdict, limit>>20, dump(res))
+	}
+	if res.Memory == nil || len(res.Memory.StagePeakRSS) == 0 || res.Memory.StagePeakRSS["correctness"] <= 0 {
+		t.Errorf("no per-stage memory figures: %+v", res.Memory)
+	}
+	if _, ok := res.StageS["timing"]; !ok {
+		t.Errorf("timing did not run: %v", res.StageS)
+	}
+}
+
+func mib(m map[string]int64) map[string]int64 {
+	r := map[string]int64{}
+	for k, v := range m {
+		r[k] = v >> 20
+	}
+	return r
+}
