@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/kevolve/kevolve-mcp/harness/toolchain"
 )
 
 // Job is one unit of work run in a fresh child.
@@ -230,13 +232,5 @@ func readLog(path string) string {
 	if err != nil {
 		return ""
 	}
-	return Trim(string(b), 2000, 8000)
-}
-
-// Trim keeps the first head and last tail bytes of s.
-func Trim(s string, head, tail int) string {
-	if len(s) <= head+tail {
-		return s
-	}
-	return s[:head] + fmt.Sprintf("\n... [%d bytes trimmed] ...\n", len(s)-head-tail) + s[len(s)-tail:]
+	return toolchain.Trim(string(b), 2000, 8000)
 }

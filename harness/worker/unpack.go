@@ -58,17 +58,6 @@ func hashFS() (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
-// DefaultCacheDir is KEVOLVE_CACHE_DIR, else ~/.cache/kevolve.
-func DefaultCacheDir() string {
-	if d := os.Getenv("KEVOLVE_CACHE_DIR"); d != "" {
-		return d
-	}
-	if d, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(d, "kevolve")
-	}
-	return filepath.Join(os.TempDir(), "kevolve-cache")
-}
-
 // unpack writes the embedded py folder to <cache>/worker/<hash>, once.
 func unpack(cache string) (string, error) {
 	hash, err := hashFS()

@@ -19,6 +19,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/kevolve/kevolve-mcp/harness/toolchain"
 )
 
 // ErrWorkerDied is returned for jobs in flight when the parent process died.
@@ -56,7 +58,7 @@ func New(cfg Config) (*Worker, error) {
 		return nil, fmt.Errorf("worker: python %q: %w", cfg.Python, err)
 	}
 	if cfg.CacheDir == "" {
-		cfg.CacheDir = DefaultCacheDir()
+		cfg.CacheDir = toolchain.CacheDir()
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))

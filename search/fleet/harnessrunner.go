@@ -45,9 +45,11 @@ func (h *HarnessRunner) Run(ctx context.Context, job Job, dev Device) (*search.R
 		a.Timeout = time.Duration(job.TimeoutS * float64(time.Second))
 	}
 	a.SkipTiming = a.SkipTiming || job.SkipTiming
-	// TODO(c2-service): pin the evaluation to dev through the evaluation
-	// service's device lease once harness.Evaluate takes one; today's
-	// harness.Evaluator shares one device semaphore per host.
+	// The evaluation service's lease pool places this evaluation on the
+	// least-loaded device of the target, so a worker running one job per
+	// slot spreads them over the host's GPUs. dev is the slot's label for
+	// the coordinator; pinning to it exactly (the service's Device option,
+	// which harnesseval.Adapter does not pass yet) is left for later.
 	res, err := a.Evaluate(ctx, p, job.Code)
 	if err != nil {
 		return nil, err

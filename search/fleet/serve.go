@@ -14,7 +14,6 @@ import (
 	"github.com/kevolve/kevolve-mcp/harness/device"
 	"github.com/kevolve/kevolve-mcp/harness/sol"
 	"github.com/kevolve/kevolve-mcp/harness/toolchain"
-	"github.com/kevolve/kevolve-mcp/harness/worker"
 	"github.com/kevolve/kevolve-mcp/search/harnesseval"
 )
 
@@ -54,7 +53,7 @@ func ServeWorker(ctx context.Context, o WorkerOptions) error {
 		o.Python = toolchain.Python()
 	}
 	if o.CacheDir == "" {
-		o.CacheDir = worker.DefaultCacheDir()
+		o.CacheDir = toolchain.CacheDir()
 	}
 	dctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	rep := device.Discover(dctx, device.Options{SkipPython: true})
