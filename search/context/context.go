@@ -109,8 +109,8 @@ type Synthesis struct {
 	Scenario string            `json:"scenario"`
 	Memory   search.MemoryMode `json:"memory"`
 	// MemoryWhy says why the supervisor changed the run's memory mode.
-	MemoryWhy string `json:"memory_why,omitempty"`
-	Sections []Section         `json:"sections"`
+	MemoryWhy string    `json:"memory_why,omitempty"`
+	Sections  []Section `json:"sections"`
 	// Query is what the knowledge index was asked; Docs what it returned
 	// and the context kept.
 	Query *retrieval.Query `json:"query,omitempty"`
