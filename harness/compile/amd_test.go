@@ -12,6 +12,7 @@ import (
 
 	"github.com/kevolve/kevolve-mcp/harness/toolchain"
 	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
+	"github.com/kevolve/kevolve-mcp/harness/worker"
 	"github.com/kevolve/kevolve-mcp/knowledge"
 )
 
@@ -350,13 +351,17 @@ func TestCompileCUDAForAMD(t *testing.T) {
 	}
 }
 
-func TestHipifyScriptIsKevolveCopy(t *testing.T) {
+func TestHipifyScriptIsKevolvePackage(t *testing.T) {
 	pkg, err := os.ReadFile(filepath.Join("..", "worker", "py", "kevolve", "_hipify.py"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(pkg) != string(hipifyScript) {
-		t.Fatal("harness/compile/hipify.py differs from harness/worker/py/kevolve/_hipify.py: copy the kevolve one over (cp harness/worker/py/kevolve/_hipify.py harness/compile/hipify.py)")
+	script, err := worker.PyFile("kevolve/_hipify.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(pkg) != string(script) {
+		t.Fatal("the hipify script compile runs is not harness/worker/py/kevolve/_hipify.py")
 	}
 }
 

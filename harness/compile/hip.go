@@ -12,10 +12,8 @@ import (
 	"time"
 
 	"github.com/kevolve/kevolve-mcp/harness/toolchain"
+	"github.com/kevolve/kevolve-mcp/harness/worker"
 )
-
-//go:embed hipify.py
-var hipifyScript []byte
 
 // hipBuilder compiles HIP C++ device-only for an AMD arch with LLVM's clang
 // (Debian's clang-19 here; Debian's hipcc is ROCm 5.2 and cannot target
@@ -222,6 +220,12 @@ func (b *hipBuilder) build(ctx context.Context, req Request, dir string) (*Resul
 func (b *hipBuilder) hipify(ctx context.Context, res *Result, dir, src string) (string, bool, error) {
 	if err := os.WriteFile(filepath.Join(dir, "kernel.cu"), []byte(src), 0o644); err != nil {
 		return "", true, fmt.Errorf("compile cuda for %s: write source: %w", res.Arch, err)
+	}
+	// The kevolve package's own porting script, from the worker's embedded
+	// Python: one copy serves load_hip's hipify and compile_kernel.
+	hipifyScript, err := worker.PyFile("kevolve/_hipify.py")
+	if err != nil {
+		return "", true, fmt.Errorf("compile cuda for %s: %w", res.Arch, err)
 	}
 	script := filepath.Join(dir, "hipify.py")
 	if err := os.WriteFile(script, hipifyScript, 0o644); err != nil {

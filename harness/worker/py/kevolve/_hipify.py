@@ -1,9 +1,9 @@
 """hipify: port one CUDA source to HIP with torch.utils.hipify (it works in
 torch's CPU and CUDA wheels too; no ROCm needed).
 
-This file is also embedded, byte for byte, by harness/compile as hipify.py
-(compile_kernel runs it for language cuda with an AMD arch); a Go test checks
-that the two copies are equal. It must stay standalone: no relative imports.
+harness/compile also runs this file, as a standalone script taken from the
+worker's embedded Python (compile_kernel, for language cuda with an AMD arch),
+so it must stay standalone: no relative imports.
 
 hipify renames the CUDA API (cudaStream_t -> hipStream_t, cuda_fp16.h ->
 hip/hip_fp16.h...). It does NOT fix 32-lane warp assumptions (0xffffffff
