@@ -3,22 +3,17 @@ package fleet
 import (
 	"context"
 	"database/sql"
-	"fmt"
+
+	"github.com/kevolve/kevolve-mcp/search/store"
 )
 
 // component names the fleet's rows in schema_migrations, the table the
 // search store shares with every package that migrates its own tables.
 const component = "fleet"
 
-type migration struct {
-	version int
-	name    string
-	stmts   []string
-}
-
 // migrations are append-only: a released one is never edited or removed.
-var migrations = []migration{
-	{1, "workers, jobs, job log", []string{
+var migrations = []store.Migration{
+	{Version: 1, Name: "workers, jobs, job log", Stmts: []string{
 		`CREATE TABLE fleet_workers (
 			id TEXT PRIMARY KEY,
 			name TEXT NOT NULL,
@@ -74,63 +69,13 @@ var migrations = []migration{
 		`CREATE INDEX fleet_job_log_job ON fleet_job_log(job_id)`,
 	}},
 	// Device-seconds each job took on its worker, for per-run utilization.
-	{2, "job busy seconds", []string{
+	{Version: 2, Name: "job busy seconds", Stmts: []string{
 		`ALTER TABLE fleet_jobs ADD COLUMN busy_s REAL NOT NULL DEFAULT 0`,
 	}},
 }
 
-// Migrate brings the fleet tables up to the newest version; safe to call
-// from several processes at once (each version in an immediate
-// transaction that re-checks it).
+// Migrate brings the fleet tables up to the newest version, through the
+// search store's migration runner (safe from several processes at once).
 func Migrate(ctx context.Context, db *sql.DB) error {
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		component TEXT NOT NULL,
-		version INTEGER NOT NULL,
-		name TEXT NOT NULL,
-		applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
-		PRIMARY KEY (component, version))`); err != nil {
-		return fmt.Errorf("migrate fleet: schema_migrations: %w", err)
-	}
-	for _, m := range migrations {
-		if err := applyMigration(ctx, db, m); err != nil {
-			return fmt.Errorf("migrate fleet to version %d (%s): %w", m.version, m.name, err)
-		}
-	}
-	return nil
-}
-
-func applyMigration(ctx context.Context, db *sql.DB, m migration) error {
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
-		return err
-	}
-	done := false
-	defer func() {
-		if !done {
-			conn.ExecContext(context.Background(), `ROLLBACK`)
-		}
-	}()
-	var n int
-	if err := conn.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE component = ? AND version = ?`, component, m.version).Scan(&n); err != nil {
-		return err
-	}
-	if n == 0 {
-		for _, s := range m.stmts {
-			if _, err := conn.ExecContext(ctx, s); err != nil {
-				return err
-			}
-		}
-		if _, err := conn.ExecContext(ctx, `INSERT INTO schema_migrations(component, version, name) VALUES (?, ?, ?)`, component, m.version, m.name); err != nil {
-			return err
-		}
-	}
-	if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
-		return err
-	}
-	done = true
-	return nil
+	return store.MigrateComponent(ctx, db, component, migrations)
 }

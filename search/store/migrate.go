@@ -10,18 +10,19 @@ import (
 // packages may share: each migrates its own tables under its own name.
 const component = "search"
 
-// migration is one numbered, append-only schema change. A released
-// migration is never edited or removed: the search graph is a record, not a
-// cache, so the schema moves forward and never drops and rebuilds.
-type migration struct {
-	version int
-	name    string
-	stmts   []string
+// Migration is one numbered, append-only schema change of a component's
+// tables. A released migration is never edited or removed: the search graph
+// is a record, not a cache, so the schema moves forward and never drops and
+// rebuilds.
+type Migration struct {
+	Version int
+	Name    string
+	Stmts   []string
 }
 
 // migrations run in version order, each in one transaction with its
 // schema_migrations row. The fleet (jobs, leases, workers) appends its own.
-var migrations = []migration{
+var migrations = []Migration{
 	{1, "runs, nodes, edges, events", []string{
 		`CREATE TABLE search_runs (
 			id TEXT PRIMARY KEY,
@@ -98,27 +99,34 @@ var migrations = []migration{
 	}},
 }
 
-// Migrate brings the search tables up to the newest version. It is safe to
-// call from several processes at once: each migration runs in an immediate
-// transaction that re-checks the version inside it.
+// Migrate brings the search tables up to the newest version.
 func Migrate(ctx context.Context, db *sql.DB) error {
+	return MigrateComponent(ctx, db, component, migrations)
+}
+
+// MigrateComponent applies a component's migrations in version order, each
+// recorded in the shared schema_migrations table under the component's
+// name (the fleet migrates its tables through it too). It is safe to call
+// from several processes at once: each migration runs in an immediate
+// transaction that re-checks the version inside it.
+func MigrateComponent(ctx context.Context, db *sql.DB, component string, ms []Migration) error {
 	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		component TEXT NOT NULL,
 		version INTEGER NOT NULL,
 		name TEXT NOT NULL,
 		applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
 		PRIMARY KEY (component, version))`); err != nil {
-		return fmt.Errorf("migrate search: schema_migrations: %w", err)
+		return fmt.Errorf("migrate %s: schema_migrations: %w", component, err)
 	}
-	for _, m := range migrations {
-		if err := apply(ctx, db, m); err != nil {
-			return fmt.Errorf("migrate search to version %d (%s): %w", m.version, m.name, err)
+	for _, m := range ms {
+		if err := apply(ctx, db, component, m); err != nil {
+			return fmt.Errorf("migrate %s to version %d (%s): %w", component, m.Version, m.Name, err)
 		}
 	}
 	return nil
 }
 
-func apply(ctx context.Context, db *sql.DB, m migration) error {
+func apply(ctx context.Context, db *sql.DB, component string, m Migration) error {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return err
@@ -136,16 +144,16 @@ func apply(ctx context.Context, db *sql.DB, m migration) error {
 		}
 	}()
 	var n int
-	if err := conn.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE component = ? AND version = ?`, component, m.version).Scan(&n); err != nil {
+	if err := conn.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE component = ? AND version = ?`, component, m.Version).Scan(&n); err != nil {
 		return err
 	}
 	if n == 0 {
-		for _, s := range m.stmts {
+		for _, s := range m.Stmts {
 			if _, err := conn.ExecContext(ctx, s); err != nil {
 				return err
 			}
 		}
-		if _, err := conn.ExecContext(ctx, `INSERT INTO schema_migrations(component, version, name) VALUES (?, ?, ?)`, component, m.version, m.name); err != nil {
+		if _, err := conn.ExecContext(ctx, `INSERT INTO schema_migrations(component, version, name) VALUES (?, ?, ?)`, component, m.Version, m.Name); err != nil {
 			return err
 		}
 	}

@@ -55,8 +55,8 @@ func TestMigrateIsVersionedAndIdempotent(t *testing.T) {
 	db, _ := Open(path)
 	defer db.Close()
 	v, err := Version(ctx, db)
-	if err != nil || v != migrations[len(migrations)-1].version {
-		t.Fatalf("version %d, %v; want %d", v, err, migrations[len(migrations)-1].version)
+	if err != nil || v != migrations[len(migrations)-1].Version {
+		t.Fatalf("version %d, %v; want %d", v, err, migrations[len(migrations)-1].Version)
 	}
 	var n int
 	db.QueryRow(`SELECT COUNT(*) FROM schema_migrations WHERE component='search'`).Scan(&n)
@@ -64,8 +64,8 @@ func TestMigrateIsVersionedAndIdempotent(t *testing.T) {
 		t.Fatalf("%d migration rows, want %d", n, len(migrations))
 	}
 	for i, m := range migrations {
-		if m.version != i+1 {
-			t.Fatalf("migration %d has version %d: versions must be 1..n in order", i, m.version)
+		if m.Version != i+1 {
+			t.Fatalf("migration %d has version %d: versions must be 1..n in order", i, m.Version)
 		}
 	}
 }
@@ -170,7 +170,7 @@ func TestMigrateUpgradesOldDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range migrations[:2] {
-		if err := apply(ctx, db, m); err != nil {
+		if err := apply(ctx, db, component, m); err != nil {
 			t.Fatal(err)
 		}
 	}
