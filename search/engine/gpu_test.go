@@ -85,6 +85,14 @@ func TestGPUTunerSuite(t *testing.T) {
 	}
 	var rows []row
 	logGeo, n := 0.0, 0
+	writeGPUOut := func(rows []row, logGeo float64, n int, gpus any) {
+		if out := os.Getenv("KEVOLVE_GPU_OUT"); out != "" {
+			js, _ := json.MarshalIndent(map[string]any{"rows": rows, "problems": n, "geomean_best_over_start": geomean(logGeo, n), "device": gpus}, "", "  ")
+			if err := os.WriteFile(out, js, 0o644); err != nil {
+				t.Errorf("write %s: %v", out, err)
+			}
+		}
+	}
 	for i, entry := range entries {
 		kind, name, ok := strings.Cut(entry, ":")
 		if !ok {
@@ -128,6 +136,9 @@ func TestGPUTunerSuite(t *testing.T) {
 		}
 		rows = append(rows, r)
 		t.Logf("%s %s: %d evals in %s, %.2fx over start (%s)", kind, name, r.Evals, time.Since(t0).Round(time.Second), r.OverStart, r.Stop)
+		// Written after every problem, so a run cut off by the machine's
+		// time limit still leaves the rows it measured.
+		writeGPUOut(rows, logGeo, n, rep.GPUs)
 	}
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
@@ -137,18 +148,19 @@ func TestGPUTunerSuite(t *testing.T) {
 			r.OverStart, r.OverEager, r.OverCompile, r.PctSOL, r.BestNotes)
 	}
 	tw.Flush()
-	geo := 0.0
-	if n > 0 {
-		geo = math.Exp(logGeo / float64(n))
-	}
+	geo := geomean(logGeo, n)
 	fmt.Fprintf(&b, "geomean best/start over %d problems: %.3fx\n", n, geo)
 	t.Log("\n" + b.String())
 	fmt.Println(b.String())
-	if out := os.Getenv("KEVOLVE_GPU_OUT"); out != "" {
-		js, _ := json.MarshalIndent(map[string]any{"rows": rows, "geomean_best_over_start": geo, "device": rep.GPUs}, "", "  ")
-		os.WriteFile(out, js, 0o644)
-	}
 	if n < 10 {
 		t.Errorf("%d problems measured, want at least 10", n)
 	}
+}
+
+// geomean turns a sum of n logarithms back into their geometric mean.
+func geomean(sumLog float64, n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	return math.Exp(sumLog / float64(n))
 }

@@ -31,8 +31,9 @@ import (
 // global budget with SOL-guided stopping; it prints the fast_p tables,
 // tokens, GPU-seconds and the evaluations SOL-guided stopping saved
 // against a fixed per-problem budget. KEVOLVE_GPU=1 turns it on;
-// KEVOLVE_SUITE_EVALS (per problem, default 6) and KEVOLVE_SUITE_OUT (a
-// JSON file) tune it.
+// KEVOLVE_SUITE_EVALS (per problem, default 6), KEVOLVE_SUITE_OPS (the
+// operators to run, by name: "tuner", "cmd"; default both) and
+// KEVOLVE_SUITE_OUT (a JSON file) tune it.
 func TestGPUSuite(t *testing.T) {
 	if os.Getenv("KEVOLVE_GPU") != "1" {
 		t.Skip("needs a GPU: set KEVOLVE_GPU=1")
@@ -81,10 +82,14 @@ func TestGPUSuite(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := map[string]any{"device": rep.GPUs}
+	only := os.Getenv("KEVOLVE_SUITE_OPS") // e.g. "tuner" or "cmd": one operator per machine call
 	for _, op := range []search.Operator{tuner.New(), scripted} {
+		if only != "" && !strings.Contains(only, strings.SplitN(op.Name(), ":", 2)[0]) {
+			continue
+		}
 		t0 := time.Now()
 		r := &Runner{Engine: &engine.Engine{Store: st, Eval: ad, Operator: op}, Budget: Budgeter{Total: per * len(probs), Chunk: 3, Epsilon: 0.1, Plateau: 6},
-			Seed: 7, Devices: devices}
+			Seed: 7, Devices: devices, OnTurn: func(s State) { t.Logf("%s: %+v", op.Name(), s) }}
 		name := strings.SplitN(op.Name(), ":", 2)[0]
 		rep, err := r.Run(ctx, "gpu-"+name, probs)
 		if err != nil {
@@ -94,12 +99,16 @@ func TestGPUSuite(t *testing.T) {
 		WriteTable(&b, rep)
 		fmt.Printf("== suite with operator %s (%s)\n%s\n", op.Name(), time.Since(t0).Round(time.Second), b.String())
 		out[name] = rep
+		// Written after each operator, so a run cut off by the machine's
+		// time limit keeps the suites that finished.
+		if p := os.Getenv("KEVOLVE_SUITE_OUT"); p != "" {
+			js, _ := json.MarshalIndent(out, "", "  ")
+			if err := os.WriteFile(p, js, 0o644); err != nil {
+				t.Errorf("write %s: %v", p, err)
+			}
+		}
 		if rep.FastEager[0] < 0.9 {
 			t.Errorf("%s: only %.0f%% of the problems correct", name, 100*rep.FastEager[0])
 		}
-	}
-	if p := os.Getenv("KEVOLVE_SUITE_OUT"); p != "" {
-		js, _ := json.MarshalIndent(out, "", "  ")
-		os.WriteFile(p, js, 0o644)
 	}
 }
