@@ -105,13 +105,13 @@ bench-gpu-prep:
 	PYTHON=$(VENV)/bin/python harness/testdata/kernelbench/prepare.sh .gpu/kb $(KB_MIRROR)
 	$(GO) test -c -ldflags='-s -w' -o .gpu/bench/harness.test ./harness
 	gzip -9 .gpu/bench/harness.test; du -sh .gpu/bench .gpu/kb
-	@echo "now on the GPU machine (carry .gpu/bench .gpu/kb): make bench-run [BENCH_ONLY=regexp]"
+	@echo "now on the GPU machine (carry .gpu/bench .gpu/kb): make bench-run [BENCH_ONLY=regexp] [BENCH_SKIP_KB=1]"
 
 bench-run:
 	@[ ! -e .gpu/bench/harness.test.gz ] || gunzip -f .gpu/bench/harness.test.gz; chmod +x .gpu/bench/harness.test
 	cd harness && KEVOLVE_GPU=1 KEVOLVE_TEST_STRICT=1 KEVOLVE_KB_DIR=$(CURDIR)/.gpu/kb \
 	  KEVOLVE_PYTHON=$${KEVOLVE_PYTHON:-/opt/torch/.venv/bin/python3} KEVOLVE_BENCH_OUT=$${OUT:-$(CURDIR)/.gpu/bench} \
-	  KEVOLVE_BENCH_ONLY='$(BENCH_ONLY)' KEVOLVE_BENCH_DEADLINE_S=$${BENCH_DEADLINE_S:-0} \
+	  KEVOLVE_BENCH_ONLY='$(BENCH_ONLY)' KEVOLVE_BENCH_DEADLINE_S=$${BENCH_DEADLINE_S:-0} KEVOLVE_BENCH_SKIP_KB=$(BENCH_SKIP_KB) \
 	  $(CURDIR)/.gpu/bench/harness.test -test.run '^TestBenchKernelBench$$' -test.v -test.timeout 60m
 
 # The reference-as-candidate sweep of KernelBench levels 1-3 (issue 9's

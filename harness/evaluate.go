@@ -109,11 +109,6 @@ type pyResult struct {
 	Work         *TracedWork        `json:"work"`
 }
 
-type counted struct {
-	w   sol.Work
-	err error
-}
-
 // Evaluate checks and times a candidate for a problem on a leased device
 // (nil: one is leased for the call from o.Target and o.Device). A Go error
 // means the harness could not do its job: an *InputError for the caller's
@@ -192,9 +187,12 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 	}
 
 	// The work to bound against: declared, else counted by the child
-	// (count_work) where its evaluate.py does, else traced here. On a GPU the
-	// trace (CPU work on meta tensors) overlaps the evaluation; on the CPU
-	// it would steal the cores being timed, so it runs after.
+	// (count_work), else traced here after the evaluation (a separate
+	// Python on meta tensors, cached per reference and shape set). The
+	// fallback runs only when the child could not count: tracing ahead
+	// "in case" started a torch import per evaluation, cancelled as soon as
+	// the child's count arrived, so it was never cached and came back on
+	// the next evaluation, competing with the child for the host's cores.
 	trace := func(ctx context.Context) (sol.Work, error) {
 		path := refPath
 		if path == "" {
@@ -208,16 +206,6 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 		return e.tracedWork(ctx, workKey(refCode, req.Shapes), func(ctx context.Context) (sol.Work, error) {
 			return sol.Trace(ctx, path, sol.TraceOptions{Python: e.cfg.Python, Shapes: req.Shapes, Timeout: 120 * time.Second})
 		})
-	}
-	var early chan counted
-	workCtx, cancelWork := context.WithCancel(ctx)
-	defer cancelWork()
-	if !req.SkipTiming && tgt != target.CPU && !declaredFor(req.Work, req.Shapes) {
-		early = make(chan counted, 1)
-		go func() {
-			w, err := trace(workCtx)
-			early <- counted{w, err}
-		}()
 	}
 
 	// The child's arguments. evaluate.py knows "nvidia" and "cpu": an AMD
@@ -329,9 +317,7 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 	setSpeedups(res)
 	if res.Candidate != nil {
 		traced := trace
-		switch {
-		case childWork != nil && childWork.FLOPs+childWork.Bytes > 0:
-			cancelWork()
+		if childWork != nil && childWork.FLOPs+childWork.Bytes > 0 {
 			cw := *childWork
 			traced = func(context.Context) (sol.Work, error) {
 				w := sol.Work{FLOPs: cw.FLOPs, Bytes: cw.Bytes, Dtype: cw.Dtype, Source: "traced"}
@@ -341,15 +327,6 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 					}
 				}
 				return w, nil
-			}
-		case early != nil:
-			traced = func(ctx context.Context) (sol.Work, error) {
-				select {
-				case c := <-early:
-					return c.w, c.err
-				case <-ctx.Done():
-					return sol.Work{}, ctx.Err()
-				}
 			}
 		}
 		w, err := e.workFor(ctx, req.Shapes, dtype, req.Work, traced)
