@@ -235,7 +235,13 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
     # GPU 0.21 s (H200 x2, TestMultiGPUThroughput).
     if device.type == "cuda":
         ctx.progress("cuda_context")
-        torch.zeros(1, device=device)
+        try:
+            torch.zeros(1, device=device)
+        except BaseException as e:  # noqa: BLE001 - the machine's fault, not the kernel's
+            if is_oom(e):
+                raise
+            raise HarnessError("could not create a CUDA context on the leased device before loading anything of the "
+                               "candidate's onto it: %s" % (str(e).splitlines()[0][:300] if str(e) else type(e).__name__))
         ctx.progress("wait_device")
         ctx.gate()
 
