@@ -240,8 +240,8 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
         except BaseException as e:  # noqa: BLE001 - the machine's fault, not the kernel's
             if is_oom(e):
                 raise
-            raise HarnessError("could not create a CUDA context on the leased device before loading anything of the "
-                               "candidate's onto it: %s" % (str(e).splitlines()[0][:300] if str(e) else type(e).__name__))
+            raise HarnessError("could not create a CUDA context on the leased device: %s" % (
+                str(e).splitlines()[0][:300] if str(e) else type(e).__name__))
         ctx.progress("wait_device")
         ctx.gate()
 
