@@ -55,7 +55,7 @@ func SolAnalysis(ceilings CeilingsProvider, trace sol.TraceOptions, resolve prob
 		mcp.WithInputSchema[SolAnalysisInput](),
 		mcp.WithOutputSchema[sol.Report](),
 		mcp.WithTitleAnnotation("Speed-of-light analysis"),
-		mcp.WithReadOnlyHintAnnotation(true), // traces the reference in a scratch process; writes nothing that lasts
+		mcp.WithReadOnlyHintAnnotation(false), // with candidate it runs that code and writes the build and evaluation caches, as run_kernel
 		mcp.WithDestructiveHintAnnotation(false),
 		mcp.WithIdempotentHintAnnotation(true),
 		mcp.WithOpenWorldHintAnnotation(false),
