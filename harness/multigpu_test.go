@@ -139,15 +139,11 @@ func TestMultiGPUThroughput(t *testing.T) {
 
 // medianOf is the median of f over the results.
 func medianOf(rs []Result, f func(Result) float64) float64 {
-	var xs []float64
+	xs := make([]float64, 0, len(rs))
 	for _, r := range rs {
 		xs = append(xs, f(r))
 	}
-	if len(xs) == 0 {
-		return 0
-	}
-	sort.Float64s(xs)
-	return xs[len(xs)/2]
+	return benchMedian(xs)
 }
 
 // stageMedians says where the evaluations spent their time, stage by stage.
