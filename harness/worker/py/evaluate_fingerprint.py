@@ -115,30 +115,28 @@ class Fingerprinter:
             res = [None] * len(spans)
             for k in order:
                 a, e = spans[k]
-                c = wd[a:e].to(torch.int64)
-                res[k] = torch.stack((c.sum(), (c * w[:e - a]).sum()))
-                del c
-            return torch.stack(res)
+                res[k] = _rows(wd, a, 1, e - a, w)
+            return torch.cat(res)
         full = len(spans) if spans[-1][1] - spans[-1][0] == step else len(spans) - 1
         # The host allocator hands big temporaries back to the OS and faults
         # them in again each time: row groups there stay near one chunk.
         rows = max(1, (GROUP_BYTES if wd.is_cuda else FP_CHUNK_BYTES) // (8 * step))
-        parts = []
-        for g in range(0, full, rows):
-            m = min(rows, full - g)
-            c = wd[g * step:(g + m) * step].view(m, step).to(torch.int64)
-            parts.append(torch.stack((c.sum(1), (c * w).sum(1)), 1))
-            del c
+        parts = [_rows(wd, g * step, min(rows, full - g), step, w) for g in range(0, full, rows)]
         if full < len(spans):
             a, e = spans[-1]
-            c = wd[a:e].to(torch.int64)
-            parts.append(torch.stack((c.sum(), (c * w[:e - a]).sum())).view(1, 2))
-            del c
+            parts.append(_rows(wd, a, 1, e - a, w))
         return parts[0] if len(parts) == 1 else torch.cat(parts)
 
     def of(self, out, rng=None):
         """Fingerprints of out's tensors (flattened); non-tensors kept as is."""
         return [self.tensor(o, rng) if isinstance(o, torch.Tensor) else ("value", o) for o in flatten(out)]
+
+
+def _rows(wd, start, m, n, w):
+    """(sum, weighted sum) of the m consecutive chunks of n words that start
+    at word start: an (m, 2) int64 tensor, read in one pass."""
+    c = wd[start:start + m * n].view(m, n).to(torch.int64)
+    return torch.stack((c.sum(1), (c * w[:n]).sum(1)), 1)
 
 
 def _words_size(t):
