@@ -12,19 +12,16 @@ import (
 	"github.com/kevolve/kevolve-mcp/harness/worker"
 )
 
-// Verdicts of an evaluation.
+// Verdicts of an evaluation (defined in harness/problem, shared with the search).
 const (
-	VerdictPass               = "pass"
-	VerdictIncorrect          = "incorrect"
-	VerdictCompileError       = "compile_error"
-	VerdictRuntimeError       = "runtime_error"
-	VerdictTimeout            = "timeout"
-	VerdictCrash              = "crash"
-	VerdictIntegrityViolation = "integrity_violation"
-	// VerdictReferenceError: the reference (not the candidate) failed to
-	// import, construct, make inputs or run; Stage says which
-	// (reference_import|reference_init|reference_inputs|reference_forward).
-	VerdictReferenceError = "reference_error"
+	VerdictPass               = problem.VerdictPass
+	VerdictIncorrect          = problem.VerdictIncorrect
+	VerdictCompileError       = problem.VerdictCompileError
+	VerdictRuntimeError       = problem.VerdictRuntimeError
+	VerdictTimeout            = problem.VerdictTimeout
+	VerdictCrash              = problem.VerdictCrash
+	VerdictIntegrityViolation = problem.VerdictIntegrityViolation
+	VerdictReferenceError     = problem.VerdictReferenceError
 )
 
 // evalVersion changes whenever the meaning of a result changes; the

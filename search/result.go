@@ -1,18 +1,22 @@
 package search
 
-import "encoding/json"
+import (
+	"encoding/json"
 
-// Verdicts the harness returns (DESIGN.md section 3). Only VerdictPass earns
-// a fitness above zero.
+	"github.com/kevolve/kevolve-mcp/harness/problem"
+)
+
+// Verdicts the harness returns (harness/problem defines them). Only
+// VerdictPass earns a fitness above zero.
 const (
-	VerdictPass               = "pass"
-	VerdictIncorrect          = "incorrect"
-	VerdictCompileError       = "compile_error"
-	VerdictRuntimeError       = "runtime_error"
-	VerdictTimeout            = "timeout"
-	VerdictCrash              = "crash"
-	VerdictIntegrityViolation = "integrity_violation"
-	VerdictReferenceError     = "reference_error"
+	VerdictPass               = problem.VerdictPass
+	VerdictIncorrect          = problem.VerdictIncorrect
+	VerdictCompileError       = problem.VerdictCompileError
+	VerdictRuntimeError       = problem.VerdictRuntimeError
+	VerdictTimeout            = problem.VerdictTimeout
+	VerdictCrash              = problem.VerdictCrash
+	VerdictIntegrityViolation = problem.VerdictIntegrityViolation
+	VerdictReferenceError     = problem.VerdictReferenceError
 )
 
 // Check is one named correctness or integrity check of an evaluation.
