@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,12 +13,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/kevolve/kevolve-mcp/harness"
-	"github.com/kevolve/kevolve-mcp/harness/device"
-	"github.com/kevolve/kevolve-mcp/harness/sol"
-	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
 	"github.com/kevolve/kevolve-mcp/search"
-	"github.com/kevolve/kevolve-mcp/search/harnesseval"
+	"github.com/kevolve/kevolve-mcp/search/harnesseval/harnessevaltest"
 )
 
 // defaultGPUSuite is the tuner acceptance suite: twelve problems, CUDA and
@@ -49,24 +44,8 @@ func envFloat(name string, def float64) float64 {
 // KEVOLVE_GPU_EVALS (default 40 per problem) and KEVOLVE_GPU_MINUTES (default 8.5,
 // shared out over the problems) tune it; KEVOLVE_GPU_OUT names a JSON file for the table.
 func TestGPUTunerSuite(t *testing.T) {
-	if os.Getenv("KEVOLVE_GPU") != "1" {
-		t.Skip("needs a GPU: set KEVOLVE_GPU=1")
-	}
-	py := toolchaintest.Python(t)
+	ad, rep := harnessevaltest.GPU(t)
 	ctx := context.Background()
-	ev, err := harness.NewEvaluator(harness.EvalConfig{Python: py, CacheDir: t.TempDir(),
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ev.Close()
-	rep := device.Discover(ctx, device.Options{Python: py})
-	ad := &harnesseval.Adapter{Ev: ev, Timeout: 120 * time.Second}
-	if c, err := sol.ForDevice(ctx, nil, rep, ""); err == nil {
-		ad.Ceilings = &c
-	} else {
-		t.Logf("no SOL ceilings: %v", err)
-	}
 	suite := os.Getenv("KEVOLVE_GPU_SUITE")
 	if suite == "" {
 		suite = defaultGPUSuite

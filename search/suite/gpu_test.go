@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,13 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kevolve/kevolve-mcp/harness"
-	"github.com/kevolve/kevolve-mcp/harness/device"
-	"github.com/kevolve/kevolve-mcp/harness/sol"
-	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
 	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/engine"
-	"github.com/kevolve/kevolve-mcp/search/harnesseval"
+	"github.com/kevolve/kevolve-mcp/search/harnesseval/harnessevaltest"
 	"github.com/kevolve/kevolve-mcp/search/operator/cmdop"
 	"github.com/kevolve/kevolve-mcp/search/operator/tuner"
 	"github.com/kevolve/kevolve-mcp/search/store"
@@ -39,22 +34,8 @@ const defaultSuiteProblems = "llm/rmsnorm,llm/layernorm,llm/softmax,llm/cross_en
 // operators to run, by name: "tuner", "cmd"; default both) and
 // KEVOLVE_SUITE_OUT (a JSON file) tune it.
 func TestGPUSuite(t *testing.T) {
-	if os.Getenv("KEVOLVE_GPU") != "1" {
-		t.Skip("needs a GPU: set KEVOLVE_GPU=1")
-	}
-	py := toolchaintest.Python(t)
+	ad, rep := harnessevaltest.GPU(t)
 	ctx := context.Background()
-	ev, err := harness.NewEvaluator(harness.EvalConfig{Python: py, CacheDir: t.TempDir(),
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ev.Close()
-	rep := device.Discover(ctx, device.Options{Python: py})
-	ad := &harnesseval.Adapter{Ev: ev, Timeout: 120 * time.Second}
-	if c, err := sol.ForDevice(ctx, nil, rep, ""); err == nil {
-		ad.Ceilings = &c
-	}
 	var devices []string
 	for _, g := range rep.GPUs {
 		devices = append(devices, g.Name)
