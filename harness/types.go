@@ -210,7 +210,8 @@ type EvalResult struct {
 	Log      string   `json:"log,omitempty"`
 	// StageS is the child's seconds per stage (load_candidate, correctness, timing...).
 	StageS map[string]float64 `json:"stage_s,omitempty"`
-	// Memory and Work: added for issue 9 (integrity/memory helper).
+	// Memory is peak device memory per side and stage; Work the reference
+	// forward's FLOPs and bytes as the child counted them (count_work).
 	Memory         *MemoryUse  `json:"memory,omitempty"`
 	Work           *TracedWork `json:"work,omitempty"`
 	WallS          float64     `json:"wall_s"`
