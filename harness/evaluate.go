@@ -56,6 +56,9 @@ func NewEvaluator(cfg EvalConfig) (*Evaluator, error) {
 	if cfg.DefaultTimeout <= 0 {
 		cfg.DefaultTimeout = 180 * time.Second
 	}
+	if cfg.Reuse == ReuseGPU && os.Getenv("KEVOLVE_FRESH_PROCESS") == "1" {
+		cfg.Reuse = ReuseNever
+	}
 	if cfg.CPUMemLimit == 0 {
 		cfg.CPUMemLimit = 16 << 30
 	}
@@ -107,6 +110,7 @@ type pyResult struct {
 	StageS       map[string]float64 `json:"stage_s"`
 	Memory       *MemoryUse         `json:"memory"`
 	Work         *TracedWork        `json:"work"`
+	Process      *ProcessUse        `json:"process"`
 }
 
 // Evaluate checks and times a candidate for a problem on a leased device
@@ -248,6 +252,7 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 		Module: "evaluate", Func: "main", Args: args, Env: env, Timeout: req.Timeout, MemLimit: mem,
 		Progress: progress,
 		Gate:     l.Exclusive, // loading and compiling overlap; the device phase runs alone on its device
+		Reuse:    e.cfg.Reuse == ReuseAll || (e.cfg.Reuse == ReuseGPU && tgt != target.CPU),
 	}
 	var childWork *TracedWork
 	out, err := e.w.Run(ctx, job)
@@ -311,6 +316,7 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 		}
 		res.StageS = pr.StageS
 		res.Memory, res.Work = pr.Memory, pr.Work
+		res.Process = pr.Process
 		childWork = pr.Work
 	}
 	res.Correct = res.Verdict == VerdictPass

@@ -32,16 +32,33 @@ func TestIntegrityGPU(t *testing.T) {
 		{"kernel_from_python_thread", "gpu_ref_scale.py", "gpu_thread_launch.py", false, []string{VerdictIntegrityViolation, VerdictIncorrect}},
 		{"cuda_graph_on_side_stream", "gpu_ref_scale.py", "gpu_graph_side_stream.py", false, []string{VerdictIntegrityViolation, VerdictIncorrect}},
 		{"triton_on_side_stream", "gpu_ref_scale.py", "gpu_triton_side_stream.py", false, []string{VerdictIntegrityViolation, VerdictIncorrect}},
+		{"raw_allocation_half_written", "gpu_ref_scale.py", "gpu_raw_alloc_partial.py", false, []string{VerdictIncorrect, VerdictIntegrityViolation}},
 		{"honest_side_stream_ordered", "gpu_ref_matmul_relu.py", "gpu_side_stream_mm_honest.py", true, nil},
 		{"honest_custom_kernel", "gpu_ref_scale.py", "gpu_kernel_honest.py", true, nil},
 	}
+	eval := func(t *testing.T, ref, cand string) *EvalResult {
+		t.Helper()
+		// One device, so each evaluation may run in the child the one before left.
+		res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Code: readTestdata(t, ref)},
+			Candidate: Source{Code: readTestdata(t, cand)}, Target: "nvidia", Device: "0", Timeout: 170 * time.Second,
+			CompileReference: new(bool)}, nil)
+		if err != nil {
+			t.Fatalf("Evaluate: %v", err)
+		}
+		return res
+	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Code: readTestdata(t, tc.ref)},
-				Candidate: Source{Code: readTestdata(t, tc.cand)}, Target: "nvidia", Timeout: 170 * time.Second,
-				CompileReference: new(bool)}, nil)
-			if err != nil {
-				t.Fatalf("Evaluate: %v", err)
+			if !tc.honest {
+				// An honest evaluation first leaves a clean child: the hostile
+				// candidate then runs where earlier evaluations ran.
+				if before := eval(t, "gpu_ref_scale.py", "gpu_kernel_honest.py"); before.Process == nil || !before.Process.Kept {
+					t.Logf("the honest evaluation's child was not kept: %+v", before.Process)
+				}
+			}
+			res := eval(t, tc.ref, tc.cand)
+			if res.Process != nil {
+				t.Logf("process: job %d in its child, kept %v %s", res.Process.Job, res.Process.Kept, res.Process.Why)
 			}
 			t.Logf("verdict %s stage %s wall %.2fs stages %v memory %s", res.Verdict, res.Stage, res.WallS, res.StageS, memLine(res.Memory))
 			for _, c := range res.Checks {

@@ -40,51 +40,61 @@ func dump(res *EvalResult) string {
 	return string(b)
 }
 
+// hostileCase is a candidate (a file in testdata/hostile, or "rename:" a
+// reference renamed ModelNew) for a reference, and the verdict it must get
+// through the named check.
+type hostileCase struct {
+	name, ref, cand string
+	want, check     string
+	gpuOnly         bool
+}
+
 // The classes of issue 9: skipping work once timed, caching outputs, and
-// the reference renamed as the candidate. Each must get its verdict through
-// the named check; none may pass.
+// the reference renamed as the candidate.
+var hostileCases = []hostileCase{
+	// Correct for its first calls (correctness trials and the cache
+	// check), then torch.empty_like without computing.
+	{"stop_after_n_calls", "ref_normalize.py", "stop_after_n.py", VerdictIntegrityViolation, "audit", false},
+	// Correct, then keeps returning its own output buffer unchanged.
+	{"stale_buffer_after_n_calls", "ref_normalize.py", "stale_buffer.py", VerdictIntegrityViolation, "audit", false},
+	// From its 8th call on, a cache keyed by the input's data_ptr.
+	{"cache_by_data_ptr_once_timed", "ref_normalize.py", "cache_data_ptr.py", VerdictIntegrityViolation, "audit", false},
+	// Computes only for inputs it has not seen (by pointer and shape):
+	// inputs seen before get the earlier output.
+	{"compute_only_unseen_inputs", "ref_normalize.py", "seen_inputs.py", VerdictIntegrityViolation, "memoization", false},
+	// Looks for the timing loop on the call stack and skips the work there.
+	{"cheats_inside_the_timing_loop", "ref_normalize.py", "timed_by_stack.py", VerdictIntegrityViolation, "audit", false},
+	// Replaces the auditor's settle and torch.equal from inside the process.
+	{"patches_the_harness", "ref_normalize.py", "patches_harness.py", VerdictIntegrityViolation, "harness_patched", false},
+	// KernelBench level 1 problem 12 (CPU-sized), Model renamed ModelNew.
+	{"reference_as_candidate_diag_matmul", "ref_diag_matmul.py", "rename:ref_diag_matmul.py", VerdictIntegrityViolation, "reference_ops", false},
+	{"reference_as_candidate_conv_relu", "ref_conv_relu.py", "rename:ref_conv_relu.py", VerdictIntegrityViolation, "reference_ops", false},
+	{"reference_as_candidate_layernorm", "ref_layernorm.py", "rename:ref_layernorm.py", VerdictIntegrityViolation, "reference_ops", false},
+	// The reference with glue added (.contiguous(), a clone) is still the reference.
+	{"reference_with_glue_added", "ref_diag_matmul.py", "diag_matmul_glue.py", VerdictIntegrityViolation, "reference_ops", false},
+}
+
+// candidateSource reads a hostileCase's candidate.
+func (tc hostileCase) candidateSource(t *testing.T) string {
+	if f, ok := strings.CutPrefix(tc.cand, "rename:"); ok {
+		// Every use of the name, as a KernelBench sweep renames it (super(Model, self) included).
+		return strings.ReplaceAll(readTestdata(t, f), "Model", "ModelNew")
+	}
+	return readTestdata(t, tc.cand)
+}
+
+// Each hostile case must get its verdict through the named check; none may pass.
 func TestIntegrityHostileCandidates(t *testing.T) {
 	ev := evaluator(t)
 	ctx := context.Background()
-	cases := []struct {
-		name, ref, cand string
-		want, check     string
-		gpuOnly         bool
-	}{
-		// Correct for its first calls (correctness trials and the cache
-		// check), then torch.empty_like without computing.
-		{"stop_after_n_calls", "ref_normalize.py", "stop_after_n.py", VerdictIntegrityViolation, "audit", false},
-		// Correct, then keeps returning its own output buffer unchanged.
-		{"stale_buffer_after_n_calls", "ref_normalize.py", "stale_buffer.py", VerdictIntegrityViolation, "audit", false},
-		// From its 8th call on, a cache keyed by the input's data_ptr.
-		{"cache_by_data_ptr_once_timed", "ref_normalize.py", "cache_data_ptr.py", VerdictIntegrityViolation, "audit", false},
-		// Computes only for inputs it has not seen (by pointer and shape):
-		// inputs seen before get the earlier output.
-		{"compute_only_unseen_inputs", "ref_normalize.py", "seen_inputs.py", VerdictIntegrityViolation, "memoization", false},
-		// Looks for the timing loop on the call stack and skips the work there.
-		{"cheats_inside_the_timing_loop", "ref_normalize.py", "timed_by_stack.py", VerdictIntegrityViolation, "audit", false},
-		// Replaces the auditor's settle and torch.equal from inside the process.
-		{"patches_the_harness", "ref_normalize.py", "patches_harness.py", VerdictIntegrityViolation, "harness_patched", false},
-		// KernelBench level 1 problem 12 (CPU-sized), Model renamed ModelNew.
-		{"reference_as_candidate_diag_matmul", "ref_diag_matmul.py", "rename:ref_diag_matmul.py", VerdictIntegrityViolation, "reference_ops", false},
-		{"reference_as_candidate_conv_relu", "ref_conv_relu.py", "rename:ref_conv_relu.py", VerdictIntegrityViolation, "reference_ops", false},
-		{"reference_as_candidate_layernorm", "ref_layernorm.py", "rename:ref_layernorm.py", VerdictIntegrityViolation, "reference_ops", false},
-		// The reference with glue added (.contiguous(), a clone) is still the reference.
-		{"reference_with_glue_added", "ref_diag_matmul.py", "diag_matmul_glue.py", VerdictIntegrityViolation, "reference_ops", false},
-	}
+	cases := hostileCases
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.gpuOnly && !gpuMode() {
 				t.Skip("GPU only")
 			}
 			ref := readTestdata(t, tc.ref)
-			cand := ""
-			if f, ok := strings.CutPrefix(tc.cand, "rename:"); ok {
-				// Every use of the name, as a KernelBench sweep renames it (super(Model, self) included).
-				cand = strings.ReplaceAll(readTestdata(t, f), "Model", "ModelNew")
-			} else {
-				cand = readTestdata(t, tc.cand)
-			}
+			cand := tc.candidateSource(t)
 			res, err := ev.EvaluateRequest(ctx, EvalRequest{Reference: Source{Code: ref}, Candidate: Source{Code: cand},
 				Target: testTarget(), Timeout: 150 * time.Second}, nil)
 			if err != nil {

@@ -217,7 +217,36 @@ type EvalResult struct {
 	WallS          float64     `json:"wall_s"`
 	Cached         bool        `json:"cached"`
 	HarnessVersion string      `json:"harness_version"`
+	// Process says which process ran the evaluation (nil: a fresh one that
+	// was not asked to stay).
+	Process *ProcessUse `json:"process,omitempty"`
 }
+
+// ProcessUse is how an evaluation's process was used: a child kept from
+// earlier evaluations on the same device saves making a CUDA context.
+type ProcessUse struct {
+	// Job is 1 for a fresh child, N for a child's Nth evaluation.
+	Job int `json:"job"`
+	// Kept says the child stays for a later evaluation; Why, when not,
+	// names what the evaluation changed (a verdict, a patched function...).
+	Kept bool   `json:"kept"`
+	Why  string `json:"why,omitempty"`
+}
+
+// ReusePolicy says when an evaluation may run in a child that served
+// earlier evaluations on the same device.
+type ReusePolicy int
+
+const (
+	// ReuseGPU (the default): on GPU targets, where a fresh child costs a
+	// CUDA context that the driver makes one process at a time host-wide.
+	ReuseGPU ReusePolicy = iota
+	// ReuseNever: a fresh process for every evaluation
+	// (KEVOLVE_FRESH_PROCESS=1 selects it).
+	ReuseNever
+	// ReuseAll: every target, the CPU included.
+	ReuseAll
+)
 
 // Result is the service's name for an evaluation's result.
 type Result = EvalResult
@@ -242,6 +271,9 @@ type EvalConfig struct {
 	MaxPerDevice int
 	// DiscoverGPUs lists the host's GPUs; default device.GPUs.
 	DiscoverGPUs func(ctx context.Context) []lease.Device
+	// Reuse says when a child that ran a clean evaluation runs the next on
+	// its device (the child's Python decides what clean is: evaluate_taint.py).
+	Reuse ReusePolicy
 }
 
 // Measured is what a timed evaluation measured, for a SOL analysis of the

@@ -45,9 +45,12 @@ func (d Device) ID() string {
 const EnvDevice = "KEVOLVE_DEVICE_INDEX"
 
 // DefaultMaxHolders bounds how many jobs are placed on one device at once:
-// their CPU-side stages overlap, their device phases queue. More would only
-// hold forked children (and their memory) waiting.
-const DefaultMaxHolders = 4
+// their CPU-side stages overlap, their device phases queue. A job spends
+// about 1 s before its device phase (fork, imports, CUDA context, kernel
+// warm-up) against 0.2-0.5 s inside it, so six keep a device fed; more
+// would only hold forked children, their host memory and their contexts'
+// device memory (~0.5 GB each) waiting.
+const DefaultMaxHolders = 6
 
 // ErrNoDevice is wrapped by errors for a target with no device on this host.
 var ErrNoDevice = errors.New("no device")

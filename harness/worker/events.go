@@ -24,6 +24,8 @@ type event struct {
 	Done    int    `json:"done"`
 	Total   int    `json:"total"`
 	Message string `json:"message"`
+	Reused  bool   `json:"reused"` // "started": an idle child took the job
+	Idle    bool   `json:"idle"`   // "done": the child stays for another job
 }
 
 // runRequest starts a job's child. Its arguments are in ArgsFile.
@@ -36,6 +38,8 @@ type runRequest struct {
 	JobDir   string            `json:"job_dir"`
 	Env      map[string]string `json:"env,omitempty"`
 	MemLimit int64             `json:"mem_limit"`
+	Reuse    bool              `json:"reuse,omitempty"` // the child may serve later jobs
+	Child    int               `json:"child,omitempty"` // run in this idle child
 }
 
 // idRequest is a grant (the device is the child's) or a cancel (kill the

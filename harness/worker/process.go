@@ -139,6 +139,7 @@ func killGroup(pid int) {
 // Close stops the parent (and with it every child: they die with their
 // parent) and returns once it has been reaped.
 func (w *Worker) Close() error {
+	w.closeIdle()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.closed = true

@@ -28,6 +28,10 @@ type Job struct {
 	Gate func(ctx context.Context) (release func(), err error)
 	// Progress receives the child's progress events; may be nil.
 	Progress func(stage string, done, total int)
+	// Reuse lets the job run in a child that served an earlier job with the
+	// same module, function and environment, and keeps its child for a
+	// later one if the job function declares it clean (ctx.reusable).
+	Reuse bool
 }
 
 // Outcome is what happened to a job's child.
@@ -40,6 +44,7 @@ type Outcome struct {
 	Log      string // the child's stdout+stderr (trimmed)
 	Wall     time.Duration
 	Pid      int
+	Reused   bool // an idle child that had served earlier jobs ran it
 }
 
 // exitWait bounds the wait for a killed child's exit event, so the job dir
@@ -62,9 +67,9 @@ func (w *Worker) Run(ctx context.Context, job Job) (*Outcome, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker: job dir: %w", err)
 	}
-	defer os.RemoveAll(dir)
 	argsFile := filepath.Join(dir, "args.json")
 	if err := writeArgs(argsFile, job.Args); err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
 	pd := &pending{events: make(chan event, 64)}
@@ -77,26 +82,43 @@ func (w *Worker) Run(ctx context.Context, job Job) (*Outcome, error) {
 	}
 	p.pending[id] = pd
 	p.pmu.Unlock()
-	defer func() {
+	// cleanup forgets the job; it runs once the child is gone, which after
+	// a "done" event is the reaper's to wait for.
+	cleanup := func() {
 		p.pmu.Lock()
 		delete(p.pending, id)
 		p.pmu.Unlock()
+		os.RemoveAll(dir)
+	}
+	var release func()
+	handedOff := false
+	defer func() {
+		if handedOff {
+			return
+		}
+		if release != nil {
+			release()
+		}
+		cleanup()
 	}()
 	if job.Timeout <= 0 {
 		job.Timeout = 10 * time.Minute
 	}
 	t0 := time.Now()
-	if err := p.send(runRequest{Op: "run", ID: id, Module: job.Module, Func: job.Func, ArgsFile: argsFile,
-		JobDir: dir, Env: job.Env, MemLimit: job.MemLimit}); err != nil {
+	req := runRequest{Op: "run", ID: id, Module: job.Module, Func: job.Func, ArgsFile: argsFile,
+		JobDir: dir, Env: job.Env, MemLimit: job.MemLimit, Reuse: job.Reuse}
+	key, jobs := "", 1
+	if job.Reuse {
+		key = reuseKey(job)
+		if c := w.takeIdle(p, key); c != nil {
+			req.Child, jobs = c.pid, c.jobs+1
+		}
+	}
+	if err := p.send(req); err != nil {
+		killGroup(req.Child) // taken from the pool: nobody else will end it
 		return nil, err
 	}
 	out := &Outcome{Code: -1}
-	var release func()
-	defer func() {
-		if release != nil {
-			release()
-		}
-	}()
 	deadline := time.NewTimer(job.Timeout)
 	defer deadline.Stop()
 	var gateWait time.Duration
@@ -148,6 +170,10 @@ func (w *Worker) Run(ctx context.Context, job Job) (*Outcome, error) {
 			switch ev.Event {
 			case "started":
 				pid = ev.Pid
+				out.Reused = ev.Reused
+				if !ev.Reused {
+					jobs = 1 // the idle child was gone: a fresh one took the job
+				}
 			case "progress":
 				out.Stage = ev.Stage
 				if job.Progress != nil {
@@ -177,6 +203,30 @@ func (w *Worker) Run(ctx context.Context, job Job) (*Outcome, error) {
 					kill()
 					return nil, err
 				}
+			case "ungate":
+				// The child is done with the device (it synchronized and
+				// freed its memory there): the next job's device phase
+				// overlaps this child's result writing and teardown.
+				if release != nil {
+					release()
+					release = nil
+				}
+			case "done":
+				// result.json is complete; the exit (the driver tearing the
+				// CUDA context down) need not hold up the caller.
+				out.Code = 0
+				res, err := finish()
+				if ev.Idle && key != "" && pid != 0 {
+					// Kept before Run returns, so a caller's next job finds it.
+					w.putIdle(&idleChild{p: p, pid: pid, key: key, jobs: jobs})
+					return res, err
+				}
+				if ev.Idle {
+					killGroup(pid) // idle although nobody asked: not ours to keep
+				}
+				handedOff = true
+				go w.reap(p, pd, id, pid, release, cleanup)
+				return res, err
 			case "exit":
 				setExit(out, ev)
 				return finish()
@@ -196,6 +246,48 @@ func (w *Worker) Run(ctx context.Context, job Job) (*Outcome, error) {
 		case <-p.dead:
 			killGroup(pid)
 			return nil, ErrWorkerDied
+		}
+	}
+}
+
+// exitGrace bounds how long a child that reported "done" may take to exit
+// before its process group is killed (a variable for the tests).
+var exitGrace = 10 * time.Second
+
+// reap waits for the exit of a child that already delivered its result,
+// kills its group if the exit does not come within exitGrace (a candidate's
+// leftover work stuck on the device), then hands back the device if the
+// child still held it and forgets the job.
+func (w *Worker) reap(p *proc, pd *pending, id int64, pid int, release func(), cleanup func()) {
+	defer func() {
+		if release != nil {
+			release()
+		}
+		cleanup()
+	}()
+	grace := time.NewTimer(exitGrace)
+	defer grace.Stop()
+	killed := false
+	for {
+		select {
+		case ev := <-pd.events:
+			switch ev.Event {
+			case "started": // a child quick enough to report before its parent did
+				pid = ev.Pid
+			case "exit":
+				return
+			}
+		case <-p.dead:
+			return
+		case <-grace.C:
+			if killed {
+				w.log.Warn("python worker: no exit event after a kill", "job", id, "pid", pid)
+				return
+			}
+			w.log.Warn("python worker: child delivered its result but did not exit; killing its group", "job", id, "pid", pid)
+			killGroup(pid)
+			killed = true
+			grace.Reset(exitWait)
 		}
 	}
 }

@@ -47,6 +47,10 @@ type Worker struct {
 	proc   *proc
 	nextID int64
 	closed bool
+
+	imu        sync.Mutex // guards idle, idleClosed (idle.go)
+	idle       map[string][]*idleChild
+	idleClosed bool
 }
 
 // New unpacks the Python files; the parent starts on the first job (or Start).

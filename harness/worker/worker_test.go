@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -123,8 +124,9 @@ func TestWorkerJobs(t *testing.T) {
 				t.Fatalf("timed out = %v", o.TimedOut)
 			}
 			tc.check(t, o)
-			if alive(o.Pid) {
-				t.Errorf("child %d still alive", o.Pid)
+			// Run returns once the result is written; the exit follows.
+			if !exitsWithin(o.Pid, 5*time.Second) {
+				t.Errorf("child %d still alive 5 s after its job returned", o.Pid)
 			}
 		})
 	}
@@ -287,5 +289,130 @@ func TestWorkerBigArgs(t *testing.T) {
 	}
 	if err := <-big; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A job hands the device back ("ungate") before it returns, and a child that
+// reported its result but never exits is killed once exitGrace passes.
+func TestWorkerHandsBackEarly(t *testing.T) {
+	w := newWorker(t)
+	ctx := context.Background()
+	var released atomic.Int64
+	gate := func(ctx context.Context) (func(), error) {
+		return func() { released.Store(time.Now().UnixNano()) }, nil
+	}
+	o, err := w.Run(ctx, Job{Module: "selftest", Func: "ungated", Args: map[string]any{"s": 1.5}, Gate: gate, Timeout: time.Minute})
+	returned := time.Now()
+	if err != nil || o.Result == nil {
+		t.Fatalf("ungated job: %v %+v", err, o)
+	}
+	if released.Load() == 0 {
+		t.Fatal("the device was never released")
+	}
+	if early := returned.Sub(time.Unix(0, released.Load())); early < 700*time.Millisecond {
+		t.Fatalf("device released %v before the job returned, want it released when the child said ungate (1.5 s before)", early)
+	}
+
+	defer func(g time.Duration) { exitGrace = g }(exitGrace)
+	exitGrace = 500 * time.Millisecond
+	t0 := time.Now()
+	o, err = w.Run(ctx, Job{Module: "selftest", Func: "done_then_hang", Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(t0); d > 20*time.Second {
+		t.Fatalf("Run waited %v for a child that reported done", d)
+	}
+	if o.Pid == 0 {
+		t.Fatal("no pid for the job")
+	}
+	if !exitsWithin(o.Pid, 10*time.Second) {
+		t.Fatalf("child %d reported done and hung, and is still alive 10 s later", o.Pid)
+	}
+}
+
+// exitsWithin says whether pid is gone (or a zombie) within d.
+func exitsWithin(pid int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
+}
+
+// Reuse: a clean job leaves its child idle for the next job with the same
+// environment; an unclean one, another environment, or the idle timeout
+// each get a fresh child.
+func TestWorkerReuse(t *testing.T) {
+	w := newWorker(t)
+	ctx := context.Background()
+	type res struct {
+		Pid      int    `json:"pid"`
+		JobIndex int    `json:"job_index"`
+		Env      string `json:"env"`
+	}
+	run := func(clean bool, env string) (res, *Outcome) {
+		t.Helper()
+		o, err := w.Run(ctx, Job{Module: "selftest", Func: "reusable", Args: map[string]any{"clean": clean},
+			Env: map[string]string{"KV_TEST_KEY": env}, Reuse: true, Timeout: time.Minute})
+		if err != nil || o.Result == nil {
+			t.Fatalf("reusable job: %v %+v", err, o)
+		}
+		var r res
+		if err := json.Unmarshal(o.Result, &r); err != nil {
+			t.Fatal(err)
+		}
+		// The child reports idle just after done: let the pool take it.
+		waitFor(t, func() bool { return w.IdleChildren() > 0 || !clean || !alive(r.Pid) })
+		return r, o
+	}
+	a, oa := run(true, "x")
+	b, ob := run(true, "x")
+	c, oc := run(true, "x")
+	if a.Pid != b.Pid || b.Pid != c.Pid || c.JobIndex != 3 || oa.Reused || !ob.Reused || !oc.Reused {
+		t.Fatalf("three clean jobs: pids %d %d %d, job index %d, reused %v %v %v; want one child serving all",
+			a.Pid, b.Pid, c.Pid, c.JobIndex, oa.Reused, ob.Reused, oc.Reused)
+	}
+	d, _ := run(true, "y")
+	if d.Pid == a.Pid || d.Env != "y" {
+		t.Fatalf("another environment ran in child %d (env %q), the first environment's was %d", d.Pid, d.Env, a.Pid)
+	}
+	e, _ := run(false, "x") // takes x's idle child and leaves it unclean
+	if e.Pid != a.Pid {
+		t.Fatalf("x's idle child %d was not reused (got %d)", a.Pid, e.Pid)
+	}
+	if !exitsWithin(e.Pid, 5*time.Second) {
+		t.Fatalf("child %d declared unclean but still alive", e.Pid)
+	}
+	f, of := run(true, "x")
+	if f.Pid == e.Pid || of.Reused || f.JobIndex != 1 {
+		t.Fatalf("after an unclean job: pid %d (was %d), reused %v, job index %d; want a fresh child", f.Pid, e.Pid, of.Reused, f.JobIndex)
+	}
+
+	defer func(d time.Duration) { IdleTTL = d }(IdleTTL)
+	IdleTTL = 300 * time.Millisecond
+	g, _ := run(true, "z")
+	if !exitsWithin(g.Pid, 10*time.Second) {
+		t.Fatalf("idle child %d outlived its idle timeout", g.Pid)
+	}
+	w.Close()
+	for _, pid := range []int{a.Pid, d.Pid, f.Pid} {
+		if !exitsWithin(pid, 5*time.Second) {
+			t.Errorf("idle child %d alive after Close", pid)
+		}
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10 s")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -15,6 +15,7 @@ evaluate_integrity (audits, cached outputs, stream work), workcount (FLOPs
 and bytes). This file runs them in order.
 """
 import math
+import os
 import threading
 import time
 
@@ -29,7 +30,9 @@ from evaluate_hooks import LaunchCounter, install_launch_hooks, triton_interpret
 from evaluate_integrity import (Auditor, InputRefresher, memoization_check, post_timing_call, private_rng,
                                 stream_work_check)
 from evaluate_ops import TRIVIAL_OPS, OpRecorder, OpTrace, main_ops, same_trace
-from evaluate_timing import AuditFailed, Timer, time_limit
+from evaluate_taint import Snapshot, reusable
+from evaluate_timing import AuditFailed, DeviceSpin, Timer, time_limit
+from evaluate_warm import warm
 
 try:  # imported in the warm parent (0.1 s, no CUDA), so count_work costs no import
     import workcount
@@ -65,10 +68,16 @@ def main(args, ctx):
         elif last[0] is None:
             last[1] = now
         last[0] = stage
+        if stage == "timing_compile" and state.get("prof") is not None:
+            state["prof"].disable()  # torch.compile's own import and codegen would drown the rest
         progress(stage, done, total)
     ctx.progress = timed_progress
+    prof = state["prof"] = _profiler()
     try:
-        _evaluate(args, ctx, checks, warnings, res, remaining, state)
+        if prof is not None:
+            prof.runcall(_evaluate, args, ctx, checks, warnings, res, remaining, state)
+        else:
+            _evaluate(args, ctx, checks, warnings, res, remaining, state)
     except HarnessError as e:
         return {"harness_error": str(e)}
     except ReferenceFailure as e:
@@ -85,6 +94,8 @@ def main(args, ctx):
         if not is_oom(e):
             raise
         _out_of_memory(e, state, checks, res, last[0])
+    finally:
+        _dump_profile(prof)
     if last[0] is not None:
         stage_s[last[0]] = round(stage_s.get(last[0], 0) + time.monotonic() - last[1], 4)
     res["checks"] = checks.export()
@@ -102,7 +113,80 @@ def main(args, ctx):
         if v and "stage" not in res:
             res["stage"] = "integrity" if v == "integrity_violation" else "correctness"
     res["correct"] = res["verdict"] == "pass"
+    _hand_back_device(ctx, state, res["verdict"])
+    if state.get("taint") is not None:
+        ok, why = reusable(state["taint"], res["verdict"])
+        ctx.reusable = ok
+        res["process"] = {"job": getattr(ctx, "job_index", 1), "kept": ok, "why": why}
     return res
+
+
+# KEVOLVE_EVAL_PROFILE=DIR writes a cProfile of each evaluation, as text
+# sorted by cumulative time, to DIR/eval-PID.txt: where a slow stage spends
+# its time, measured where it runs (a forked child on the device).
+PROFILE_ENV = "KEVOLVE_EVAL_PROFILE"
+
+
+def _profiler():
+    if not os.environ.get(PROFILE_ENV):
+        return None
+    import cProfile
+    return cProfile.Profile()
+
+
+def _dump_profile(prof):
+    if prof is None:
+        return
+    import io
+    import pstats
+    try:
+        out = io.StringIO()
+        st = pstats.Stats(prof, stream=out)
+        st.sort_stats("cumulative").print_stats(r"evaluate|workcount|kevolve", 60)
+        st.sort_stats("tottime").print_stats(40)
+        with open(os.path.join(os.environ[PROFILE_ENV], "eval-%d.txt" % os.getpid()), "w") as f:
+            f.write(out.getvalue())
+    except OSError:
+        pass
+
+
+# A child still holding this much device memory once its caches are freed
+# (a candidate keeping tensors in globals) keeps the device until it exits:
+# the next evaluation's device phase would otherwise start short of memory.
+HAND_BACK_MAX_BYTES = 1 << 30
+# Free memory beyond twice what this child holds that lets it hand the
+# device back without emptying its cache first.
+HAND_BACK_MARGIN = 8 << 30
+
+
+def _hand_back_device(ctx, state, verdict):
+    """Ends the device phase before the child exits. The exit still has to
+    tear the CUDA context down (0.1-0.2 s, serialized by the driver across a
+    host's GPUs); that now overlaps the next evaluation's device phase
+    instead of holding the device idle. A candidate caught cheating, or
+    one that left threads that could still launch work, keeps the device
+    until its process is gone."""
+    device = state.get("device")
+    if device is None or not getattr(ctx, "gated", False) or verdict == "integrity_violation":
+        return
+    before = state.get("threads_before")
+    if before is None or any(t.ident not in before and t.is_alive() for t in threading.enumerate()):
+        return
+    try:
+        if device.type == "cuda":
+            # Nothing this context queued may still run once the next
+            # evaluation's timing starts.
+            torch.cuda.synchronize(device)
+            # The exit frees everything anyway; freeing it now only pays
+            # where the next evaluation could otherwise run short.
+            free, _total = torch.cuda.mem_get_info(device)
+            if free < 2 * torch.cuda.memory_reserved(device) + HAND_BACK_MARGIN:
+                release(device, force=True)
+                if torch.cuda.memory_reserved(device) > HAND_BACK_MAX_BYTES:
+                    return
+        ctx.ungate()
+    except BaseException:  # noqa: BLE001 - a faulted context: the device is handed back at the exit
+        pass
 
 
 def _out_of_memory(e, state, checks, res, stage):
@@ -172,6 +256,7 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
         device = torch.device("cpu")
     side = Side(device)
     state["side"] = side
+    state["device"] = device
     if device.type == "cpu":
         # Smaller comparison chunks on the host: per-chunk overhead is
         # small there, and ten 64 MB temporaries are not.
@@ -207,8 +292,35 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
             kevolve.patch_load_inline()  # load_inline builds cached by source hash
     except Exception as e:  # noqa: BLE001 - the loaders are optional
         warnings.append("kevolve loaders unavailable: %r" % (e,))
+    # The device phase is serialized per device by the Go side. The CUDA
+    # context is made before it, and the kernels the checks use are loaded
+    # (evaluate_warm), so both overlap the device phase of the evaluation
+    # ahead: 16 concurrent evaluations on one H200 took 9.7 s instead of
+    # 13.6 s once the context moved out of the device phase. Made before the
+    # candidate is imported, the context is the harness's: a candidate
+    # cannot break it, and torch's lazy CUDA set-up is done before the
+    # snapshot below.
+    spin = None
+    if device.type == "cuda":
+        ctx.progress("cuda_context")
+        try:
+            if not torch.cuda.is_initialized():  # a kept child has its context
+                torch.zeros(1, device=device)
+        except BaseException as e:  # noqa: BLE001 - the machine's fault, not the kernel's
+            if is_oom(e):
+                raise
+            raise HarnessError("could not create a CUDA context on the leased device: %s" % (
+                str(e).splitlines()[0][:300] if str(e) else type(e).__name__))
+        ctx.progress("warm")
+        warm(device, _source_of(args["reference"], ref_path))
+        spin = _SPINS.get(str(device)) or _SPINS.setdefault(str(device), DeviceSpin(device))
+
     counter = LaunchCounter()
     install_launch_hooks(counter, uses_ext)
+    if getattr(ctx, "reuse", False):
+        # Everything up to here is the harness's own doing; from here on,
+        # what changes is the candidate's (evaluate_taint).
+        state["taint"] = Snapshot()
     ctx.progress("load_candidate")
     t0 = time.monotonic()
     side.now = "candidate"
@@ -227,21 +339,7 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
     checks.add("load_candidate", True, "loaded in %.2f s" % (time.monotonic() - t0))
     res["load_s"] = round(time.monotonic() - t0, 3)
 
-    # The device phase is serialized per device by the Go side. The CUDA
-    # context is made before it, so making it overlaps the device phase of
-    # the evaluation ahead: 16 concurrent evaluations on one H200 took 9.7 s
-    # instead of 13.6 s. Context creation does not scale over a host's GPUs:
-    # 8 children making theirs at once took a median 1.37 s each, 4 on one
-    # GPU 0.21 s (H200 x2, TestMultiGPUThroughput).
     if device.type == "cuda":
-        ctx.progress("cuda_context")
-        try:
-            torch.zeros(1, device=device)
-        except BaseException as e:  # noqa: BLE001 - the machine's fault, not the kernel's
-            if is_oom(e):
-                raise
-            raise HarnessError("could not create a CUDA context on the leased device: %s" % (
-                str(e).splitlines()[0][:300] if str(e) else type(e).__name__))
         ctx.progress("wait_device")
         ctx.gate()
 
@@ -340,6 +438,7 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
         return ref_forward(inputs)
 
     threads_before = {t.ident for t in threading.enumerate()}
+    state["threads_before"] = threads_before
     stream_before = torch.cuda.current_stream(device) if device.type == "cuda" else None
 
     def run_candidate(inputs, trial, *modes):
@@ -411,7 +510,9 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
             # Poisoned now that the inputs and the reference's outputs
             # exist, leaving room for the candidate's outputs and as much
             # again in temporaries.
-            poisoned, poison_detail = poison_allocator(device, keep_free=2 * out_bytes + (1 << 30))
+            ctx.progress("poison")
+            poisoned, poison_detail = poison_allocator(device, keep_free=2 * out_bytes + (1 << 30), out_bytes=out_bytes)
+            ctx.progress("correctness", trial, trials)
             checks.add("poisoned_allocator", True, poison_detail)
             if device.type == "cuda" and not poisoned:
                 warnings.append("allocator poison skipped: " + poison_detail)
@@ -477,7 +578,7 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
         del out, ref_out, cand_in, inputs, outs, refs
     res["trials"] = trials
     del prev
-    release(device)  # the poison goes before the next stage
+    release(device)  # the poison goes before the next stage where memory is short
 
     if checks.failed():
         return
@@ -539,7 +640,7 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
     if device.type != "cuda":
         ctx.gate()
     flush = int(args.get("flush_bytes") or (256 << 20 if device.type == "cuda" else 32 << 20))
-    timer = Timer(device, flush)
+    timer = Timer(device, flush, spin)
     if timer.spin is not None and timer.spin.kernel is None:
         warnings.append("timing used the " + timer.spin.note)
     cap = float(args.get("timing_cap_s") or (3.0 if device.type == "cuda" else 1.5))
@@ -657,6 +758,22 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
                 warnings.append("torch.compile of the reference failed or timed out: %s" % str(e).splitlines()[0][:300] if str(e) else type(e).__name__)
     elif want_compile:
         warnings.append("skipped torch.compile timing of the reference: not enough time left in the budget")
+
+
+# The timer's spin kernel, compiled once per process (a child that serves
+# several evaluations keeps it).
+_SPINS = {}
+
+
+def _source_of(src, path):
+    """A reference's text, from its code or its file ("" if unreadable)."""
+    if src.get("code"):
+        return src["code"]
+    try:
+        with open(path or src.get("path") or "") as f:
+            return f.read(1 << 20)
+    except (OSError, UnicodeDecodeError):
+        return ""
 
 
 def _count_work(ref_forward, ref_in, ref_model, rec, trace, res, warnings, device):

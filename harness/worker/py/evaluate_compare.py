@@ -120,23 +120,32 @@ def compare_outputs(refs, outs, tol):
 
 # ---------------------------------------------------------------- poison
 
-def poison_allocator(device, keep_free=0):
+def poison_allocator(device, keep_free=0, out_bytes=0):
     """Fills the memory the candidate's next allocations will come from with
     NaN, so output it never writes shows up. torch.empty itself is filled
-    with NaN by the deterministic-fill mode enabled around candidate calls.
+    with NaN by the deterministic-fill mode enabled around candidate calls;
+    the poison is for memory taken from torch's allocator another way (raw
+    allocations from an extension).
 
-    Called once the first trial's inputs and reference outputs exist, and
-    sized from what is free then: at most a quarter of it and 16 GiB, and
-    never into keep_free (room for the candidate's outputs and temporaries).
-    The blocks are cached, not held: torch's allocator releases them when a
-    larger allocation needs the room, and the evaluation releases them
-    (torch.cuda.empty_cache) after the correctness trials. Returns (poisoned
-    bytes, detail)."""
+    Called once the first trial's inputs and reference outputs exist. The
+    caching allocator serves an allocation from the best-fitting cached
+    block, so a few blocks at least as large as the reference's output cover
+    the output and its temporaries: 256 MiB blocks (or one output's size)
+    adding up to twice that or 1 GiB, whichever is more; never a quarter of
+    what is free, 16 GiB, or into keep_free (room for the candidate's
+    outputs and temporaries). More costs time without covering more:
+    filling 16 GiB made and freed 64 segments per evaluation, driver work
+    that runs one process at a time across a host's GPUs. The blocks are
+    cached, not held: torch's allocator releases them when a larger
+    allocation needs the room, and the evaluation releases them
+    (torch.cuda.empty_cache) after the correctness trials. Returns
+    (poisoned bytes, detail)."""
     if device.type == "cuda":
         from evaluate_common import free_device_bytes
         free = free_device_bytes(device)
-        size = 256 << 20
-        n = min(int(free * 0.25), 16 << 30, free - int(keep_free))
+        mib2 = 2 << 20
+        size = max(256 << 20, (int(out_bytes) + mib2 - 1) // mib2 * mib2)
+        n = min(int(free * 0.25), 16 << 30, free - int(keep_free), max(1 << 30, 2 * size))
         if n < size:
             return 0, ("not poisoned: %.2f GiB free after the inputs and the reference's outputs, %.2f GiB kept for the candidate; "
                        "torch.empty filled with NaN" % (free / 2**30, keep_free / 2**30))
@@ -152,8 +161,9 @@ def poison_allocator(device, keep_free=0):
         total = sum(b.numel() * 4 for b in blocks)
         del blocks  # freed into the caching allocator, NaN-filled
         torch.cuda.synchronize(device)
-        return total, ("%d MiB of the CUDA caching allocator filled with NaN (of %.2f GiB free, %.2f GiB kept for the candidate; "
-                       "released after correctness); torch.empty filled with NaN" % (total >> 20, free / 2**30, keep_free / 2**30))
+        return total, ("%d MiB of the CUDA caching allocator filled with NaN, in blocks of %d MiB (of %.2f GiB free, %.2f GiB kept for "
+                       "the candidate; released after correctness); torch.empty filled with NaN" % (
+                           total >> 20, size >> 20, free / 2**30, keep_free / 2**30))
     return 0, "torch.empty filled with NaN (deterministic fill)"
 
 

@@ -66,14 +66,28 @@ def triton_interpreter(want):
             del sys.modules[name]
 
 
+# The evaluation whose launches the hooks count. The hooks are installed
+# once per process and read this, so a child that runs several evaluations
+# counts each one's launches into its own counter.
+_CURRENT = {"counter": None}
+
+
+def _hit(kind):
+    c = _CURRENT["counter"]
+    if c is not None:
+        c.hit(kind)
+
+
 def install_launch_hooks(counter, uses_ext=True):
+    _CURRENT["counter"] = counter
+
     def wrap_loader(mod, attr, kind):
         f = getattr(mod, attr, None)
         if f is None or getattr(f, "_kv_wrapped", False):
             return
 
         def loader(*a, **k):
-            return _CountingProxy(f(*a, **k), counter, kind)
+            return _CountingProxy(f(*a, **k), _CURRENT["counter"], kind)
         loader._kv_wrapped = True
         loader.__doc__ = f.__doc__
         setattr(mod, attr, loader)
@@ -96,7 +110,7 @@ def install_launch_hooks(counter, uses_ext=True):
         orig = tjit.JITFunction.run
         if not getattr(orig, "_kv_wrapped", False):
             def run(self, *a, **k):
-                counter.hit("triton")
+                _hit("triton")
                 return orig(self, *a, **k)
             run._kv_wrapped = True
             tjit.JITFunction.run = run
@@ -107,7 +121,7 @@ def install_launch_hooks(counter, uses_ext=True):
         orig_i = tint.InterpretedFunction.run
         if not getattr(orig_i, "_kv_wrapped", False):
             def irun(self, *a, **k):
-                counter.hit("triton")
+                _hit("triton")
                 return orig_i(self, *a, **k)
             irun._kv_wrapped = True
             tint.InterpretedFunction.run = irun
@@ -121,7 +135,7 @@ def install_launch_hooks(counter, uses_ext=True):
                 continue
 
             def ccall(self, *a, _o=orig_c, **k):
-                counter.hit("cupy")
+                _hit("cupy")
                 return _o(self, *a, **k)
             ccall._kv_wrapped = True
             try:

@@ -56,7 +56,7 @@ class AuditFailed(Exception):
 
 
 class Timer:
-    def __init__(self, device, flush_bytes):
+    def __init__(self, device, flush_bytes, spin=None):
         self.device = device
         self.spin = None
         if device.type == "cuda":
@@ -64,8 +64,10 @@ class Timer:
             # Before each start event the GPU is kept busy a little longer
             # than the host needs to enqueue one forward, so the timed region
             # starts with the kernels already queued: launch latency and
-            # Python overhead stay out of the kernel's time.
-            self.spin = DeviceSpin(device)
+            # Python overhead stay out of the kernel's time. Built before
+            # the device phase where it can be (spin): compiling it is CPU
+            # work.
+            self.spin = spin or DeviceSpin(device)
         else:
             self.flush = torch.ones(flush_bytes // 4, dtype=torch.int32)
 

@@ -65,3 +65,28 @@ def spawn_marked(args, ctx):
     subprocess.Popen(["sleep", "3600"])
     time.sleep(3600)
     return {}
+
+
+def ungated(args, ctx):
+    """Hands the device back, then keeps the child busy: the device must be
+    free while the job has not yet returned."""
+    ctx.gate()
+    ctx.ungate()
+    time.sleep(float(args.get("s", 1)))
+    return {"pid": os.getpid()}
+
+
+def done_then_hang(args, ctx):
+    """Reports done (as the worker does after writing result.json) and never
+    exits: a child stuck in its teardown must still be killed."""
+    import __main__
+    __main__.child_emit({"event": "done", "id": ctx.job_id})
+    time.sleep(3600)
+    return {}
+
+
+def reusable(args, ctx):
+    """Declares itself clean (or not, with clean=False): the child may serve
+    the next job with the same environment."""
+    ctx.reusable = bool(args.get("clean", True))
+    return {"pid": os.getpid(), "job_index": ctx.job_index, "env": os.environ.get("KV_TEST_KEY", "")}

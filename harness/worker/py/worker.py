@@ -17,7 +17,10 @@ loop never parses them and one big job never delays another's requests.
 Lines are split scanning each byte once ("args" inline is still accepted).
 
   -> {"op":"run","id":N,"module":M,"func":F,"args_file":PATH,"job_dir":D,
-      "env":{...},"mem_limit":BYTES}
+      "env":{...},"mem_limit":BYTES,"reuse":B,"child":P}
+                                    reuse: the child may serve later jobs;
+                                    child: run in idle child P (its last
+                                    "done" said idle) instead of a fresh fork
   -> {"op":"grant","id":N}          answer to a child's gate request
   -> {"op":"cancel","id":N}         kill the job's process group (its deadline
                                     passed, perhaps before Go saw "started")
@@ -26,6 +29,13 @@ Lines are split scanning each byte once ("args" inline is still accepted).
   <- {"event":"started","id":N,"pid":P}
   <- {"event":"progress","id":N,"stage":S,"done":D,"total":T}   (child)
   <- {"event":"gate","id":N}                                    (child)
+  <- {"event":"ungate","id":N}   (child) done with the device: the next job's
+                                 device phase may start while this child
+                                 writes its result and tears its context down
+  <- {"event":"done","id":N,"idle":B}  (child) result.json is complete;
+                                 the exit (CUDA teardown: 0.1-0.2 s) still
+                                 follows, or, with idle, the child waits on
+                                 its grant pipe for another job (reuse)
   <- {"event":"exit","id":N,"pid":P,"code":C,"signal":S}
   <- {"event":"error","id":N,"message":M}
 """
@@ -162,7 +172,10 @@ versions["gc_frozen"] = gc.get_freeze_count()
 
 def emit(obj):
     line = (json.dumps(obj) + "\n").encode()
-    os.write(OUT_FD, line)
+    try:
+        os.write(OUT_FD, line)
+    except BrokenPipeError:
+        os._exit(0)  # Go is gone
 
 
 def child_emit(obj):
@@ -176,11 +189,17 @@ def child_emit(obj):
 class ChildContext:
     """What a job function gets: progress events and the device gate."""
 
-    def __init__(self, job_id, grant_fd, job_dir):
+    def __init__(self, job_id, grant_fd, job_dir, reuse=False, job_index=1):
         self.job_id = job_id
         self._grant_fd = grant_fd
         self.job_dir = job_dir
         self.gated = False
+        self.ungated = False
+        # reuse: Go would hand this child another job; the job function sets
+        # reusable when it left nothing behind that could affect that job.
+        self.reuse = reuse
+        self.reusable = False
+        self.job_index = job_index  # 1 for a fresh child
 
     def progress(self, stage, done=0, total=0):
         child_emit({"event": "progress", "id": self.job_id, "stage": str(stage)[:200],
@@ -199,6 +218,13 @@ class ChildContext:
             os._exit(70)
         self.gated = True
 
+    def ungate(self):
+        """Hands the device back before the child exits. Only a job that has
+        finished with the device and freed what it held there may call it."""
+        if self.gated and not self.ungated:
+            self.ungated = True
+            child_emit({"event": "ungate", "id": self.job_id})
+
 
 def _set_pdeathsig():
     try:
@@ -209,26 +235,32 @@ def _set_pdeathsig():
         pass
 
 
+def _read_line(fd):
+    """One request line from the grant pipe ("" when the parent closed it)."""
+    buf = bytearray()
+    while True:
+        b = os.read(fd, 1)
+        if not b:
+            return ""
+        if b == b"\n":
+            return buf.decode()
+        buf += b
+
+
 def run_child(req, grant_r):
-    """Runs in the forked child; never returns."""
-    code = 1
+    """Runs in the forked child; never returns. After a job that asked for
+    reuse and left the child clean, the child reports "idle" and waits on
+    its grant pipe for the next job line (sent for the same device and
+    environment), keeping its CUDA context; otherwise it exits."""
     try:
         os.setpgid(0, 0)
         _set_pdeathsig()
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
-        job_dir = req["job_dir"]
-        log_fd = os.open(os.path.join(job_dir, "log.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         null_fd = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null_fd, 0)
-        os.dup2(log_fd, 1)
-        os.dup2(log_fd, 2)
         os.close(null_fd)
-        os.close(log_fd)
-        sys.stdout = os.fdopen(1, "w", buffering=1)
-        sys.stderr = os.fdopen(2, "w", buffering=1)
-        for k, v in (req.get("env") or {}).items():
-            os.environ[str(k)] = str(v)
         mem = int(req.get("mem_limit") or 0)
         if mem > 0:
             import resource
@@ -237,7 +269,42 @@ def run_child(req, grant_r):
                 vm = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
             lim = vm + mem
             resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
-        ctx = ChildContext(req["id"], grant_r, job_dir)
+    except BaseException:  # noqa: BLE001
+        os._exit(1)
+    index = 1
+    while True:
+        code, again = _run_job(req, grant_r, index)
+        if code != 0 or not again:
+            os._exit(code)
+        line = _read_line(grant_r)
+        try:
+            req = json.loads(line) if line else None
+        except ValueError:
+            req = None
+        if req is None:
+            os._exit(0)
+        index += 1
+
+
+def _run_job(req, grant_r, index):
+    """Runs one job in this child; returns (exit code, may serve another)."""
+    code = 1
+    ctx = None
+    try:
+        job_dir = req["job_dir"]
+        log_fd = os.open(os.path.join(job_dir, "log.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        if index > 1:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os.dup2(log_fd, 1)
+        os.dup2(log_fd, 2)
+        os.close(log_fd)
+        if index == 1:
+            sys.stdout = os.fdopen(1, "w", buffering=1)
+            sys.stderr = os.fdopen(2, "w", buffering=1)
+        for k, v in (req.get("env") or {}).items():
+            os.environ[str(k)] = str(v)
+        ctx = ChildContext(req["id"], grant_r, job_dir, bool(req.get("reuse")), index)
         args = req.get("args")
         if req.get("args_file"):
             with open(req["args_file"], "rb") as f:
@@ -250,6 +317,7 @@ def run_child(req, grant_r):
             result = {"error": "MemoryError: the job exceeded its memory limit",
                       "error_type": "MemoryError"}
         except BaseException as e:  # noqa: BLE001 - report everything
+            ctx.reusable = False
             result = {"error": "".join(traceback.format_exception(e))[-20000:],
                       "error_type": type(e).__name__}
         tmp = os.path.join(job_dir, "result.json.tmp")
@@ -263,15 +331,21 @@ def run_child(req, grant_r):
         except BaseException:  # noqa: BLE001
             pass
         code = 1
-    finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except BaseException:  # noqa: BLE001
-            pass
-        # _exit: never run the parent's atexit handlers or flush its buffers,
-        # and do not wait for threads a candidate may have left running.
-        os._exit(code)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:  # noqa: BLE001
+        code = code or 1
+    again = bool(code == 0 and ctx is not None and ctx.reuse and ctx.reusable)
+    if code == 0:
+        # Go returns on this, not on the exit, which waits for the driver
+        # to tear the CUDA context down; idle says the child stays for
+        # another job instead (run_child waits for it).
+        child_emit({"event": "done", "id": req["id"], "idle": again})
+    # A child that is not kept leaves through os._exit: it never runs the
+    # parent's atexit handlers, and does not wait for threads a candidate
+    # may have left running (such a job is never reusable).
+    return code, again
 
 
 def handle(line, children, by_id):
@@ -302,6 +376,20 @@ def handle(line, children, by_id):
                 except OSError:
                     pass
     elif op == "run":
+        pid = req.get("child")
+        if pid in children:
+            # An idle child Go chose for this job: the request line goes down
+            # its grant pipe. If it died meanwhile, a fresh child runs the job.
+            try:
+                os.write(children[pid][1], (json.dumps(req) + "\n").encode())
+            except OSError:
+                pass
+            else:
+                by_id.pop(children[pid][0], None)
+                children[pid] = (req.get("id"), children[pid][1])
+                by_id[req.get("id")] = pid
+                emit({"event": "started", "id": req.get("id"), "pid": pid, "reused": True})
+                return
         try:
             grant_r, grant_w = os.pipe()
             pid = os.fork()
@@ -328,8 +416,9 @@ def main():
     # Forked children keep fd 3; programs they exec (gcc, nvcc, a shell)
     # must not, or a lingering grandchild would hold the event pipe open.
     os.set_inheritable(OUT_FD, False)
-    # The parent's own stdout is not the protocol; keep prints off fd 3.
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    # A write to a child that died must fail (EPIPE), not kill the parent;
+    # a write to Go that is gone ends the parent (emit).
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     sel = selectors.DefaultSelector()
     os.set_blocking(0, False)
     sel.register(0, selectors.EVENT_READ)

@@ -1,0 +1,195 @@
+"""Whether a child that ran one evaluation may run the next.
+
+A fresh process per evaluation costs a CUDA context: made and torn down by
+the driver one process at a time across a host's GPUs, about 0.27 s per
+evaluation, which capped two H200s at 1.13x one (TestMultiGPUThroughput). A
+child that keeps its context for the next evaluation on the same device
+avoids that, but a candidate's Python runs in it, and whatever it changed
+would carry into the next evaluation: a patched torch function could slow
+the next reference (inflating the next candidate's speedup) or hide the
+next candidate's error.
+
+So a child is reused only when nothing it can reach from Python changed:
+the functions and classes of torch and its main namespaces, of the
+standard modules the checks use, of Triton and of the harness itself;
+torch's global flags, mode stacks, global module hooks and operator
+registrations; trace and profile hooks, import hooks, signal handlers and
+the environment. Any change, a thread left running, device memory still
+held, or a verdict other than pass or incorrect, and the child exits as
+before. What this cannot see: a candidate that writes into the
+interpreter's or a library's memory through ctypes. Options.FreshProcess
+(fresh_process in run_kernel) gives an evaluation a process of its own."""
+import builtins
+import gc
+import math
+import os
+import random
+import signal
+import sys
+import threading
+import time
+
+import torch
+
+# Namespaces whose attributes are compared by identity. Modules may gain
+# submodules (lazy imports) but no other attribute; classes gain nothing.
+_MODULES = ("builtins", "math", "random", "time", "os", "gc", "threading", "signal", "importlib", "ctypes",
+            "torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.linalg", "torch.fft", "torch.special",
+            "torch.cuda", "torch.autograd", "torch.library", "torch.overrides", "torch._C", "torch._C._VariableFunctions",
+            "torch.utils.cpp_extension", "triton", "triton.language", "triton.runtime", "triton.runtime.jit",
+            "triton.compiler", "numpy", "cupy")
+_CLASSES = (torch.Tensor, torch._C.TensorBase, torch.nn.Module, torch.nn.Parameter, torch.cuda.Event, torch.cuda.Stream,
+            torch.device, torch.Generator, torch.autograd.Function)
+# The harness's own modules: every function and class they define.
+_HARNESS = ("evaluate", "kevolve", "workcount", "worker", "__main__")
+
+
+def _is_harness(name):
+    top = name.split(".")[0]
+    return top in _HARNESS or top.startswith("evaluate_")
+_SIGNALS = (signal.SIGALRM, signal.SIGTERM, signal.SIGINT, signal.SIGCHLD, signal.SIGPIPE, signal.SIGSEGV)
+
+
+def _is_code(v):
+    return callable(v) or isinstance(v, (type, staticmethod, classmethod, property))
+
+
+def _namespaces():
+    out = []
+    for name in _MODULES:
+        m = sys.modules.get(name)
+        if m is not None:
+            out.append((name, m, "module"))
+    for c in _CLASSES:
+        out.append((c.__module__ + "." + c.__qualname__, c, "class"))
+    for name, m in list(sys.modules.items()):
+        if m is not None and _is_harness(name):
+            out.append((name, m, "harness"))
+    return out
+
+
+def _flags():
+    b = torch.backends
+    f = {
+        "default_dtype": torch.get_default_dtype(),
+        "grad": torch.is_grad_enabled(),
+        "deterministic": torch.are_deterministic_algorithms_enabled(),
+        "fill_uninit": torch._C._get_deterministic_fill_uninitialized_memory(),
+        "threads": torch.get_num_threads(),
+        "function_modes": torch._C._len_torch_function_stack(),
+        "dispatch_modes": torch._C._len_torch_dispatch_stack(),
+        "cudnn": (b.cudnn.enabled, b.cudnn.benchmark, b.cudnn.deterministic, b.cudnn.allow_tf32),
+        "matmul": (b.cuda.matmul.allow_tf32, b.cuda.matmul.allow_fp16_reduced_precision_reduction,
+                   b.cuda.matmul.allow_bf16_reduced_precision_reduction),
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "trace": (sys.gettrace(), sys.getprofile(), threading.gettrace(), threading.getprofile()),
+        "import_hooks": (tuple(sys.meta_path), tuple(sys.path_hooks)),
+        "signals": tuple(signal.getsignal(s) for s in _SIGNALS),
+        "gc_callbacks": tuple(gc.callbacks),
+        "environ": tuple(sorted(os.environ.items())),
+        # Kernels registered for torch's own operators (torch.library
+        # impl("aten::mm", ...)) would run in place of the next reference's.
+        "aten_impls": frozenset(k for k in getattr(torch.library, "_impls", ()) if k.split("/")[0] in ("aten", "prims")),
+    }
+    if hasattr(torch, "get_default_device"):
+        f["default_device"] = str(torch.get_default_device())
+    mm = sys.modules.get("torch.nn.modules.module")
+    if mm is not None:
+        f["module_hooks"] = tuple((k, len(v)) for k, v in sorted(vars(mm).items())
+                                  if k.startswith("_global_") and hasattr(v, "__len__"))
+    return f
+
+
+def _compared(kind, v):
+    """Modules' data (caches, counters, torch.cuda's initialized flag)
+    changes as they are used; their functions and classes must not. Class
+    attributes are all compared."""
+    return kind == "class" or _is_code(v)
+
+
+def _allocated():
+    return torch.cuda.memory_allocated() if torch.cuda.is_initialized() else 0
+
+
+class Snapshot:
+    """What a child looked like before an evaluation."""
+
+    def __init__(self):
+        self.ids = {}
+        self.kinds = {}
+        for name, ns, kind in _namespaces():
+            self.kinds[name] = kind
+            for k, v in list(vars(ns).items()):
+                if _compared(kind, v):
+                    self.ids[(name, k)] = id(v)
+        self.flags = _flags()
+        self.sys_path = list(sys.path)
+        self.threads = {t.ident for t in threading.enumerate()}
+        self.allocated = _allocated()
+
+    def tidy(self):
+        """Undoes what every evaluation itself changes: the job's directory
+        on sys.path and the modules loaded from it."""
+        sys.path[:] = self.sys_path
+        for name in ("kevolve_candidate", "kevolve_reference"):
+            sys.modules.pop(name, None)
+
+    def changes(self):
+        """What differs now, as short strings ([] when the child is clean)."""
+        out = []
+        now = {}
+        for name, ns, kind in _namespaces():
+            for k, v in list(vars(ns).items()):
+                if not _compared(kind, v):
+                    continue
+                now[(name, k)] = v
+                old = self.ids.get((name, k))
+                if old is None:
+                    if name not in self.kinds:
+                        continue  # a module imported during the evaluation
+                    if kind == "module" and isinstance(v, type(sys)):
+                        continue  # a lazily imported submodule
+                    if kind == "harness":
+                        continue  # a harness module's new function (lazy definitions)
+                    out.append("added %s.%s" % (name, k))
+                elif old != id(v):
+                    out.append("replaced %s.%s" % (name, k))
+        for key in self.ids:
+            if key not in now:
+                out.append("removed %s.%s" % key)
+        flags = _flags()
+        for k, v in self.flags.items():
+            if flags.get(k) != v:
+                out.append("changed %s" % k)
+        alive = [t.name for t in threading.enumerate() if t.ident not in self.threads and t.is_alive()]
+        if alive:
+            out.append("threads left running: %s" % alive[:5])
+        gc.collect()
+        held = _allocated() - self.allocated
+        if held > (64 << 20):
+            out.append("%.0f MiB of device memory still allocated" % (held / 2**20))
+        return out
+
+
+def reusable(snap, verdict):
+    """(ok, why): may this child run another evaluation?"""
+    if verdict not in ("pass", "incorrect"):
+        return False, "verdict %s" % verdict
+    try:
+        snap.tidy()
+        ch = snap.changes()
+    except BaseException as e:  # noqa: BLE001 - anything odd: a fresh process
+        return False, "taint check failed: %s" % type(e).__name__
+    if ch:
+        return False, "; ".join(ch[:5])
+    return True, ""
+
+
+# Imported for the namespaces above, so a candidate cannot hide a change by
+# importing them first.
+for _n in ("importlib", "ctypes"):
+    try:
+        __import__(_n)
+    except ImportError:
+        pass
+_ = (builtins, math, random, time)
