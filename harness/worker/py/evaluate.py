@@ -116,6 +116,10 @@ def main(args, ctx):
     _hand_back_device(ctx, state, res["verdict"])
     if state.get("taint") is not None:
         ok, why = reusable(state["taint"], res["verdict"])
+        if ok and state.get("device") is not None:
+            # An idle child holds no cached device memory another
+            # evaluation on its device could need.
+            release(state["device"], force=True)
         ctx.reusable = ok
         res["process"] = {"job": getattr(ctx, "job_index", 1), "kept": ok, "why": why}
     return res
