@@ -71,6 +71,10 @@ func TestReuseKeepsOnlyCleanChildren(t *testing.T) {
 		{"torch_setting", "import torch\ntorch.set_default_dtype(torch.float64)\ntorch.set_default_dtype(torch.float32)\ntorch.set_num_threads(1)\n", "threads"},
 		{"environment", "import os\nos.environ['KEVOLVE_TAINT_TEST'] = '1'\n", "environ"},
 		{"aten_kernel_override", "import sys, torch\n_lib = torch.library.Library('aten', 'IMPL')\n_lib.impl('gelu', lambda x, approximate='none': x, 'CPU')\nsys._kv_keep = _lib\n", "aten_impls"},
+		// A thread started outside Python (as a C++ extension's std::thread is): libc's sleep(3600) as its body.
+		{"native_thread", "import ctypes\n_libc = ctypes.CDLL(None)\n_tid = ctypes.c_ulong()\n" +
+			"_libc.pthread_create(ctypes.byref(_tid), None, ctypes.cast(_libc.sleep, ctypes.c_void_p), ctypes.c_void_p(3600))\n", "native threads"},
+		{"stdout_replaced", "import sys\nclass W:\n    def __init__(self, f): self.f = f\n    def write(self, s): return self.f.write(s)\n    def flush(self): self.f.flush()\nsys.stdout = W(sys.stdout)\n", "sys_hooks"},
 		{"import_hook", "import sys\nclass F:\n    def find_spec(self, *a):\n        return None\nsys.meta_path.insert(0, F())\n", "import_hooks"},
 	}
 	for _, tc := range tainting {

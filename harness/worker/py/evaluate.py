@@ -32,7 +32,7 @@ from evaluate_integrity import (Auditor, InputRefresher, memoization_check, post
 from evaluate_ops import TRIVIAL_OPS, OpRecorder, OpTrace, main_ops, same_trace
 from evaluate_taint import Snapshot, reusable
 from evaluate_timing import AuditFailed, DeviceSpin, Timer, time_limit
-from evaluate_warm import warm
+from evaluate_warm import warm, warm_host
 
 try:  # imported in the warm parent (0.1 s, no CUDA), so count_work costs no import
     import workcount
@@ -324,6 +324,7 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
     if getattr(ctx, "reuse", False):
         # Everything up to here is the harness's own doing; from here on,
         # what changes is the candidate's (evaluate_taint).
+        warm_host()
         state["taint"] = Snapshot()
     ctx.progress("load_candidate")
     t0 = time.monotonic()

@@ -14,11 +14,14 @@ the functions and classes of torch and its main namespaces, of the
 standard modules the checks use, of Triton and of the harness itself;
 torch's global flags, mode stacks, global module hooks and operator
 registrations; trace and profile hooks, import hooks, signal handlers and
-the environment. Any change, a thread left running, device memory still
-held, or a verdict other than pass or incorrect, and the child exits as
-before. What this cannot see: a candidate that writes into the
-interpreter's or a library's memory through ctypes. Options.FreshProcess
-(fresh_process in run_kernel) gives an evaluation a process of its own."""
+the environment; sys's streams and hooks. Any change, a thread left
+running (Python or native), device memory still held, or a verdict other
+than pass or incorrect, and the child exits as before. What this cannot
+see: a candidate that writes into the interpreter's or a library's memory
+through ctypes, or that speaks the worker's protocol itself (as it could
+for its own evaluation in a fresh child too). KEVOLVE_FRESH_PROCESS=1
+(EvalConfig.Reuse = ReuseNever) gives every evaluation a process of its
+own."""
 import builtins
 import gc
 import math
@@ -83,6 +86,9 @@ def _flags():
                    b.cuda.matmul.allow_bf16_reduced_precision_reduction),
         "float32_matmul_precision": torch.get_float32_matmul_precision(),
         "trace": (sys.gettrace(), sys.getprofile(), threading.gettrace(), threading.getprofile()),
+        # Objects the next evaluation's code would call into.
+        "sys_hooks": (sys.stdout, sys.stderr, sys.stdin, sys.excepthook, sys.displayhook, sys.unraisablehook,
+                      threading.excepthook, sys.breakpointhook),
         "import_hooks": (tuple(sys.meta_path), tuple(sys.path_hooks)),
         "signals": tuple(signal.getsignal(s) for s in _SIGNALS),
         "gc_callbacks": tuple(gc.callbacks),
@@ -111,6 +117,23 @@ def _allocated():
     return torch.cuda.memory_allocated() if torch.cuda.is_initialized() else 0
 
 
+def _tasks():
+    """Every thread of the process by id, native ones included (a C++
+    extension's std::thread never shows in threading.enumerate())."""
+    try:
+        return set(os.listdir("/proc/self/task"))
+    except OSError:
+        return set()
+
+
+def _task_name(tid):
+    try:
+        with open("/proc/self/task/%s/comm" % tid) as f:
+            return f.read().strip()
+    except OSError:
+        return tid
+
+
 class Snapshot:
     """What a child looked like before an evaluation."""
 
@@ -125,6 +148,7 @@ class Snapshot:
         self.flags = _flags()
         self.sys_path = list(sys.path)
         self.threads = {t.ident for t in threading.enumerate()}
+        self.tasks = _tasks()
         self.allocated = _allocated()
 
     def tidy(self):
@@ -164,7 +188,9 @@ class Snapshot:
         alive = [t.name for t in threading.enumerate() if t.ident not in self.threads and t.is_alive()]
         if alive:
             out.append("threads left running: %s" % alive[:5])
-        gc.collect()
+        extra = sorted(_tasks() - self.tasks)
+        if extra:
+            out.append("native threads left running: %s" % [_task_name(t) for t in extra[:5]])
         held = _allocated() - self.allocated
         if held > (64 << 20):
             out.append("%.0f MiB of device memory still allocated" % (held / 2**20))
@@ -177,6 +203,10 @@ def reusable(snap, verdict):
         return False, "verdict %s" % verdict
     try:
         snap.tidy()
+        # Garbage the candidate left goes now, so a finalizer of its cannot
+        # act after the comparison.
+        gc.collect()
+        gc.collect()
         ch = snap.changes()
     except BaseException as e:  # noqa: BLE001 - anything odd: a fresh process
         return False, "taint check failed: %s" % type(e).__name__

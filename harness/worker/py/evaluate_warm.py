@@ -84,3 +84,13 @@ def warm(device, source):
 # What this process has warmed: a child kept for later evaluations launches
 # nothing here again, so it never runs work beside another child's timing.
 _WARMED = set()
+
+
+def warm_host():
+    """Starts torch's CPU thread pool (OpenMP starts it at the first
+    parallel operator, and a forked child has none): a pool the candidate's
+    first CPU operator started would read as threads it left running."""
+    try:
+        torch.ones(1 << 20).sum()
+    except BaseException:  # noqa: BLE001
+        pass
