@@ -148,13 +148,28 @@ func TestGPUFleetThroughput(t *testing.T) {
 	if _, err := ev.WorkerInfo(context.Background()); err != nil { // warm, as a worker is
 		toolchaintest.Require(t, err)
 	}
+	// Each set's figures are written as soon as it ends (KEVOLVE_GPU_OUT),
+	// so a run cut off by a device call's limit keeps what it measured.
+	record := func(set string, n int, d time.Duration) {
+		t.Logf("%s: %d evaluations in %s", set, n, d.Round(time.Second))
+		if out := os.Getenv("KEVOLVE_GPU_OUT"); out != "" {
+			f, err := os.OpenFile(out, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+			if err == nil {
+				fmt.Fprintf(f, "{\"set\": %q, \"evaluations\": %d, \"seconds\": %.1f}\n", set, n, d.Seconds())
+				f.Close()
+			}
+		}
+	}
 	os.MkdirAll(filepath.Join(base, "inproc"), 0o755)
 	nIn, dIn := searchSet(t, &harnesseval.Adapter{Ev: ev}, filepath.Join(base, "inproc", "k.db"))
 	ev.Close()
+	record("in-process", nIn, dIn)
 	os.MkdirAll(filepath.Join(base, "all"), 0o755)
 	nAll, dAll := fleetSet(t, filepath.Join(base, "all"), 0)
+	record("local:1 worker, all GPUs", nAll, dAll)
 	os.MkdirAll(filepath.Join(base, "one"), 0o755)
 	nOne, dOne := fleetSet(t, filepath.Join(base, "one"), 1)
+	record("local:1 worker, one GPU", nOne, dOne)
 
 	rate := func(n int, d time.Duration) float64 { return float64(n) / d.Hours() }
 	rIn, rAll, rOne := rate(nIn, dIn), rate(nAll, dAll), rate(nOne, dOne)
