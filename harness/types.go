@@ -244,7 +244,8 @@ const (
 	// ReuseNever: a fresh process for every evaluation
 	// (KEVOLVE_FRESH_PROCESS=1 selects it).
 	ReuseNever
-	// ReuseAll: every target, the CPU included.
+	// ReuseAll: every target, the CPU included (a kept CPU child keeps the
+	// address-space limit set when it started).
 	ReuseAll
 )
 

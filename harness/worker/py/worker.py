@@ -249,9 +249,10 @@ def _read_line(fd):
 
 def run_child(req, grant_r):
     """Runs in the forked child; never returns. After a job that asked for
-    reuse and left the child clean, the child reports "idle" and waits on
+    reuse and left the child clean ("done" with idle), the child waits on
     its grant pipe for the next job line (sent for the same device and
-    environment), keeping its CUDA context; otherwise it exits."""
+    environment), keeping its CUDA context; otherwise it exits. The
+    address-space limit (CPU jobs) is set once, when the child starts."""
     try:
         os.setpgid(0, 0)
         _set_pdeathsig()
