@@ -117,8 +117,10 @@ func coordinatorRole() int {
 const testLease = 2 * time.Second
 
 // testSearchProblem is llm/rmsnorm on the CPU with its C start kernel,
-// given one more (inert) tunable so the space holds 96 kernels: enough
-// distinct jobs for the fault trials.
+// given one more (inert) tunable so the space holds 192 kernels: enough
+// distinct jobs for the fault trials, which need the run to last while ten
+// workers are stopped one after another past their lease (96 were too few
+// once jobs returned on their result instead of their child's exit).
 func testSearchProblem(corpusRoot string) (search.Problem, string, error) {
 	p, code, err := engine.ResolveProblem(context.Background(), nil, engine.ProblemSpec{Name: "llm/rmsnorm", Target: "cpu", Language: "c", CorpusRoot: corpusRoot})
 	if err != nil {
@@ -129,12 +131,12 @@ func testSearchProblem(corpusRoot string) (search.Problem, string, error) {
 		return p, "", fmt.Errorf("the rmsnorm C start kernel's TUNABLES changed: update testSearchProblem")
 	}
 	code = strings.Replace(code, old, "PAD = 0  # inert: widens the tuner's space for the fault trials\n"+
-		`TUNABLES = {"THREADS": [0, 1, 2, 4], "SCHEDULE": ["static", "dynamic, 8", "guided"], "PAD": [0, 1, 2, 3, 4, 5, 6, 7]}`, 1)
+		`TUNABLES = {"THREADS": [0, 1, 2, 4], "SCHEDULE": ["static", "dynamic, 8", "guided"], "PAD": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]}`, 1)
 	return p, code, nil
 }
 
 // searchOptions makes every node an independent draft from the start
-// kernel (the space holds 96): proposals then depend on the seed alone,
+// kernel (the space holds 192): proposals then depend on the seed alone,
 // not on measured timings, so a fleet run and an in-process run evaluate
 // the same set, and a run extended to a larger budget continues exactly
 // as a run given that budget from the start.
@@ -144,6 +146,6 @@ func searchOptions(id string, p search.Problem, code string, budget int) engine.
 }
 
 // maxDraft is the test space's size less the start kernel.
-const maxDraft = 95
+const maxDraft = 191
 
 func policyDraft(budget int) policy.Config { return policy.Config{Draft: budget} }
