@@ -129,3 +129,34 @@ func TestReuseHostileCandidatesInReusedChild(t *testing.T) {
 		})
 	}
 }
+
+// Two load_inline extensions of the same name and different sources, one
+// after the other in a kept child: the second must run its own code (a
+// process that kept the first module under that name would pass it).
+func TestReuseLoadInlineSameNameOtherSource(t *testing.T) {
+	if gpuMode() {
+		t.Skip("CPU extension; the GPU runs the CUDA ones in the benchmark")
+	}
+	ev := reuseEvaluator(t)
+	eval := func(cand string) *EvalResult {
+		t.Helper()
+		res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Code: inlineRef}, Candidate: Source{Code: cand},
+			Target: "cpu", SkipTiming: true, Trials: 2, Timeout: 170 * time.Second}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	first := eval(inlineCand)
+	if first.Verdict != VerdictPass || first.Process == nil {
+		t.Fatalf("first extension: %s %+v\n%s", first.Verdict, first.Process, first.Log)
+	}
+	wrong := eval(strings.Replace(inlineCand, "2.0f * pa[i]", "3.0f * pa[i]", 1))
+	t.Logf("first: %+v; second: %+v", *first.Process, wrong.Process)
+	if wrong.Verdict != VerdictIncorrect {
+		t.Fatalf("an extension named like the one before it, computing 3a+b, got %s (want incorrect)\n%s", wrong.Verdict, dump(wrong))
+	}
+	if first.Process.Kept && (wrong.Process == nil || wrong.Process.Job < 2) {
+		t.Errorf("the first child was kept but the second evaluation did not run in it: %+v", wrong.Process)
+	}
+}
