@@ -1,12 +1,15 @@
 // Package worker runs jobs in a warm Python process: a parent that imported
 // torch (and triton, cupy, numpy where present) once and forks a fresh child
-// per job. Go owns the parent's process group, each job's deadline (the
-// child's process group is killed when it passes), the memory limit, the
-// device gate and restarting a parent that died.
+// per job, or hands the job to an idle child that a clean earlier job with
+// the same environment left (Job.Reuse). Go owns the parent's process
+// group, each job's deadline (the child's process group is killed when it
+// passes), the memory limit, the device gate and restarting a parent that
+// died.
 //
 // The files: unpack.go puts the embedded Python in the cache directory,
 // process.go starts, restarts and stops the parent, events.go is the
-// protocol between Go and the parent, run.go runs one job.
+// protocol between Go and the parent, run.go runs one job, idle.go keeps
+// the children that wait for another.
 package worker
 
 import (

@@ -3,7 +3,9 @@
 The parent imports the heavy Python stack once (torch, and triton, cupy and
 numpy where importable) and then forks one fresh child per job, so a kernel
 that faults, hangs or corrupts its CUDA context dies alone. The parent never
-initializes CUDA: a CUDA context does not survive fork.
+initializes CUDA: a CUDA context does not survive fork. A child whose job
+asked for reuse and declared itself clean stays, context and all, for the
+next job Go sends it (see "reuse" and "child" below).
 
 Protocol (JSON lines). Requests arrive on stdin; events leave on fd 3 (the
 child inherits fd 3 for its own small progress/gate events; each is one
