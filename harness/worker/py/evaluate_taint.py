@@ -22,15 +22,18 @@ through ctypes, or that speaks the worker's protocol itself (as it could
 for its own evaluation in a fresh child too). KEVOLVE_FRESH_PROCESS=1
 (EvalConfig.Reuse = ReuseNever) gives every evaluation a process of its
 own."""
-import builtins
 import gc
-import math
 import os
-import random
 import signal
 import sys
 import threading
-import time
+# Imported so they are in sys.modules when the snapshot is taken: a module
+# the candidate imported first would have no snapshot to compare with.
+import ctypes  # noqa: F401
+import importlib  # noqa: F401
+import math  # noqa: F401
+import random  # noqa: F401
+import time  # noqa: F401
 
 import torch
 
@@ -202,6 +205,10 @@ def reusable(snap, verdict):
     if verdict not in ("pass", "incorrect"):
         return False, "verdict %s" % verdict
     try:
+        if torch.cuda.is_initialized():
+            # A context left in an error state (sticky after a fault) raises
+            # here: such a child never runs another evaluation.
+            torch.cuda.synchronize()
         snap.tidy()
         # Garbage the candidate left goes now, so a finalizer of its cannot
         # act after the comparison.
@@ -209,17 +216,7 @@ def reusable(snap, verdict):
         gc.collect()
         ch = snap.changes()
     except BaseException as e:  # noqa: BLE001 - anything odd: a fresh process
-        return False, "taint check failed: %s" % type(e).__name__
+        return False, "taint check failed: %s: %s" % (type(e).__name__, str(e).splitlines()[0][:200] if str(e) else "")
     if ch:
         return False, "; ".join(ch[:5])
     return True, ""
-
-
-# Imported for the namespaces above, so a candidate cannot hide a change by
-# importing them first.
-for _n in ("importlib", "ctypes"):
-    try:
-        __import__(_n)
-    except ImportError:
-        pass
-_ = (builtins, math, random, time)
