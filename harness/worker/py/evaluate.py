@@ -290,12 +290,6 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
             cand_code = f.read()
     # cpp_extension drags in setuptools (~0.3 s): only for candidates using it.
     uses_ext = "cpp_extension" in cand_code or "load_inline" in cand_code
-    try:
-        import kevolve
-        if uses_ext:
-            kevolve.patch_load_inline()  # load_inline builds cached by source hash
-    except Exception as e:  # noqa: BLE001 - the loaders are optional
-        warnings.append("kevolve loaders unavailable: %r" % (e,))
     # The device phase is serialized per device by the Go side. The CUDA
     # context is made before it, and the kernels the checks use are loaded
     # (evaluate_warm), so both overlap the device phase of the evaluation
@@ -319,6 +313,12 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
         warm(device, _source_of(args["reference"], ref_path))
         spin = _SPINS.get(str(device)) or _SPINS.setdefault(str(device), DeviceSpin(device))
 
+    try:
+        import kevolve
+        if uses_ext:
+            kevolve.patch_load_inline()  # load_inline builds cached by source hash (after the context: it reads the arch)
+    except Exception as e:  # noqa: BLE001 - the loaders are optional
+        warnings.append("kevolve loaders unavailable: %r" % (e,))
     counter = LaunchCounter()
     install_launch_hooks(counter, uses_ext)
     if getattr(ctx, "reuse", False):

@@ -181,6 +181,11 @@ def patch_load_inline() -> None:
     build with all cores and with light headers. Idempotent; call before
     candidates are imported."""
     _setup_env()
+    import torch
+    if torch.cuda.is_initialized():
+        # Fixed now, not at the first build: the environment is part of
+        # what a kept worker child compares before and after a candidate.
+        _arch_list()
     import torch.utils.cpp_extension as ext
     if getattr(ext.load_inline, _PATCHED_ATTR, False):
         return
