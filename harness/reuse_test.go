@@ -160,3 +160,18 @@ func TestReuseLoadInlineSameNameOtherSource(t *testing.T) {
 		t.Errorf("the first child was kept but the second evaluation did not run in it: %+v", wrong.Process)
 	}
 }
+
+// KEVOLVE_FRESH_PROCESS=1 turns reuse off unless the config asks for it.
+func TestFreshProcessEnv(t *testing.T) {
+	t.Setenv("KEVOLVE_FRESH_PROCESS", "1")
+	for _, tc := range []struct{ in, want ReusePolicy }{{ReuseGPU, ReuseNever}, {ReuseAll, ReuseAll}} {
+		ev, err := NewEvaluator(EvalConfig{Python: testPython(t), CacheDir: t.TempDir(), Reuse: tc.in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.cfg.Reuse != tc.want {
+			t.Errorf("Reuse %v with KEVOLVE_FRESH_PROCESS=1: got %v, want %v", tc.in, ev.cfg.Reuse, tc.want)
+		}
+		ev.Close()
+	}
+}
