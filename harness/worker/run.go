@@ -164,16 +164,41 @@ func (w *Worker) Run(ctx context.Context, job Job) (*Outcome, error) {
 			}
 		}
 	}
+	// started records which child runs the job.
+	started := func(ev event) {
+		pid = ev.Pid
+		out.Reused = ev.Reused
+		if !ev.Reused {
+			jobs = 1 // the idle child was gone: a fresh one took the job
+		}
+	}
+	// waitStarted reads up to the parent's "started" event when the child's
+	// "done" came first; the parent writes it right after the fork or the
+	// hand-over, so only a dead parent makes it time out. The child's own
+	// pid (in "done") stands in then.
+	waitStarted := func(childPid int) {
+		t := time.NewTimer(exitWait)
+		defer t.Stop()
+		for pid == 0 {
+			select {
+			case ev := <-pd.events:
+				if ev.Event == "started" {
+					started(ev)
+				}
+			case <-p.dead:
+				pid = childPid
+			case <-t.C:
+				w.log.Warn("python worker: no started event for a finished job", "job", id, "pid", childPid)
+				pid = childPid
+			}
+		}
+	}
 	for {
 		select {
 		case ev := <-pd.events:
 			switch ev.Event {
 			case "started":
-				pid = ev.Pid
-				out.Reused = ev.Reused
-				if !ev.Reused {
-					jobs = 1 // the idle child was gone: a fresh one took the job
-				}
+				started(ev)
 			case "progress":
 				out.Stage = ev.Stage
 				if job.Progress != nil {
@@ -215,6 +240,12 @@ func (w *Worker) Run(ctx context.Context, job Job) (*Outcome, error) {
 				// result.json is complete; the exit (the driver tearing the
 				// CUDA context down) need not hold up the caller.
 				out.Code = 0
+				if pid == 0 {
+					// The child writes "done" itself and the parent writes
+					// "started": a quick child can be read first. Which
+					// child it was, and whether it was kept, is in "started".
+					waitStarted(ev.Pid)
+				}
 				res, err := finish()
 				if ev.Idle && key != "" && pid != 0 {
 					// Kept before Run returns, so a caller's next job finds it.

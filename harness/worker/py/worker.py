@@ -34,7 +34,7 @@ Lines are split scanning each byte once ("args" inline is still accepted).
   <- {"event":"ungate","id":N}   (child) done with the device: the next job's
                                  device phase may start while this child
                                  writes its result and tears its context down
-  <- {"event":"done","id":N,"idle":B}  (child) result.json is complete;
+  <- {"event":"done","id":N,"pid":P,"idle":B}  (child) result.json is complete;
                                  the exit (CUDA teardown: 0.1-0.2 s) still
                                  follows, or, with idle, the child waits on
                                  its grant pipe for another job (reuse)
@@ -344,7 +344,7 @@ def _run_job(req, grant_r, index):
         # Go returns on this, not on the exit, which waits for the driver
         # to tear the CUDA context down; idle says the child stays for
         # another job instead (run_child waits for it).
-        child_emit({"event": "done", "id": req["id"], "idle": again})
+        child_emit({"event": "done", "id": req["id"], "pid": os.getpid(), "idle": again})
     # A child that is not kept leaves through os._exit: it never runs the
     # parent's atexit handlers, and does not wait for threads a candidate
     # may have left running (such a job is never reusable).
