@@ -96,7 +96,7 @@ test-gpu-run:
 # .gpu/kb (never committed), carried with the test binary to the GPU machine.
 KB_MIRROR ?= /work/.mirror/ScalingIntelligence+KernelBench/repo
 bench: venv
-	$(GO) test -run '^$$' -bench . -benchtime 200x ./retrieval ./tools
+	$(GO) test -run '^$$' -bench . -benchtime 200x ./retrieval ./tools ./search/fleet
 	@if [ -d "$(KB_MIRROR)" ]; then $(MAKE) --no-print-directory bench-gpu-prep; \
 	  else echo "KernelBench side-by-side: set KB_MIRROR to a KernelBench checkout"; fi
 

@@ -4,12 +4,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/kevolve/kevolve-mcp/harness"
 	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/harnesseval"
 )
@@ -45,12 +48,24 @@ func (h *HarnessRunner) Run(ctx context.Context, job Job, dev Device) (*search.R
 		a.Timeout = time.Duration(job.TimeoutS * float64(time.Second))
 	}
 	a.SkipTiming = a.SkipTiming || job.SkipTiming
-	// The evaluation service's lease pool places this evaluation on the
-	// least-loaded device of the target, so a worker running one job per
-	// slot spreads them over the host's GPUs. dev is the slot's label for
-	// the coordinator; pinning to it exactly (the service's Device option,
-	// which harnesseval.Adapter does not pass yet) is left for later.
+	// A GPU job runs on the device it was claimed for, so the worker's
+	// per-device job count is what the lease pool holds there and the
+	// result names the GPU the coordinator assigned. CPU slots are labels
+	// (fake indices) over the one CPU device: the pool places those.
+	if dev.Target != "cpu" {
+		a.Device = strconv.Itoa(dev.Index)
+		if dev.UUID != "" {
+			a.Device = dev.UUID
+		}
+	}
 	res, err := a.Evaluate(ctx, p, job.Code)
+	var bad *harness.InputError
+	if a.Device != "" && errors.As(err, &bad) && bad.Arg == "device" {
+		// The service's pool does not know the GPU discovery named (a
+		// driver that renumbered): any device of the target will do.
+		a.Device = ""
+		res, err = a.Evaluate(ctx, p, job.Code)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -18,10 +18,13 @@ const (
 	PathStatus    = "/fleet/v1/status"
 )
 
-// Device is one device a worker offers: one slot, one job at a time.
+// Device is one device a worker offers, and how many jobs it takes at once.
 type Device struct {
 	// Index is the device's index on its host (the lease the job runs on).
 	Index int `json:"index"`
+	// Jobs is how many jobs the worker runs on the device at once (0 = 1):
+	// a GPU takes as many as the host's lease pool places on one device.
+	Jobs int `json:"jobs,omitempty"`
 	// Target is the harness target ("cpu", "nvidia", "amd"); Arch its arch
 	// ("sm_90", "gfx942", "x86_64"); Name the product ("NVIDIA H100 80GB HBM3").
 	Target string `json:"target"`
@@ -32,6 +35,9 @@ type Device struct {
 	// reports them (informational).
 	Ceilings json.RawMessage `json:"ceilings,omitempty"`
 }
+
+// jobs is how many jobs the device takes at once.
+func (d Device) jobs() int { return max(d.Jobs, 1) }
 
 // Kind is a device kind a job asks for: a target and, optionally, an arch
 // or a product name (matched case-insensitively as a substring, so "h100"
@@ -70,10 +76,11 @@ type RegisterResponse struct {
 	LeaseS float64 `json:"lease_s"`
 }
 
-// ClaimRequest asks for up to len(Free) jobs, one per free device.
+// ClaimRequest asks for up to len(Free) jobs, one per free job slot.
 type ClaimRequest struct {
 	WorkerID string `json:"worker_id"`
-	// Free are the indices of the worker's idle devices.
+	// Free lists the worker's free job slots: a device's index once per
+	// job it can still take (at most its Jobs).
 	Free []int `json:"free"`
 	// WaitS is how long the coordinator may hold the request open while
 	// no job is queued (long poll).

@@ -291,8 +291,10 @@ func (k Kind) Matches(d Device) bool {
 	return true
 }
 
-// Claim atomically hands the worker up to one queued job per free device,
-// oldest first, each matched on the device's target and arch.
+// Claim atomically hands the worker up to one queued job per free job slot
+// (a device index in free, as often as the device has room: never more
+// than its Jobs), oldest first, each matched on the device's target and
+// arch.
 func (q *Queue) Claim(ctx context.Context, workerID string, free []int) ([]Job, error) {
 	var out []Job
 	err := q.withTx(ctx, func(tx execer) error {
@@ -341,13 +343,25 @@ func (q *Queue) Claim(ctx context.Context, workerID string, free []int) ([]Job, 
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		taken := map[int]bool{}
+		// room: the jobs each offered device may still take.
+		room, slots := map[int]int{}, 0
+		for _, idx := range free {
+			if d, ok := byIndex[idx]; ok && room[idx] < d.jobs() {
+				room[idx]++
+				slots++
+			}
+		}
+		taken := 0
 		for _, c := range cands {
+			if taken == slots {
+				break
+			}
+			// The device with the most room first: jobs spread over the
+			// worker's devices before they stack on one.
 			dev := -1
 			for _, idx := range free {
-				if d, ok := byIndex[idx]; ok && !taken[idx] && c.job.Kind.Matches(d) {
+				if d := byIndex[idx]; room[idx] > 0 && c.job.Kind.Matches(d) && (dev < 0 || room[idx] > room[dev]) {
 					dev = idx
-					break
 				}
 			}
 			if dev < 0 {
@@ -366,11 +380,9 @@ func (q *Queue) Claim(ctx context.Context, workerID string, free []int) ([]Job, 
 			if err := logJob(ctx, tx, now, j.ID, workerID, "claimed", fmt.Sprintf("device %d, attempt %d", dev, j.Attempt)); err != nil {
 				return err
 			}
-			taken[dev] = true
+			room[dev]--
+			taken++
 			out = append(out, j)
-			if len(taken) == len(free) {
-				break
-			}
 		}
 		return nil
 	})

@@ -14,7 +14,7 @@ import (
 	"github.com/kevolve/kevolve-mcp/search/store"
 )
 
-func openTestDB(t *testing.T, path string) *sql.DB {
+func openTestDB(t testing.TB, path string) *sql.DB {
 	t.Helper()
 	if path == "" {
 		path = filepath.Join(t.TempDir(), "fleet.db")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kevolve/kevolve-mcp/harness"
 	"github.com/kevolve/kevolve-mcp/harness/device"
+	"github.com/kevolve/kevolve-mcp/harness/lease"
 	"github.com/kevolve/kevolve-mcp/harness/sol"
 	"github.com/kevolve/kevolve-mcp/harness/toolchain"
 	"github.com/kevolve/kevolve-mcp/search/harnesseval"
@@ -28,6 +29,11 @@ type WorkerOptions struct {
 	// Slots: for cpu, how many CPU device slots (fake device indices) to
 	// offer; for a GPU target, at most this many GPUs (0 = all).
 	Slots int
+	// JobsPerDevice is how many jobs the worker runs on one GPU at once
+	// (0 = as many as the in-process service places on one device,
+	// lease.DefaultMaxHolders): their compiling and loading overlap the
+	// device phase of the one that holds the GPU. CPU slots take one each.
+	JobsPerDevice int
 	// Share "I/N" keeps the GPUs whose index is I modulo N: N local
 	// workers on one host split its GPUs instead of sharing them.
 	Share    string
@@ -65,6 +71,20 @@ func ServeWorker(ctx context.Context, o WorkerOptions) error {
 	if devs, err = ShareDevices(devs, o.Share); err != nil {
 		return err
 	}
+	if o.JobsPerDevice < 0 {
+		return fmt.Errorf("worker: --jobs-per-device %d: want 0 (the default) or more", o.JobsPerDevice)
+	}
+	perGPU := o.JobsPerDevice
+	if perGPU == 0 {
+		perGPU = lease.DefaultMaxHolders
+	}
+	cfg := harness.EvalConfig{Python: o.Python, CacheDir: o.CacheDir, Logger: o.Log}
+	for i := range devs {
+		if devs[i].Target != "cpu" {
+			devs[i].Jobs = perGPU
+			cfg.MaxPerDevice = perGPU // the pool places what the worker claims
+		}
+	}
 	if o.Ceilings != nil { // this host's measured (or spec) roofline
 		if b, err := json.Marshal(o.Ceilings); err == nil {
 			for i := range devs {
@@ -72,7 +92,7 @@ func ServeWorker(ctx context.Context, o WorkerOptions) error {
 			}
 		}
 	}
-	ev, err := harness.NewEvaluator(harness.EvalConfig{Python: o.Python, CacheDir: o.CacheDir, Logger: o.Log})
+	ev, err := harness.NewEvaluator(cfg)
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}

@@ -19,9 +19,10 @@ type JobRunner interface {
 	Run(ctx context.Context, job Job, dev Device) (*search.Result, error)
 }
 
-// Worker is a long-lived pull worker: it registers its devices, claims one
-// job per idle device, keeps the leases alive with heartbeats and reports
-// results.
+// Worker is a long-lived pull worker: it registers its devices, claims up
+// to Device.Jobs jobs per device (the host's lease pool overlaps their
+// compiling and loading with each other's device phase, as the in-process
+// service does), keeps the leases alive with heartbeats and reports results.
 type Worker struct {
 	Coordinator string
 	Token       string
@@ -39,8 +40,37 @@ type Worker struct {
 	c      *client
 	lease  time.Duration
 	mu     sync.Mutex
-	held   map[int]*heldJob // by device index
+	held   map[string]*heldJob // by job id
 	slotCh chan struct{}
+	// occupancy per device index: what each result reports as busy time.
+	occ map[int]*occupancy
+}
+
+// occupancy measures the time a device had at least one job in flight.
+// Jobs on one device overlap, so the sum of their walls would count it
+// several times; each finishing job reports the occupied time since the
+// last one finished, and the reports add up to the device's busy time.
+type occupancy struct {
+	active int
+	since  time.Time // when the current accounting interval began
+	acc    time.Duration
+}
+
+func (o *occupancy) start(now time.Time) {
+	if o.active == 0 {
+		o.since = now
+	}
+	o.active++
+}
+
+// finish ends one job and returns the busy time it reports.
+func (o *occupancy) finish(now time.Time) time.Duration {
+	o.acc += now.Sub(o.since)
+	o.since = now
+	o.active--
+	d := o.acc
+	o.acc = 0
+	return d
 }
 
 type heldJob struct {
@@ -76,8 +106,14 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.Drain = 30 * time.Second
 	}
 	w.c = newClient(w.Coordinator, w.Token)
-	w.held = map[int]*heldJob{}
-	w.slotCh = make(chan struct{}, len(w.Devices))
+	w.held = map[string]*heldJob{}
+	w.occ = map[int]*occupancy{}
+	slots := 0
+	for _, d := range w.Devices {
+		slots += d.jobs()
+		w.occ[d.Index] = &occupancy{}
+	}
+	w.slotCh = make(chan struct{}, slots)
 	if err := w.register(ctx); err != nil {
 		return err
 	}
@@ -119,7 +155,10 @@ func (w *Worker) Run(ctx context.Context) error {
 			jctx, cancel := context.WithCancel(evalCtx)
 			h := &heldJob{job: j, cancel: cancel}
 			w.mu.Lock()
-			w.held[j.Device] = h
+			w.held[j.ID] = h
+			if o := w.occ[j.Device]; o != nil {
+				o.start(time.Now())
+			}
 			w.mu.Unlock()
 			wg.Add(1)
 			go func() {
@@ -178,12 +217,18 @@ func (w *Worker) register(ctx context.Context) error {
 	}
 }
 
+// free lists the worker's free job slots: each device's index once per job
+// it can still take.
 func (w *Worker) free() []int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	running := map[int]int{}
+	for _, h := range w.held {
+		running[h.job.Device]++
+	}
 	var out []int
 	for _, d := range w.Devices {
-		if w.held[d.Index] == nil {
+		for i := running[d.Index]; i < d.jobs(); i++ {
 			out = append(out, d.Index)
 		}
 	}
@@ -240,7 +285,7 @@ func (w *Worker) heartbeats(ctx context.Context) {
 func (w *Worker) runJob(ctx context.Context, h *heldJob) {
 	defer func() {
 		w.mu.Lock()
-		delete(w.held, h.job.Device)
+		delete(w.held, h.job.ID)
 		w.mu.Unlock()
 		h.cancel()
 		select {
@@ -254,11 +299,13 @@ func (w *Worker) runJob(ctx context.Context, h *heldJob) {
 			dev = d
 		}
 	}
-	t0 := time.Now()
 	res, err := w.Runner.Run(ctx, h.job, dev)
-	busy := time.Since(t0).Seconds()
 	w.mu.Lock()
 	lost := h.lost
+	var busy float64
+	if o := w.occ[h.job.Device]; o != nil {
+		busy = o.finish(time.Now()).Seconds()
+	}
 	w.mu.Unlock()
 	if ctx.Err() != nil || lost {
 		return // cancelled (drain timeout releases it) or lease lost

@@ -28,6 +28,9 @@ type Adapter struct {
 	// SkipTiming checks correctness and integrity only (no timing, so no
 	// speedup): for tests of the machinery around evaluations.
 	SkipTiming bool
+	// Device pins evaluations to one device of the target, by index or
+	// UUID ("" = the least-loaded one).
+	Device string
 	// Progress, when set, sees the harness's stages.
 	Progress func(stage string, done, total int)
 }
@@ -48,7 +51,7 @@ func (a *Adapter) Evaluate(ctx context.Context, p search.Problem, code string) (
 	// the device it ran on (and flags a candidate faster than that); its
 	// figures win over the ones computed here from a.Ceilings.
 	hr, err := a.Ev.Evaluate(ctx, prob, harness.Candidate{Code: code}, nil,
-		harness.Options{Target: p.Target, Timeout: a.Timeout, Trials: a.Trials, SkipTiming: a.SkipTiming, Progress: a.Progress})
+		harness.Options{Target: p.Target, Device: a.Device, Timeout: a.Timeout, Trials: a.Trials, SkipTiming: a.SkipTiming, Progress: a.Progress})
 	if err != nil {
 		return nil, err
 	}
