@@ -93,7 +93,7 @@ is a checkpoint: a killed run continues with --resume RUN.
 	f.BoolVar(&eo.calibrate, "calibrate", true, "on a CPU never calibrated, measure it once (quick) so % of SOL can be shown")
 	f.StringVar(&eo.reportDir, "report-dir", "", "where reports go (default: runs/RUN beside the database)")
 	addFleetFlags(f, &eo.fleet)
-	f.IntVar(&eo.parallel, "parallel", 0, "select→propose→evaluate pipelines in flight at once (default 1; with --workers, one per worker slot)")
+	f.IntVar(&eo.parallel, "parallel", 0, "select→propose→evaluate pipelines in flight at once (default 1; with --workers, one per CPU worker slot or two per GPU)")
 	_ = cmd.RegisterFlagCompletionFunc("problem", completeReference)
 	_ = cmd.RegisterFlagCompletionFunc("target", fixedCompletion("auto", "cpu", "nvidia"))
 	_ = cmd.RegisterFlagCompletionFunc("language", fixedCompletion("c", "cuda", "triton"))
@@ -206,7 +206,15 @@ func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.W
 		defer stop()
 		evaluator = fe
 	}
-	parallel, err := eo.fleet.parallelism(eo.parallel)
+	pt := o.Problem.Target
+	if run != nil {
+		pt = run.Problem.Target
+	}
+	localGPUs := 0
+	if eo.fleet.enabled() && eo.parallel == 0 && pt != "cpu" {
+		localGPUs = len(a.devices.Get(ctx, false).GPUs)
+	}
+	parallel, err := eo.fleet.parallelism(eo.parallel, pt, localGPUs)
 	if err != nil {
 		return err
 	}

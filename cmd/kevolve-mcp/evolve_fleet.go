@@ -43,11 +43,14 @@ func (ff *fleetFlags) enabled() bool { return ff.workers != "" || ff.listen != "
 // call and a queued evaluation.
 const maxParallel = 256
 
-// parallelism is the engine's slot count: --parallel when given, else one
-// per worker slot the fleet is known to launch (--workers' count times
-// --worker-slots; a worker with several devices may serve more, so this
-// is a floor), else 1.
-func (ff *fleetFlags) parallelism(flag int) (int, error) {
+// parallelism is the engine's slot count: --parallel when given, else
+// what the fleet is known to take at once, else 1. On the CPU that is a
+// slot per worker slot (--workers' count times --worker-slots). On GPUs it
+// is two per GPU (each GPU's device phase stays busy while the next
+// candidate builds): --worker-gpus per worker where given, else this
+// host's GPUs split over local workers, else a whole node of
+// nodeGPUsGuess for remote ones; a floor where workers hold more.
+func (ff *fleetFlags) parallelism(flag int, target string, localGPUs int) (int, error) {
 	if flag < 0 || flag > maxParallel {
 		return 0, fmt.Errorf("--parallel %d: give 1..%d", flag, maxParallel)
 	}
@@ -61,8 +64,23 @@ func (ff *fleetFlags) parallelism(flag int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return min(spec.N*max(1, ff.slots), maxParallel), nil
+	if target == "cpu" || target == "" {
+		return min(spec.N*max(1, ff.slots), maxParallel), nil
+	}
+	gpus := ff.gpus
+	switch {
+	case gpus > 0:
+	case spec.Engine == "local":
+		gpus = max(1, localGPUs/spec.N)
+	default:
+		gpus = nodeGPUsGuess
+	}
+	return min(spec.N*gpus*2, maxParallel), nil
 }
+
+// nodeGPUsGuess is the GPUs of a remote whole-node worker when nothing
+// says otherwise (the usual 8-GPU node).
+const nodeGPUsGuess = 8
 
 // validate checks the fleet flags before any work starts.
 func (ff *fleetFlags) validate(c *cli) error {

@@ -7,23 +7,31 @@ func TestEvolveParallelism(t *testing.T) {
 		name    string
 		ff      fleetFlags
 		flag    int
+		target  string
+		gpus    int // this host's
 		want    int
 		wantErr bool
 	}{
-		{"default without a fleet", fleetFlags{}, 0, 1, false},
-		{"flag wins", fleetFlags{workers: "local:4"}, 2, 2, false},
-		{"one per local worker", fleetFlags{workers: "local:4"}, 0, 4, false},
-		{"workers times slots", fleetFlags{workers: "local:2", slots: 3}, 0, 6, false},
-		{"one per ssh host", fleetFlags{workers: "ssh:a,b,c"}, 0, 3, false},
-		{"slurm count", fleetFlags{workers: "slurm:gpu:8"}, 0, 8, false},
-		{"capped", fleetFlags{workers: "local:4096", slots: 4}, 0, maxParallel, false},
-		{"negative", fleetFlags{}, -1, 0, true},
-		{"too many", fleetFlags{}, maxParallel + 1, 0, true},
-		{"bad workers", fleetFlags{workers: "nope:1"}, 0, 0, true},
+		{"default without a fleet", fleetFlags{}, 0, "cpu", 0, 1, false},
+		{"flag wins", fleetFlags{workers: "local:4"}, 2, "nvidia", 8, 2, false},
+		{"one per local worker", fleetFlags{workers: "local:4"}, 0, "cpu", 0, 4, false},
+		{"workers times slots", fleetFlags{workers: "local:2", slots: 3}, 0, "cpu", 0, 6, false},
+		{"one per ssh host", fleetFlags{workers: "ssh:a,b,c"}, 0, "cpu", 0, 3, false},
+		{"slurm count", fleetFlags{workers: "slurm:gpu:8"}, 0, "cpu", 0, 8, false},
+		{"local GPUs: two per GPU of this host", fleetFlags{workers: "local:1"}, 0, "nvidia", 4, 8, false},
+		{"local GPUs split over workers", fleetFlags{workers: "local:2"}, 0, "nvidia", 4, 8, false},
+		{"a GPU target on a host without one", fleetFlags{workers: "local:1"}, 0, "nvidia", 0, 2, false},
+		{"slurm nodes of --worker-gpus", fleetFlags{workers: "slurm:gpu:3", gpus: 4}, 0, "nvidia", 0, 24, false},
+		{"ssh whole nodes", fleetFlags{workers: "ssh:a,b"}, 0, "amd", 0, 2 * 2 * nodeGPUsGuess, false},
+		{"GPU capped", fleetFlags{workers: "slurm:gpu:64"}, 0, "nvidia", 0, maxParallel, false},
+		{"capped", fleetFlags{workers: "local:4096", slots: 4}, 0, "cpu", 0, maxParallel, false},
+		{"negative", fleetFlags{}, -1, "cpu", 0, 0, true},
+		{"too many", fleetFlags{}, maxParallel + 1, "cpu", 0, 0, true},
+		{"bad workers", fleetFlags{workers: "nope:1"}, 0, "cpu", 0, 0, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := c.ff.parallelism(c.flag)
+			got, err := c.ff.parallelism(c.flag, c.target, c.gpus)
 			if (err != nil) != c.wantErr || got != c.want {
 				t.Fatalf("parallelism(%d) = %d, %v; want %d (error %v)", c.flag, got, err, c.want, c.wantErr)
 			}
