@@ -9,10 +9,11 @@
 // results (evaluator.go), so the engine itself is unchanged.
 //
 // A worker (worker.go) registers its devices, claims jobs matched on target
-// and arch with a lease it renews by heartbeats, runs one job per device
-// slot, and reports results. A lease that expires (a worker killed,
-// partitioned or stopped) requeues its job; a job that loses two leases is
-// recorded as a crash instead of being retried forever. Results are
+// and arch with a lease it renews by heartbeats, runs up to Device.Jobs
+// jobs per device, and reports results. A lease that expires (a worker
+// killed, partitioned or stopped) requeues its job; a job blamed for two
+// workers' deaths (the k jobs a worker held share it, 1/k each) is recorded
+// as a crash instead of being retried forever (Queue.Reap). Results are
 // idempotent by job id: a late duplicate is ignored. Everything is in the
 // store, so a coordinator killed and restarted loses nothing: workers retry
 // until it is back and the search resumes.

@@ -72,6 +72,11 @@ var migrations = []store.Migration{
 	{Version: 2, Name: "job busy seconds", Stmts: []string{
 		`ALTER TABLE fleet_jobs ADD COLUMN busy_s REAL NOT NULL DEFAULT 0`,
 	}},
+	// A lost lease's blame, shared among the jobs its worker held then.
+	{Version: 3, Name: "job blame", Stmts: []string{
+		`ALTER TABLE fleet_jobs ADD COLUMN blame REAL NOT NULL DEFAULT 0`,
+		`CREATE INDEX fleet_job_log_worker ON fleet_job_log(worker_id, what, at)`,
+	}},
 }
 
 // Migrate brings the fleet tables up to the newest version, through the

@@ -157,9 +157,14 @@ type ReleaseRequest struct {
 const (
 	DefaultLease     = 15 * time.Second
 	DefaultClaimWait = 10 * time.Second
-	// DefaultMaxLost is how many leases a job may lose before it is
-	// recorded as a crash ("a job that kills two workers").
+	// DefaultMaxLost is how many workers a job may take down before it is
+	// recorded as a crash ("a job that kills two workers"): a lost lease
+	// puts the worker's death on the jobs it held then, 1/k each of k.
 	DefaultMaxLost = 2
+	// lostCapExtra: a job whose leases were lost this many times more than
+	// MaxLost is a crash whatever its share, so one that kills workers
+	// while they are busy with others is not retried without end.
+	lostCapExtra = 3
 	// MaxBody bounds every request body (a result carries the harness's
 	// whole result, logs trimmed; 8 MiB is far above any real one).
 	MaxBody = 8 << 20

@@ -22,7 +22,8 @@ import (
 type Queue struct {
 	db *sql.DB
 	// Lease is how long a claim lives without a heartbeat; MaxLost how many
-	// leases a job may lose before it is recorded as a crash.
+	// workers' deaths a job may be blamed for before it is recorded as a
+	// crash (see Reap).
 	Lease   time.Duration
 	MaxLost int
 	// MaxErrors is how many times workers may fail to evaluate a job at all
@@ -539,25 +540,40 @@ func (q *Queue) Release(ctx context.Context, workerID string, held []JobLease, r
 }
 
 // Reap requeues the jobs whose lease expired, and records as a crash each
-// job that has now lost MaxLost leases. It returns how many leases it
+// job blamed for MaxLost workers' deaths. It returns how many leases it
 // found expired.
+//
+// Blame: a worker whose leases expire died, hung or was cut off with k
+// jobs in flight (up to six per GPU); at most one of them can have caused
+// it, so each takes 1/k. A job lost twice alone is a crash, as is one lost
+// MaxLost+lostCapExtra times in any company; an evaluation that merely
+// shared two dying workers with others is retried.
 func (q *Queue) Reap(ctx context.Context) (int, error) {
 	n := 0
 	err := q.withTx(ctx, func(tx execer) error {
 		n = 0
 		now := q.unix()
-		rows, err := tx.QueryContext(ctx, `SELECT id, COALESCE(worker_id, ''), lost FROM fleet_jobs WHERE state = 'claimed' AND lease_expires < ?`, now)
+		// held: the worker's jobs in flight when it was last heard from,
+		// those still claimed and those an earlier Reap took back since
+		// (leases claimed between heartbeats expire a little later).
+		rows, err := tx.QueryContext(ctx, `SELECT j.id, COALESCE(j.worker_id, ''), j.lost, j.blame,
+			(SELECT COUNT(*) FROM fleet_jobs o WHERE o.state = 'claimed' AND o.worker_id = j.worker_id) +
+			(SELECT COUNT(*) FROM fleet_job_log l WHERE l.worker_id = j.worker_id AND l.what = 'lease_lost'
+				AND l.at >= COALESCE((SELECT last_seen FROM fleet_workers w WHERE w.id = j.worker_id), 0))
+			FROM fleet_jobs j WHERE j.state = 'claimed' AND j.lease_expires < ?`, now)
 		if err != nil {
 			return err
 		}
 		type exp struct {
 			id, worker string
 			lost       int
+			blame      float64
+			held       int // the worker's jobs in flight, this one included
 		}
 		var es []exp
 		for rows.Next() {
 			var e exp
-			if err := rows.Scan(&e.id, &e.worker, &e.lost); err != nil {
+			if err := rows.Scan(&e.id, &e.worker, &e.lost, &e.blame, &e.held); err != nil {
 				rows.Close()
 				return err
 			}
@@ -565,6 +581,7 @@ func (q *Queue) Reap(ctx context.Context) (int, error) {
 		}
 		rows.Close()
 		for _, e := range es {
+			share := 1 / float64(max(e.held, 1))
 			n++
 			if _, err := tx.ExecContext(ctx, `UPDATE fleet_workers SET leases_lost = leases_lost + 1 WHERE id = ?`, e.worker); err != nil {
 				return err
@@ -572,12 +589,13 @@ func (q *Queue) Reap(ctx context.Context) (int, error) {
 			if err := logJob(ctx, tx, now, e.id, e.worker, "lease_lost", ""); err != nil {
 				return err
 			}
-			if e.lost+1 >= q.MaxLost {
-				why := fmt.Sprintf("the job lost %d worker leases (each worker died, hung or was cut off while running it): recorded as a crash, not retried", e.lost+1)
+			// A small tolerance: three shares of 1/3 make one death.
+			if e.blame+share >= float64(q.MaxLost)-1e-9 || e.lost+1 >= q.MaxLost+lostCapExtra {
+				why := fmt.Sprintf("the job lost %d worker leases (each worker died, hung or was cut off while running it; its share of the blame: %.2f workers): recorded as a crash, not retried", e.lost+1, e.blame+share)
 				res, _ := json.Marshal(&search.Result{Verdict: search.VerdictCrash, Stage: "fleet", Log: why,
 					Checks: []search.Check{{Name: "fleet_lease", Passed: false, Detail: why}}})
-				if _, err := tx.ExecContext(ctx, `UPDATE fleet_jobs SET state = 'done', lost = lost + 1, result = ?, verdict = 'crash', error = ?, done_by = 'coordinator', worker_id = NULL, finished_at = ?, completions = completions + 1 WHERE id = ?`,
-					string(res), why, now, e.id); err != nil {
+				if _, err := tx.ExecContext(ctx, `UPDATE fleet_jobs SET state = 'done', lost = lost + 1, blame = blame + ?, result = ?, verdict = 'crash', error = ?, done_by = 'coordinator', worker_id = NULL, finished_at = ?, completions = completions + 1 WHERE id = ?`,
+					share, string(res), why, now, e.id); err != nil {
 					return err
 				}
 				if err := logJob(ctx, tx, now, e.id, e.worker, "crashed", why); err != nil {
@@ -585,10 +603,10 @@ func (q *Queue) Reap(ctx context.Context) (int, error) {
 				}
 				continue
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE fleet_jobs SET state = 'queued', lost = lost + 1, worker_id = NULL WHERE id = ?`, e.id); err != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE fleet_jobs SET state = 'queued', lost = lost + 1, blame = blame + ?, worker_id = NULL WHERE id = ?`, share, e.id); err != nil {
 				return err
 			}
-			if err := logJob(ctx, tx, now, e.id, e.worker, "requeued", "lease expired"); err != nil {
+			if err := logJob(ctx, tx, now, e.id, e.worker, "requeued", fmt.Sprintf("lease expired with %d jobs on the worker", e.held)); err != nil {
 				return err
 			}
 		}

@@ -368,3 +368,98 @@ func TestShareDevices(t *testing.T) {
 		t.Errorf("CPU slots were split: %v", got)
 	}
 }
+
+// A worker's death is shared among the jobs it held: evaluations that only
+// kept a dying worker company are retried; one lost twice alone, or lost
+// MaxLost+lostCapExtra times in any company, is a crash.
+func TestLeaseBlameIsShared(t *testing.T) {
+	ctx := context.Background()
+	q := newTestQueue(t, nil)
+	c := &clock{t: time.Unix(1_700_000_000, 0)}
+	q.now = c.now
+	q.Lease = 2 * time.Second
+	gpu := Device{Index: 0, Target: "nvidia", Arch: "sm_90", Name: "NVIDIA H100", Jobs: 3}
+	var ids []string
+	for i := 0; i < 3; i++ {
+		id, _ := q.Enqueue(ctx, testProblem, Kind{Target: "nvidia"}, "ref", fmt.Sprintf("code %d", i), 0, false)
+		ids = append(ids, id)
+	}
+	// die: worker w claims what it can, falls silent, and its leases expire.
+	die := func(w string, dev Device) []Job {
+		t.Helper()
+		register(t, q, w, dev)
+		var free []int
+		for i := 0; i < dev.jobs(); i++ {
+			free = append(free, dev.Index)
+		}
+		js, err := q.Claim(ctx, w, free)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.add(3 * time.Second)
+		q.Reap(ctx)
+		return js
+	}
+	state := func(id string) (JobState, string) {
+		j, _ := q.Job(ctx, id)
+		v := ""
+		if j.Result != nil {
+			v = j.Result.Verdict
+		}
+		return j.State, v
+	}
+	for round, w := range []string{"a", "b", "c", "d"} {
+		if js := die(w, gpu); len(js) != 3 {
+			t.Fatalf("round %d: claimed %d jobs, want 3", round, len(js))
+		}
+		// Four deaths in company of three: 4/3 of a worker each.
+		for _, id := range ids {
+			if st, _ := state(id); st != JobQueued {
+				t.Fatalf("round %d: job %s is %s after sharing a dying worker with two others", round, id, st)
+			}
+		}
+	}
+	// The fifth loss reaches MaxLost+lostCapExtra: crash whatever the share.
+	die("e", gpu)
+	for _, id := range ids {
+		if st, v := state(id); st != JobDone || v != search.VerdictCrash {
+			t.Fatalf("job %s lost 5 leases in company and is %s %q, want done as crash", id, st, v)
+		}
+	}
+
+	// Alone twice: a crash, as before jobs shared workers.
+	solo, _ := q.Enqueue(ctx, testProblem, Kind{Target: "nvidia"}, "ref", "solo", 0, false)
+	one := gpu
+	one.Jobs = 1
+	die("f", one)
+	if st, _ := state(solo); st != JobQueued {
+		t.Fatalf("after one lone loss the job is %s", st)
+	}
+	die("g", one)
+	if st, v := state(solo); st != JobDone || v != search.VerdictCrash {
+		t.Fatalf("after two lone losses the job is %s %q, want a crash", st, v)
+	}
+
+	// Leases of one death that expire in two reaps share it all the same.
+	x, _ := q.Enqueue(ctx, testProblem, Kind{Target: "nvidia"}, "ref", "x", 0, false)
+	register(t, q, "h", gpu)
+	q.Claim(ctx, "h", []int{0})
+	c.add(time.Second)
+	q.Touch(ctx, "h")
+	y, _ := q.Enqueue(ctx, testProblem, Kind{Target: "nvidia"}, "ref", "y", 0, false)
+	q.Claim(ctx, "h", []int{0}) // expires a second after x
+	c.add(1500 * time.Millisecond)
+	if n, _ := q.Reap(ctx); n != 1 {
+		t.Fatalf("reaped %d, want x alone", n)
+	}
+	c.add(time.Second)
+	if n, _ := q.Reap(ctx); n != 1 {
+		t.Fatalf("reaped %d, want y", n)
+	}
+	var bx, by float64
+	q.db.QueryRow(`SELECT blame FROM fleet_jobs WHERE id = ?`, x).Scan(&bx)
+	q.db.QueryRow(`SELECT blame FROM fleet_jobs WHERE id = ?`, y).Scan(&by)
+	if bx != 0.5 || by != 0.5 {
+		t.Fatalf("blame %.2f and %.2f for the two jobs of one death, want 0.5 each", bx, by)
+	}
+}
