@@ -31,6 +31,7 @@ type RunSpecInput struct {
 	Draft         int     `json:"draft,omitempty" jsonschema:"Draft phase: this many independent children of the start kernel before the policy proper (default 0; 4 for evolve)."`
 	Memory        string  `json:"memory,omitempty" jsonschema:"What each task shows of the search's history: inherit (default: siblings and lineage), compare (siblings only) or clean_slate (neither)."`
 	Seed          int64   `json:"seed,omitempty" jsonschema:"Random seed of the policy (default: from the clock)."`
+	Parallel      int     `json:"parallel,omitempty" jsonschema:"Evaluations in flight at once for a server-side operator (evolve): default 1, or two per GPU when the server evaluates on a fleet (--workers). A run you drive (evolve_start) takes one kernel at a time."`
 }
 
 // startRequest turns the arguments into the manager's request; a non-empty
@@ -38,12 +39,15 @@ type RunSpecInput struct {
 func startRequest(in RunSpecInput, operator string, defaultEvals int) (runs.StartRequest, string) {
 	r := runs.StartRequest{Problem: in.Problem, ProblemSource: in.ProblemSource, Start: in.Start, StartSource: in.StartSource,
 		Target: in.Target, Language: in.Language, Shapes: in.Shapes, Policy: in.Policy, Baseline: in.Baseline, Operator: operator,
-		Draft: in.Draft, Seed: in.Seed, Memory: search.MemoryMode(in.Memory)}
+		Draft: in.Draft, Seed: in.Seed, Memory: search.MemoryMode(in.Memory), Parallel: in.Parallel}
 	if in.Problem == "" && in.ProblemSource == "" {
 		return r, "problem (a corpus name or a KernelBench-format file) or problem_source is required"
 	}
-	if in.Budget < 0 || in.TimeS < 0 || in.Plateau < 0 || in.TargetSpeedup < 0 || in.Draft < 0 {
-		return r, "budget, time_s, plateau, target_speedup and draft must not be negative"
+	if in.Budget < 0 || in.TimeS < 0 || in.Plateau < 0 || in.TargetSpeedup < 0 || in.Draft < 0 || in.Parallel < 0 {
+		return r, "budget, time_s, plateau, target_speedup, draft and parallel must not be negative"
+	}
+	if in.Parallel > maxParallel {
+		return r, fmt.Sprintf("parallel %d: at most %d evaluations in flight", in.Parallel, maxParallel)
 	}
 	switch r.Memory {
 	case "", search.MemoryInherit, search.MemoryCompare, search.MemoryCleanSlate:
@@ -59,6 +63,10 @@ func startRequest(in RunSpecInput, operator string, defaultEvals int) (runs.Star
 	}
 	return r, ""
 }
+
+// maxParallel bounds a run's evaluations in flight: each holds a goroutine,
+// an operator call and a queued evaluation.
+const maxParallel = 256
 
 // noRuns is the tool error of a server without a search store.
 func noRuns(tool string) *mcp.CallToolResult {

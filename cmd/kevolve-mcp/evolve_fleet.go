@@ -97,20 +97,27 @@ func (ff *fleetFlags) validate(c *cli) error {
 	return fleet.CheckOptions(fleet.Options{Workers: ff.workers, Listen: ff.listen, Token: token, KindsSpec: ff.targets})
 }
 
-// startFleet starts the coordinator and workers; the returned evaluator
-// replaces the in-process one, and stop ends the workers.
-func (ff *fleetFlags) startFleet(ctx context.Context, a *app, c *cli, p search.Problem, runDir string, stderr io.Writer) (search.Evaluator, func(), error) {
+// launch starts the coordinator and the workers --workers asks for, which
+// offer target's devices (--target; every kind of --targets where given)
+// and write their logs under logDir.
+func (ff *fleetFlags) launch(ctx context.Context, a *app, c *cli, target, logDir string) (*fleet.Fleet, error) {
 	token := ff.token
 	if token == "" {
 		token = c.g.token
 	}
 	o := fleet.Options{DB: a.db, Workers: ff.workers, Listen: ff.listen, Token: token, Advertise: ff.advertise,
-		Target: p.Target, Slots: ff.slots, GPUsPerNode: ff.gpus, SlurmArgs: ff.slurmArgs, Name: "kevolve",
-		LogDir: filepath.Join(runDir, "workers"), Log: c.logger}
+		Target: target, Slots: ff.slots, GPUsPerNode: ff.gpus, SlurmArgs: ff.slurmArgs, Name: "kevolve",
+		LogDir: logDir, Log: c.logger}
 	if ff.targets != "" {
 		o.KindsSpec, o.Target = ff.targets, "auto"
 	}
-	f, err := fleet.Start(ctx, o)
+	return fleet.Start(ctx, o)
+}
+
+// startFleet starts the coordinator and workers for one evolve run; the
+// returned evaluator replaces the in-process one, and stop ends the workers.
+func (ff *fleetFlags) startFleet(ctx context.Context, a *app, c *cli, p search.Problem, runDir string, stderr io.Writer) (search.Evaluator, func(), error) {
+	f, err := ff.launch(ctx, a, c, p.Target, filepath.Join(runDir, "workers"))
 	if err != nil {
 		return nil, nil, err
 	}

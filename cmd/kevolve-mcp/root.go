@@ -36,6 +36,9 @@ type globalFlags struct {
 type cli struct {
 	g      globalFlags
 	logger *slog.Logger
+	// fleet: the server's fleet flags (evolve has its own): with them the
+	// server coordinates workers that evaluate its search runs.
+	fleet fleetFlags
 }
 
 // newApp opens on demand what the command calls into (see app.go).
@@ -72,6 +75,9 @@ Without a subcommand it serves the MCP tools: on stdin/stdout (the default,
 --stdio), or over streamable HTTP at /mcp with --http HOST:PORT (loopback by
 default; other addresses need --token or KEVOLVE_TOKEN).
 
+With --workers (and --listen for remote workers) the server also coordinates
+a fleet: the search runs its tools start are evaluated by the workers.
+
 The subcommands run the same jobs from a shell. Global flags (--db, --python,
 --kb, --embedder, --log-level, ...) may come before or after the subcommand.`,
 		Example: `  claude mcp add kevolve -- kevolve-mcp --stdio
@@ -86,7 +92,7 @@ The subcommands run the same jobs from a shell. Global flags (--db, --python,
 			return c.setup(cmd)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return serve(c.g, c.logger)
+			return serve(c)
 		},
 	}
 	root.SetOut(stdout)
@@ -103,6 +109,7 @@ The subcommands run the same jobs from a shell. Global flags (--db, --python,
 	sf.StringVar(&g.httpAddr, "http", "", "serve streamable HTTP on `HOST:PORT` instead of stdio")
 	sf.StringVar(&g.token, "token", "", "bearer `token` required from HTTP clients (default $KEVOLVE_TOKEN)")
 	sf.StringVar(&g.origins, "allow-origin", "", "comma-separated extra browser `origins` allowed over HTTP")
+	addFleetFlags(sf, &c.fleet)
 	// The rest are global: accepted before or after any subcommand.
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.python, "python", "", "Python `interpreter` with torch (default: $KEVOLVE_PYTHON, /opt/torch/.venv, ~/.cache/kevolve/venv, python3)")

@@ -8,6 +8,7 @@ import (
 	"github.com/kevolve/kevolve-mcp/harness/sol"
 	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/engine"
+	"github.com/kevolve/kevolve-mcp/search/fleet"
 	"github.com/kevolve/kevolve-mcp/search/harnesseval"
 	"github.com/kevolve/kevolve-mcp/search/operator"
 	"github.com/kevolve/kevolve-mcp/search/runs"
@@ -18,7 +19,7 @@ import (
 // database, the evaluation service (built on first use, with SOL figures
 // when the device has ceilings), corpus problems, the server-side
 // operators, and reports beside the database as the CLI writes them.
-func (a *app) runManager(ctx context.Context) (*runs.Manager, error) {
+func (a *app) runManager(ctx context.Context, rf serverFleet) (*runs.Manager, error) {
 	if err := a.openDB(); err != nil {
 		return nil, err
 	}
@@ -32,6 +33,9 @@ func (a *app) runManager(ctx context.Context) (*runs.Manager, error) {
 	var adapter *harnesseval.Adapter
 	var evErr error
 	evaluator := func(ctx context.Context) (search.Evaluator, error) {
+		if rf.evaluator != nil {
+			return rf.evaluator, nil
+		}
 		once.Do(func() {
 			ev, err := a.evaluator()
 			if err != nil {
@@ -82,7 +86,40 @@ func (a *app) runManager(ctx context.Context) (*runs.Manager, error) {
 			}
 			return engine.WriteReport(ctx, st, id, filepath.Join(dataDir, "runs", id), ceil)
 		},
-		WorkDir: filepath.Join(dataDir, "mcp"),
-		Log:     a.log,
+		WorkDir:  filepath.Join(dataDir, "mcp"),
+		Parallel: rf.parallel,
+		Fleet:    rf.status,
+		Log:      a.log,
 	})
+}
+
+// serverFleet is what the run manager takes from a fleet the server
+// coordinates; the zero value is none (runs evaluate in process).
+type serverFleet struct {
+	evaluator search.Evaluator
+	parallel  func(target string) int
+	status    func(ctx context.Context) (*fleet.FleetStatus, error)
+}
+
+// runFleet wires fl (nil = none) into the run manager: its evaluator,
+// the fleet's capacity as runs' default parallelism, and its status.
+func runFleet(c *cli, a *app, fl *fleet.Fleet) serverFleet {
+	if fl == nil {
+		return serverFleet{}
+	}
+	return serverFleet{
+		evaluator: fl.Evaluator,
+		parallel: func(target string) int {
+			gpus := 0
+			if target != "cpu" {
+				gpus = len(a.devices.Get(context.Background(), false).GPUs)
+			}
+			n, err := c.fleet.parallelism(0, target, gpus)
+			if err != nil {
+				return 1
+			}
+			return n
+		},
+		status: func(ctx context.Context) (*fleet.FleetStatus, error) { return fleet.Snapshot(ctx, fl.Queue) },
+	}
 }

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/kevolve/kevolve-mcp/harness/profile"
 	"github.com/kevolve/kevolve-mcp/harness/sol"
+	"github.com/kevolve/kevolve-mcp/search/fleet"
 	"github.com/kevolve/kevolve-mcp/tools"
 	"github.com/kevolve/kevolve-mcp/tools/transport"
 )
@@ -23,7 +26,12 @@ import (
 // deps opens what the tools call into. A part that cannot open (a bad --kb
 // directory, an unwritable database, no Python) is logged and its tools
 // answer with that error, rather than taking the whole server down.
-func deps(ctx context.Context, g globalFlags, logger *slog.Logger) (tools.Deps, func()) {
+//
+// With fleet flags (--workers, --listen) the server also coordinates a
+// fleet: its search runs are evaluated by the workers, and a fleet that
+// cannot start is an error, since it was asked for.
+func deps(ctx context.Context, c *cli) (tools.Deps, func(), error) {
+	g, logger := c.g, c.logger
 	a := newApp(g, logger)
 	d := tools.Deps{
 		Logger:  logger,
@@ -50,18 +58,46 @@ func deps(ctx context.Context, g globalFlags, logger *slog.Logger) (tools.Deps, 
 		return sol.ForDevice(ctx, a.db, a.devices.Get(ctx, false), key)
 	}
 	closeAll := a.close
-	if m, err := a.runManager(ctx); err != nil {
+	var fl *fleet.Fleet
+	if c.fleet.enabled() {
+		if a.db == nil {
+			a.close()
+			return d, nil, errors.New("a fleet needs the database (see the error above)")
+		}
+		var err error
+		if fl, err = c.fleet.launch(ctx, a, c, "auto", filepath.Join(filepath.Dir(g.db), "fleet", "workers")); err != nil {
+			a.close()
+			return d, nil, fmt.Errorf("fleet: %w", err)
+		}
+		logger.Info("search runs are evaluated by the fleet", "coordinator", fl.URL, "workers", c.fleet.workers)
+		closeAll = func() {
+			sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			fl.Close(sctx)
+			a.close()
+		}
+	}
+	if m, err := a.runManager(ctx, runFleet(c, a, fl)); err != nil {
 		logger.Error("search store unavailable: evolve tools are off", "err", err)
 	} else {
-		// Runs pause (and record it) before the database closes.
-		d.Runs, closeAll = m, func() { m.Close(); a.close() }
+		// Runs pause (and record it) before the fleet stops and the
+		// database closes.
+		closeRest := closeAll
+		d.Runs, closeAll = m, func() { m.Close(); closeRest() }
 	}
-	return d, closeAll
+	return d, closeAll, nil
 }
 
 // serve is the root command's action: MCP on stdio, or over HTTP with --http.
-func serve(g globalFlags, logger *slog.Logger) error {
-	d, closeDeps := deps(context.Background(), g, logger)
+func serve(c *cli) error {
+	g, logger := c.g, c.logger
+	if err := c.fleet.validate(c); err != nil {
+		return err
+	}
+	d, closeDeps, err := deps(context.Background(), c)
+	if err != nil {
+		return err
+	}
 	defer closeDeps()
 	srv := tools.New(d)
 	if g.httpAddr != "" {

@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"encoding/json"
 	"fmt"
 	"runtime"
 	"strings"
@@ -31,7 +30,7 @@ func LocalDevices(rep device.Report, target string, slots int) ([]Device, error)
 			}
 			d := Device{Index: g.Index, Target: t, Arch: g.Arch, Name: g.Name, UUID: g.UUID}
 			if g.Spec != nil {
-				d.Ceilings, _ = json.Marshal(g.Spec)
+				d.Ceilings = jsonObject(g.Spec)
 			}
 			out = append(out, d)
 		}

@@ -43,12 +43,7 @@ func TestWorkerDrainsOnSIGTERM(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			q := newTestQueue(t, nil)
-			coord := &Coordinator{Queue: q, Token: "tk", ClaimWait: time.Second}
-			cctx, stop := context.WithCancel(ctx)
-			defer stop()
-			if err := coord.Listen(cctx, "127.0.0.1:0"); err != nil {
-				t.Fatal(err)
-			}
+			coord := listenTest(t, q)
 			id, _ := q.Enqueue(ctx, testProblem, Kind{Target: "cpu"}, "ref", "code", 0, false)
 			r := &slowRunner{d: tc.job, started: make(chan string, 4)}
 			w := &Worker{Coordinator: coord.URL(), Token: "tk", Name: "w", Devices: []Device{{Index: 0, Target: "cpu"}}, Runner: r, Drain: tc.drain}

@@ -42,10 +42,7 @@ func TestHeterogeneousKinds(t *testing.T) {
 	db := openTestDB(t, filepath.Join(dir, "fleet.db"))
 	st, _ := store.New(ctx, db)
 	q, _ := NewQueue(ctx, db)
-	coord := &Coordinator{Queue: q, Token: "tk", ClaimWait: time.Second}
-	if err := coord.Listen(ctx, "127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
+	coord := listenTest(t, q)
 	runner := &kindRunner{seen: map[string][]string{}}
 	wctx, stopWorkers := context.WithCancel(ctx)
 	var wg sync.WaitGroup

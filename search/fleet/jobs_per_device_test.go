@@ -124,12 +124,7 @@ func (r *concurrencyRunner) Run(ctx context.Context, job Job, dev Device) (*sear
 func TestWorkerRunsJobsPerDevice(t *testing.T) {
 	ctx := context.Background()
 	q := newTestQueue(t, nil)
-	coord := &Coordinator{Queue: q, Token: "tk", ClaimWait: time.Second}
-	cctx, stop := context.WithCancel(ctx)
-	defer stop()
-	if err := coord.Listen(cctx, "127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
+	coord := listenTest(t, q)
 	const perDevice, devices, jobs = 3, 2, 18
 	const each = 400 * time.Millisecond
 	var ids []string

@@ -32,8 +32,22 @@ type Device struct {
 	Name   string `json:"name,omitempty"`
 	UUID   string `json:"uuid,omitempty"`
 	// Ceilings are the measured or spec roofline figures, as the harness
-	// reports them (informational).
-	Ceilings json.RawMessage `json:"ceilings,omitempty"`
+	// reports them (informational; a JSON object, so that evolve_status's
+	// output schema says what it holds).
+	Ceilings map[string]any `json:"ceilings,omitempty"`
+}
+
+// jsonObject is v as a JSON object (nil if it is not one).
+func jsonObject(v any) map[string]any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	return m
 }
 
 // jobs is how many jobs the device takes at once.

@@ -39,6 +39,19 @@ func newTestQueue(t *testing.T, db *sql.DB) *Queue {
 	return q
 }
 
+// listenTest serves q on a loopback port with token "tk" until the test
+// ends; claims long-poll for at most a second.
+func listenTest(t *testing.T, q *Queue) *Coordinator {
+	t.Helper()
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	c := &Coordinator{Queue: q, Token: "tk", ClaimWait: time.Second}
+	if err := c.Listen(ctx, "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // clock is a settable time for lease tests.
 type clock struct {
 	mu sync.Mutex

@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -86,10 +85,9 @@ func ServeWorker(ctx context.Context, o WorkerOptions) error {
 		}
 	}
 	if o.Ceilings != nil { // this host's measured (or spec) roofline
-		if b, err := json.Marshal(o.Ceilings); err == nil {
-			for i := range devs {
-				devs[i].Ceilings = b
-			}
+		c := jsonObject(o.Ceilings)
+		for i := range devs {
+			devs[i].Ceilings = c
 		}
 	}
 	ev, err := harness.NewEvaluator(cfg)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/engine"
+	"github.com/kevolve/kevolve-mcp/search/fleet"
 )
 
 // Options are the manager's dependencies, injected by the server's wiring.
@@ -40,10 +41,29 @@ type Options struct {
 	Report func(ctx context.Context, st search.Store, runID string) (string, error)
 	// WorkDir holds inline problems and start kernels given as source.
 	WorkDir string
+	// Parallel is how many evaluations a run of a server-side operator
+	// keeps in flight on target when its request gives none (nil = 1): a
+	// fleet's capacity. Runs the client drives propose one node at a time.
+	Parallel func(target string) int
+	// Fleet reports the fleet that evaluates the runs (nil = none, the
+	// in-process service does): evolve_status shows it.
+	Fleet func(ctx context.Context) (*fleet.FleetStatus, error)
 	// AgentIdle pauses an mcp run whose agent submitted nothing for this
 	// long after being offered a node (0 = DefaultAgentIdle, <0 = never).
 	AgentIdle time.Duration
 	Log       *slog.Logger
+}
+
+// parallel is a run's evaluations in flight: the request's, else the
+// server's default for the target.
+func (m *Manager) parallel(asked int, target string) int {
+	if asked > 0 {
+		return asked
+	}
+	if m.o.Parallel != nil {
+		return max(m.o.Parallel(target), 1)
+	}
+	return 1
 }
 
 // DefaultAgentIdle is how long an mcp run waits for its agent's kernel
@@ -123,7 +143,7 @@ func (m *Manager) Active(id string) bool { return m.activeDrive(id) != nil }
 
 // launch starts a goroutine driving runID with op; resume continues a run
 // that existed before (budget, when non-nil, replaces its budget).
-func (m *Manager) launch(runID string, op search.Operator, ev search.Evaluator, resume bool, budget *search.Budget) (*drive, error) {
+func (m *Manager) launch(runID string, op search.Operator, ev search.Evaluator, resume bool, budget *search.Budget, parallel int) (*drive, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -149,7 +169,10 @@ func (m *Manager) launch(runID string, op search.Operator, ev search.Evaluator, 
 		}
 	}
 	st := &watchedStore{Store: m.o.Store, changed: m.changed, agent: d.agent, wrote: d.markStarted}
-	eng := &engine.Engine{Store: st, Eval: ev, Operator: op, Log: m.log.With("run", runID)}
+	if d.agent != nil {
+		parallel = 1 // the client proposes one node at a time
+	}
+	eng := &engine.Engine{Store: st, Eval: ev, Operator: op, Log: m.log.With("run", runID), Parallel: max(parallel, 1)}
 	m.active[runID] = d
 	m.wg.Add(1)
 	go func() {

@@ -90,7 +90,7 @@ func (m *Manager) resume(ctx context.Context, run *search.Run, budget *search.Bu
 			return nil, err
 		}
 	}
-	d, err := m.launch(id, op, ev, true, nil)
+	d, err := m.launch(id, op, ev, true, nil, m.parallel(0, run.Problem.Target))
 	if err != nil {
 		return nil, err
 	}

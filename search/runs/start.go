@@ -37,6 +37,9 @@ type StartRequest struct {
 	Draft  int
 	Seed   int64
 	Memory search.MemoryMode
+	// Parallel is how many evaluations a server-side operator's run keeps
+	// in flight (0 = the server's default: 1, or the fleet's capacity).
+	Parallel int
 }
 
 // Start creates a run and starts driving it; it returns as soon as the run
@@ -78,7 +81,7 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (*search.Run, err
 	if err != nil {
 		return nil, err
 	}
-	d, err := m.launch(run.ID, op, ev, false, nil)
+	d, err := m.launch(run.ID, op, ev, false, nil, m.parallel(req.Parallel, prob.Target))
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kevolve/kevolve-mcp/search"
+	"github.com/kevolve/kevolve-mcp/search/fleet"
 )
 
 // MaxStatusWait bounds a status long poll: under every client's tool
@@ -32,6 +33,10 @@ type StatusResult struct {
 	// AwaitingNode is the node an mcp run waits for a kernel for (0 = none).
 	AwaitingNode int64  `json:"awaiting_node,omitempty"`
 	Hint         string `json:"hint,omitempty"`
+	// Fleet is the fleet evaluating this server's runs: its workers and
+	// their devices, jobs in flight and queued, leases lost (absent when
+	// the server evaluates in process).
+	Fleet *fleet.FleetStatus `json:"fleet,omitempty"`
 }
 
 // Status answers at once when the run has events after since, else waits
@@ -99,6 +104,13 @@ func (m *Manager) status(ctx context.Context, run *search.Run, since int64, evs 
 		d = nil // its drive is starting, or recording how it ended
 	}
 	r.Active = d != nil
+	if m.o.Fleet != nil {
+		if fs, err := m.o.Fleet(ctx); err == nil {
+			r.Fleet = fs
+		} else {
+			m.log.Warn("fleet status unavailable", "err", err)
+		}
+	}
 	if d != nil && d.agent != nil {
 		if t := d.agent.current(); t != nil {
 			r.AwaitingNode = t.NodeID
