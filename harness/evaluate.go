@@ -273,6 +273,14 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 		res.Stage = out.Stage
 		res.Checks = append(res.Checks, Check{Name: "deadline", Passed: false,
 			Detail: fmt.Sprintf("killed after %s in stage %q", req.Timeout, out.Stage)})
+	case out.Unreported:
+		// The harness reports its result before the process ends; a
+		// result file with no report is something else's (a candidate
+		// that wrote one and ended the process), whatever it says.
+		res.Verdict = VerdictIntegrityViolation
+		res.Stage = out.Stage
+		res.Checks = append(res.Checks, Check{Name: "result_forged", Passed: false,
+			Detail: fmt.Sprintf("the evaluation process ended (code %d) in stage %q before the harness reported a result, yet a result file was there: it was not the harness's", out.Code, out.Stage)})
 	case out.Result == nil:
 		res.Verdict = VerdictCrash
 		res.Stage = out.Stage

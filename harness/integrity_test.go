@@ -66,6 +66,8 @@ var hostileCases = []hostileCase{
 	{"cheats_inside_the_timing_loop", "ref_normalize.py", "timed_by_stack.py", VerdictIntegrityViolation, "audit", false},
 	// Replaces the auditor's settle and torch.equal from inside the process.
 	{"patches_the_harness", "ref_normalize.py", "patches_harness.py", VerdictIntegrityViolation, "harness_patched", false},
+	// Writes a passing result file itself and ends the process.
+	{"forges_the_result", "ref_normalize.py", "forges_result.py", VerdictIntegrityViolation, "result_forged", false},
 	// KernelBench level 1 problem 12 (CPU-sized), Model renamed ModelNew.
 	{"reference_as_candidate_diag_matmul", "ref_diag_matmul.py", "rename:ref_diag_matmul.py", VerdictIntegrityViolation, "reference_ops", false},
 	{"reference_as_candidate_conv_relu", "ref_conv_relu.py", "rename:ref_conv_relu.py", VerdictIntegrityViolation, "reference_ops", false},
@@ -73,6 +75,11 @@ var hostileCases = []hostileCase{
 	// The reference with glue added (.contiguous(), a clone) is still the reference.
 	{"reference_with_glue_added", "ref_diag_matmul.py", "diag_matmul_glue.py", VerdictIntegrityViolation, "reference_ops", false},
 }
+
+// harnessReports says whether the harness itself reports this case's
+// verdict (with its memory figures and process record): not so for a
+// candidate that ends the process before the harness can.
+func (tc hostileCase) harnessReports() bool { return tc.check != "result_forged" }
 
 // candidateSource reads a hostileCase's candidate.
 func (tc hostileCase) candidateSource(t *testing.T) string {
@@ -111,7 +118,7 @@ func TestIntegrityHostileCandidates(t *testing.T) {
 			if tc.check == "audit" && !strings.Contains(d, "iteration") && !strings.Contains(d, "after timing") {
 				t.Errorf("audit detail does not say which call failed: %s", d)
 			}
-			if res.Memory == nil {
+			if res.Memory == nil && tc.harnessReports() {
 				t.Errorf("result lacks memory figures")
 			}
 			if tc.check == "reference_ops" {

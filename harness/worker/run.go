@@ -45,6 +45,11 @@ type Outcome struct {
 	Wall     time.Duration
 	Pid      int
 	Reused   bool // an idle child that had served earlier jobs ran it
+	// Unreported: the child exited without reporting "done", yet left a
+	// result file. The job function writes it and then reports; a file
+	// without the report was written by something else in the child (a
+	// candidate forging a result before os._exit), so Result stays nil.
+	Unreported bool
 }
 
 // exitWait bounds the wait for a killed child's exit event, so the job dir
@@ -131,12 +136,18 @@ func (w *Worker) Run(ctx context.Context, job Job) (*Outcome, error) {
 		killGroup(pid)
 		_ = p.send(idRequest{Op: "cancel", ID: id})
 	}
-	finish := func() (*Outcome, error) {
+	// finish reads what the job left; its result counts only when the
+	// child reported it (the "done" event).
+	finish := func(reported bool) (*Outcome, error) {
 		out.Wall = time.Since(t0) - gateWait
 		out.Pid = pid
 		out.Log = readLog(filepath.Join(dir, "log.txt"))
 		if b, err := os.ReadFile(filepath.Join(dir, "result.json")); err == nil && len(b) > 0 {
-			out.Result = b
+			if reported {
+				out.Result = b
+			} else {
+				out.Unreported = true
+			}
 		}
 		return out, nil
 	}
@@ -246,7 +257,7 @@ func (w *Worker) Run(ctx context.Context, job Job) (*Outcome, error) {
 					// child it was, and whether it was kept, is in "started".
 					waitStarted(ev.Pid)
 				}
-				res, err := finish()
+				res, err := finish(true)
 				if ev.Idle && key != "" && pid != 0 {
 					// Kept before Run returns, so a caller's next job finds it.
 					w.putIdle(&idleChild{p: p, pid: pid, key: key, jobs: jobs})
@@ -260,7 +271,7 @@ func (w *Worker) Run(ctx context.Context, job Job) (*Outcome, error) {
 				return res, err
 			case "exit":
 				setExit(out, ev)
-				return finish()
+				return finish(false)
 			case "error":
 				kill()
 				return nil, fmt.Errorf("python worker: %s", ev.Message)
@@ -269,7 +280,7 @@ func (w *Worker) Run(ctx context.Context, job Job) (*Outcome, error) {
 			out.TimedOut = true
 			kill()
 			waitExit()
-			return finish()
+			return finish(false)
 		case <-ctx.Done():
 			kill()
 			waitExit()

@@ -108,6 +108,11 @@ func TestWorkerJobs(t *testing.T) {
 				t.Errorf("2 GiB under a 256 MiB limit: %s (signal %v)", o.Result, o.Signal)
 			}
 		}},
+		{name: "unreported_result", job: Job{Module: "selftest", Func: "forge_then_exit"}, check: func(t *testing.T, o *Outcome) {
+			if o.Result != nil || !o.Unreported || o.Code != 0 {
+				t.Errorf("a result file the job never reported was taken: result %s, unreported %v, code %d", o.Result, o.Unreported, o.Code)
+			}
+		}},
 		{name: "big_result", job: Job{Module: "selftest", Func: "big", Args: map[string]any{"n": 1 << 20}}, check: func(t *testing.T, o *Outcome) {
 			if len(o.Result) < 1<<20 {
 				t.Errorf("result truncated: %d bytes", len(o.Result))

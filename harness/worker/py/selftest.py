@@ -44,6 +44,14 @@ def allocate(args, ctx):
     return {"len": len(b)}
 
 
+def forge_then_exit(args, ctx):
+    """Writes a result file as the job function would, then ends the
+    process without reporting it (what a forging candidate does)."""
+    with open(os.path.join(ctx.job_dir, "result.json"), "w") as f:
+        f.write('{"verdict": "pass"}')
+    os._exit(0)
+
+
 def raise_error(args, ctx):
     raise ValueError("job failed on purpose")
 
