@@ -23,6 +23,7 @@ type fleetFlags struct {
 	targets   string
 	gpus      int
 	slots     int
+	perGPU    int
 	slurmArgs []string
 }
 
@@ -34,6 +35,7 @@ func addFleetFlags(f *pflag.FlagSet, ff *fleetFlags) {
 	f.StringVar(&ff.targets, "targets", "", "evaluate every node on each device kind, e.g. nvidia:sm_90,amd:gfx942 or h100,h200 (the first gives the fitness)")
 	f.IntVar(&ff.gpus, "worker-gpus", 0, "slurm/k8s: GPUs per worker (--gres=gpu:K; 0 = whole nodes)")
 	f.IntVar(&ff.slots, "worker-slots", 0, "local cpu workers: evaluation slots each")
+	f.IntVar(&ff.perGPU, "worker-jobs-per-gpu", 0, "GPU workers: evaluations each runs on one GPU at once (default 6; fewer for problems that need most of a GPU's memory)")
 	f.StringArrayVar(&ff.slurmArgs, "sbatch-arg", nil, "extra sbatch option for slurm workers (repeatable), e.g. --sbatch-arg=--time=04:00:00")
 }
 
@@ -84,6 +86,9 @@ const nodeGPUsGuess = 8
 
 // validate checks the fleet flags before any work starts.
 func (ff *fleetFlags) validate(c *cli) error {
+	if ff.perGPU < 0 || ff.slots < 0 || ff.gpus < 0 {
+		return fmt.Errorf("--worker-jobs-per-gpu, --worker-slots and --worker-gpus must not be negative")
+	}
 	if !ff.enabled() {
 		if ff.targets != "" {
 			return fmt.Errorf("--targets needs a fleet: add --workers (or --listen)")
@@ -106,7 +111,7 @@ func (ff *fleetFlags) launch(ctx context.Context, a *app, c *cli, target, logDir
 		token = c.g.token
 	}
 	o := fleet.Options{DB: a.db, Workers: ff.workers, Listen: ff.listen, Token: token, Advertise: ff.advertise,
-		Target: target, Slots: ff.slots, GPUsPerNode: ff.gpus, SlurmArgs: ff.slurmArgs, Name: "kevolve",
+		Target: target, Slots: ff.slots, JobsPerDevice: ff.perGPU, GPUsPerNode: ff.gpus, SlurmArgs: ff.slurmArgs, Name: "kevolve",
 		LogDir: logDir, Log: c.logger}
 	if ff.targets != "" {
 		o.KindsSpec, o.Target = ff.targets, "auto"

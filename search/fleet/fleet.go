@@ -33,9 +33,11 @@ type Options struct {
 	Kinds []Kind
 	// KindsSpec is --targets as given (CheckOptions parses it).
 	KindsSpec string
-	// Target and Slots are passed to launched workers (--target, --slots).
-	Target string
-	Slots  int
+	// Target, Slots and JobsPerDevice are passed to launched workers
+	// (--target, --slots, --jobs-per-device; 0 = the worker's default).
+	Target        string
+	Slots         int
+	JobsPerDevice int
 	// Lease overrides the lease length (default DefaultLease).
 	Lease       time.Duration
 	GPUsPerNode int
@@ -137,13 +139,7 @@ func Start(ctx context.Context, o Options) (*Fleet, error) {
 		o.Log.Info("fleet coordinator ready: start workers with `kevolve-mcp worker --coordinator URL` (token in KEVOLVE_TOKEN)", "url", url)
 		return f, nil
 	}
-	var args []string
-	if o.Target != "" {
-		args = append(args, "--target", o.Target)
-	}
-	if o.Slots > 0 {
-		args = append(args, "--slots", fmt.Sprint(o.Slots))
-	}
+	args := workerArgs(o)
 	name := o.Name
 	if name == "" {
 		name = "kevolve"
@@ -199,4 +195,19 @@ func StatusOf(ctx context.Context, db *sql.DB) (*FleetStatus, error) {
 		return nil, nil
 	}
 	return Snapshot(ctx, &Queue{db: db, Lease: DefaultLease, now: time.Now})
+}
+
+// workerArgs are the flags a launched worker gets from the options.
+func workerArgs(o Options) []string {
+	var args []string
+	if o.Target != "" {
+		args = append(args, "--target", o.Target)
+	}
+	if o.Slots > 0 {
+		args = append(args, "--slots", fmt.Sprint(o.Slots))
+	}
+	if o.JobsPerDevice > 0 {
+		args = append(args, "--jobs-per-device", fmt.Sprint(o.JobsPerDevice))
+	}
+	return args
 }

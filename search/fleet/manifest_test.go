@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -195,5 +196,21 @@ cp "$src" `+home+`/"$dst"
 	}
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("no sh")
+	}
+}
+
+func TestWorkerArgs(t *testing.T) {
+	for _, tc := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{}, "[]"},
+		{Options{Target: "nvidia"}, "[--target nvidia]"},
+		{Options{Target: "cpu", Slots: 3}, "[--target cpu --slots 3]"},
+		{Options{Target: "auto", JobsPerDevice: 2}, "[--target auto --jobs-per-device 2]"},
+	} {
+		if got := fmt.Sprint(workerArgs(tc.o)); got != tc.want {
+			t.Errorf("workerArgs(%+v) = %s, want %s", tc.o, got, tc.want)
+		}
 	}
 }
