@@ -16,7 +16,7 @@ import (
 	"path/filepath"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // SQLite driver (built with -tags sqlite_fts5 everywhere)
+	"github.com/mattn/go-sqlite3" // SQLite driver (built with -tags sqlite_fts5 everywhere)
 
 	"github.com/kevolve/kevolve-mcp/search"
 )
@@ -49,7 +49,20 @@ func Open(path string) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	if err := db.Ping(); err != nil {
+	// Processes opening a new database at once (a coordinator and its
+	// workers, parallel tests) race to switch it to WAL, and SQLite answers
+	// the loser SQLITE_BUSY at once, without its busy timeout: try again
+	// for as long as that timeout would have waited.
+	deadline := time.Now().Add(10 * time.Second)
+	for backoff := 5 * time.Millisecond; ; backoff = min(2*backoff, 200*time.Millisecond) {
+		err = db.Ping()
+		var se sqlite3.Error
+		if err == nil || !errors.As(err, &se) || se.Code != sqlite3.ErrBusy || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(backoff)
+	}
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
