@@ -16,6 +16,7 @@ import (
 	"github.com/kevolve/kevolve-mcp/harness/problem"
 	"github.com/kevolve/kevolve-mcp/harness/toolchain"
 	"github.com/kevolve/kevolve-mcp/retrieval"
+	"github.com/kevolve/kevolve-mcp/search/store"
 	"github.com/kevolve/kevolve-mcp/tools"
 )
 
@@ -65,24 +66,16 @@ func defaultDBPath() string {
 	return filepath.Join(dir, "kevolve", "kevolve.db")
 }
 
-// openDB opens the one SQLite file. WAL lets the MCP server and a CLI run
-// read while another writes; the busy timeout turns brief lock contention
-// into a wait instead of an error.
+// openDB opens the one SQLite file, as the search store opens it (WAL so
+// the MCP server and a CLI run read while another writes, a busy timeout,
+// and the retry when several processes create it at once).
 func (a *app) openDB() error {
 	if a.db != nil {
 		return nil
 	}
-	path := a.g.db
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("database folder: %w", err)
-	}
-	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_busy_timeout=10000&_foreign_keys=on")
+	db, err := store.Open(a.g.db)
 	if err != nil {
-		return fmt.Errorf("open %s: %w", path, err)
-	}
-	if err := db.Ping(); err != nil {
-		db.Close()
-		return fmt.Errorf("open %s: %w", path, err)
+		return err
 	}
 	a.db = db
 	return nil
