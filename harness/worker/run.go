@@ -313,10 +313,7 @@ func (w *Worker) reap(p *proc, pd *pending, id int64, pid int, release func(), c
 	for {
 		select {
 		case ev := <-pd.events:
-			switch ev.Event {
-			case "started": // a child quick enough to report before its parent did
-				pid = ev.Pid
-			case "exit":
+			if ev.Event == "exit" { // Run saw "started" before it handed off
 				return
 			}
 		case <-p.dead:
