@@ -120,6 +120,9 @@ func (a *app) evaluator() (*harness.Evaluator, error) {
 // corpusRoot is where built-in problems are written for the harness to read.
 func corpusRoot() string { return filepath.Join(toolchain.CacheDir(), "corpus") }
 
+// localGPUs is how many GPUs this host has (discovery is cached).
+func (a *app) localGPUs() int { return len(a.devices.Get(context.Background(), false).GPUs) }
+
 func (a *app) registry() *corpus.Registry {
 	if a.reg == nil && a.openDB() == nil {
 		if reg, err := corpus.NewRegistry(a.db); err == nil {

@@ -210,11 +210,7 @@ func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.W
 	if run != nil {
 		pt = run.Problem.Target
 	}
-	localGPUs := 0
-	if eo.fleet.enabled() && eo.parallel == 0 && pt != "cpu" {
-		localGPUs = len(a.devices.Get(ctx, false).GPUs)
-	}
-	parallel, err := eo.fleet.parallelism(eo.parallel, pt, localGPUs)
+	parallel, err := eo.fleet.parallelism(eo.parallel, pt, a.localGPUs)
 	if err != nil {
 		return err
 	}

@@ -50,9 +50,10 @@ const maxParallel = 256
 // slot per worker slot (--workers' count times --worker-slots). On GPUs it
 // is two per GPU (each GPU's device phase stays busy while the next
 // candidate builds): --worker-gpus per worker where given, else this
-// host's GPUs split over local workers, else a whole node of
-// nodeGPUsGuess for remote ones; a floor where workers hold more.
-func (ff *fleetFlags) parallelism(flag int, target string, localGPUs int) (int, error) {
+// host's GPUs (localGPUs, asked only then) split over local workers, else
+// a whole node of nodeGPUsGuess for remote ones; a floor where workers
+// hold more.
+func (ff *fleetFlags) parallelism(flag int, target string, localGPUs func() int) (int, error) {
 	if flag < 0 || flag > maxParallel {
 		return 0, fmt.Errorf("--parallel %d: give 1..%d", flag, maxParallel)
 	}
@@ -73,7 +74,7 @@ func (ff *fleetFlags) parallelism(flag int, target string, localGPUs int) (int, 
 	switch {
 	case gpus > 0:
 	case spec.Engine == "local":
-		gpus = max(1, localGPUs/spec.N)
+		gpus = max(1, localGPUs()/spec.N)
 	default:
 		gpus = nodeGPUsGuess
 	}

@@ -31,7 +31,7 @@ func TestEvolveParallelism(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := c.ff.parallelism(c.flag, c.target, c.gpus)
+			got, err := c.ff.parallelism(c.flag, c.target, func() int { return c.gpus })
 			if (err != nil) != c.wantErr || got != c.want {
 				t.Fatalf("parallelism(%d) = %d, %v; want %d (error %v)", c.flag, got, err, c.want, c.wantErr)
 			}

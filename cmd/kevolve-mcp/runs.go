@@ -110,11 +110,7 @@ func runFleet(c *cli, a *app, fl *fleet.Fleet) serverFleet {
 	return serverFleet{
 		evaluator: fl.Evaluator,
 		parallel: func(target string) int {
-			gpus := 0
-			if target != "cpu" {
-				gpus = len(a.devices.Get(context.Background(), false).GPUs)
-			}
-			n, err := c.fleet.parallelism(0, target, gpus)
+			n, err := c.fleet.parallelism(0, target, a.localGPUs)
 			if err != nil {
 				return 1
 			}

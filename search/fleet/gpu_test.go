@@ -49,22 +49,12 @@ func benchTarget() (target, language string) {
 	return "nvidia", "cuda"
 }
 
-func gpuBudget() int {
-	if n, err := strconv.Atoi(os.Getenv("KEVOLVE_FLEET_GPU_BUDGET")); err == nil && n > 0 {
-		return n
-	}
-	return 8
-}
+func gpuBudget() int { return envCount("KEVOLVE_FLEET_GPU_BUDGET", 8) }
 
 // gpuParallel is each problem's search parallelism (KEVOLVE_FLEET_GPU_PARALLEL,
 // default 2): problems times this is the evaluations in flight, which
 // must exceed what one GPU can take for the GPU count to matter.
-func gpuParallel() int {
-	if n, err := strconv.Atoi(os.Getenv("KEVOLVE_FLEET_GPU_PARALLEL")); err == nil && n > 0 {
-		return n
-	}
-	return 2
-}
+func gpuParallel() int { return envCount("KEVOLVE_FLEET_GPU_PARALLEL", 2) }
 
 // searchSet runs one tuner search per problem, all at once, and returns
 // the evaluations done and the wall time. Before the clock starts, a warm

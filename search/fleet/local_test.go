@@ -25,11 +25,14 @@ import (
 
 // faultTrials is how many faults of each kind a test injects (10, the
 // issue's count; KEVOLVE_FLEET_TRIALS lowers it for a quick local run).
-func faultTrials() int {
-	if n, err := strconv.Atoi(os.Getenv("KEVOLVE_FLEET_TRIALS")); err == nil && n > 0 {
+func faultTrials() int { return envCount("KEVOLVE_FLEET_TRIALS", 10) }
+
+// envCount is the positive integer in the variable name, else def.
+func envCount(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
 		return n
 	}
-	return 10
+	return def
 }
 
 // fleetEnv prepares what worker processes need: this binary as the
