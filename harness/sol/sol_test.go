@@ -85,6 +85,40 @@ func TestTraceCounts(t *testing.T) {
 	}
 }
 
+// TestTraceGathers checks that a tensor read only through gathers counts the
+// distinct rows or elements its indices name (on CPU tensors, where the
+// indices have values), or at most the looked-up bytes (on meta tensors),
+// and a tensor also read by another op counts whole.
+func TestTraceGathers(t *testing.T) {
+	py := python(t)
+	const f4, i8 = 4.0, 8.0
+	cases := []struct {
+		file, device string
+		bytes        float64
+	}{
+		// 300 ids naming 100 distinct rows of a (1000, 64) table, 10 offsets, (10, 64) out.
+		{"embedding_bag.py", "cpu", f4*100*64 + i8*(300+10) + f4*10*64},
+		{"embedding_bag.py", "meta", f4*300*64 + i8*(300+10) + f4*10*64},
+		// index_select of 50 distinct columns of (400, 500) and 20 distinct
+		// rows: the larger of the two reads, plus both index lists and a scalar.
+		{"gather_rows.py", "cpu", f4*50*400 + i8*(200+80) + f4},
+		{"gather_rows.py", "meta", f4*200*400 + i8*(200+80) + f4},
+		{"gather_and_read.py", "cpu", f4*1000*64 + i8*300 + f4*64},
+	}
+	for _, c := range cases {
+		t.Run(strings.TrimSuffix(c.file, ".py")+"_"+c.device, func(t *testing.T) {
+			t.Parallel()
+			w, err := Trace(context.Background(), filepath.Join("testdata", "problems", c.file), TraceOptions{Python: py, Device: c.device})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !within(w.Bytes, c.bytes, 1e-9) {
+				t.Errorf("bytes = %g, want %g (detail %+v)", w.Bytes, c.bytes, w.Detail)
+			}
+		})
+	}
+}
+
 func TestTraceBrokenReference(t *testing.T) {
 	py := python(t)
 	dir := t.TempDir()

@@ -9,7 +9,8 @@
 # torch.utils.flop_counter (exact, e.g. 2*M*N*K); every other aten op by
 # output elements x a per-op cost (COST below), reductions by input elements.
 # Bytes: the fewest that must move: each tensor input, parameter and buffer
-# read once, each output written once, at their own dtypes.
+# read once (only its distinct gathered rows when gathers alone read it),
+# each output written once, at their own dtypes.
 import argparse
 import importlib.util
 import json

@@ -10,7 +10,13 @@ FLOPs: matmul/bmm/conv/attention through the formulas of
 torch.utils.flop_counter (exact, e.g. 2*M*N*K); every other aten op by
 output elements x a per-op cost (COST below), reductions by input elements.
 Bytes: the fewest that must move: each tensor input, parameter and buffer
-read once, each output written once, at their own dtypes.
+read once, each output written once, at their own dtypes. A tensor read only
+through gathers (embedding, embedding_bag, index_select, gather, take,
+advanced indexing) counts only the distinct rows or elements its indices
+name: a 2 GB embedding table looked up at 2.6M random ids is about half
+read, and counting all of it would make an honest kernel look faster than
+light. Distinct indices are counted after the forward, outside the modes,
+so the counting's own ops never reach the reference's op record.
 """
 import math
 
@@ -81,6 +87,87 @@ def numel(t):
     return t.numel() if isinstance(t, torch.Tensor) else 0
 
 
+def storage_key(t):
+    """The identity of a tensor's storage, shared by its views (meta too)."""
+    try:
+        return t.untyped_storage()._cdata
+    except Exception:  # noqa: BLE001 (sparse, nested: no plain storage)
+        return None
+
+
+# Ops that only make a new view or read metadata: they read no data.
+VIEWS = {"view", "_unsafe_view", "reshape", "t", "transpose", "permute", "expand",
+         "unsqueeze", "squeeze", "slice", "select", "as_strided", "alias", "detach",
+         "_reshape_alias", "view_as", "expand_as", "flatten", "unflatten", "narrow",
+         "split", "split_with_sizes", "unbind", "chunk", "lift_fresh", "lift",
+         "empty_like", "new_empty", "new_zeros", "new_ones", "new_full", "sym_size",
+         "sym_stride", "sym_numel", "sym_storage_offset", "dim", "size", "stride"}
+# Gathers: op -> (argument index of the source, of the indices, what the
+# indices name): "rows" of dim 0; "slices" along the dim in args[1]; single
+# "elements" along args[1] at the index's own coordinates (gather); "flat"
+# elements (take); "list": advanced indexing by a list of index tensors.
+GATHERS = {"embedding": (0, 1, "rows"), "_embedding_bag": (0, 1, "rows"),
+           "_embedding_bag_forward_only": (0, 1, "rows"), "embedding_bag": (0, 1, "rows"),
+           "index_select": (0, 2, "slices"), "gather": (0, 2, "elements"), "take": (0, 1, "flat"),
+           "index": (0, 1, "list")}
+# Past this many indices, distinct ones are not counted (sorting them would
+# cost memory the evaluation may not have): the bound falls back to
+# min(tensor bytes, indices x slice bytes).
+MAX_UNIQUE = 1 << 27
+
+
+def _distinct(lin):
+    if lin.device.type == "meta" or lin.numel() > MAX_UNIQUE:
+        return lin.numel()
+    return int(torch.unique(lin).numel())
+
+
+def gathered_bytes(kind, src, idx, dim):
+    """The fewest bytes of src a gather must read: distinct slices (rows,
+    elements) named by its indices, times a slice's bytes."""
+    if src.numel() == 0:
+        return 0
+    el = src.element_size()
+    if kind in ("rows", "slices"):
+        d = 0 if kind == "rows" else dim % max(src.dim(), 1)
+        if src.dim() == 0:
+            return el
+        n = src.shape[d]
+        return _distinct(idx.reshape(-1).long() % n) * (src.numel() // n) * el
+    if kind == "flat":
+        return _distinct(idx.reshape(-1).long() % src.numel()) * el
+    if kind == "elements":
+        # gather reads src[..., idx[i...], ...] at the index's own coordinates.
+        d = dim % src.dim()
+        lin = (idx.long() % src.shape[d]) * src.stride(d)
+        for k in range(idx.dim()):
+            if k != d and idx.shape[k] > 1:
+                shape = [1] * idx.dim()
+                shape[k] = idx.shape[k]
+                lin = lin + torch.arange(idx.shape[k], device=idx.device).view(shape) * src.stride(k)
+        return _distinct(lin.reshape(-1)) * el
+    # Advanced indexing: leading index tensors (integer, or one boolean mask).
+    ts = list(idx)
+    while ts and ts[-1] is None:
+        ts.pop()
+    if not ts or any(t is None for t in ts):
+        return None
+    if len(ts) == 1 and ts[0].dtype == torch.bool:
+        m = ts[0]
+        sel = m.numel() if m.device.type == "meta" else int(m.count_nonzero())
+        return sel * (src.numel() // max(m.numel(), 1)) * el
+    if any(t.dtype == torch.bool for t in ts):
+        return None
+    lead = math.prod(src.shape[:len(ts)])
+    stride = 1
+    lin = None
+    for k in reversed(range(len(ts))):
+        term = (ts[k].long() % src.shape[k]) * stride
+        lin = term if lin is None else lin + term
+        stride *= src.shape[k]
+    return _distinct(lin.reshape(-1)) * (src.numel() // max(lead, 1)) * el
+
+
 class Counter(TorchDispatchMode):
     @classmethod
     def _should_skip_dynamo(cls):
@@ -97,6 +184,10 @@ class Counter(TorchDispatchMode):
         self.dtype_of_exact = None
         self._best = -1.0
         self.suspended = 0  # >0 while inside an op counted as a whole (attention)
+        # Storages read by some op other than a gather, and the gathers of
+        # each storage (its tensor, the indices, the kind), counted later.
+        self.read_whole = set()
+        self.gathers = {}
 
     def exact(self, flops, dtype):
         if flops > self._best and dtype in DT:
@@ -108,12 +199,56 @@ class Counter(TorchDispatchMode):
         e["calls"] += 1
         e["flops"] += float(flops)
 
+    def note_reads(self, name, args, kwargs):
+        g = GATHERS.get(name)
+        if g is not None and len(args) > max(g[0], g[1]) and isinstance(args[g[0]], torch.Tensor):
+            si, ii, kind = g
+            src, idx = args[si], args[ii]
+            if kind == "list":
+                ok = isinstance(idx, (list, tuple)) and all(t is None or isinstance(t, torch.Tensor) for t in idx)
+            else:
+                ok = isinstance(idx, torch.Tensor) and not idx.is_floating_point()
+            key = storage_key(src)
+            if ok and key is not None:
+                dim = args[1] if kind in ("slices", "elements") else None
+                self.gathers.setdefault(key, []).append((kind, src, idx, dim))
+                for t in tree_flatten((args[:si] + args[si + 1:], kwargs))[0]:
+                    if isinstance(t, torch.Tensor):
+                        self.read_whole.add(storage_key(t))
+                return
+        if name in VIEWS:
+            return
+        for t in tree_flatten((args, kwargs))[0]:
+            if isinstance(t, torch.Tensor):
+                self.read_whole.add(storage_key(t))
+
+    def bytes_read(self, t):
+        """(bytes, gathered?) of one input, parameter or buffer: its whole
+        size, or the distinct part its gathers name when nothing else read
+        it. Several gathers of one tensor count the largest (a lower bound
+        of their union)."""
+        full = nbytes(t)
+        key = storage_key(t)
+        if key is None or key in self.read_whole or key not in self.gathers:
+            return full, False
+        most = 0
+        for kind, src, idx, dim in self.gathers[key]:
+            try:
+                b = gathered_bytes(kind, src, idx, dim)
+            except Exception:  # noqa: BLE001 (an odd indexing form: count it all)
+                b = None
+            if b is None:
+                return full, False
+            most = max(most, b)
+        return min(full, most), True
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         if self.suspended:
             return out
         packet = func._overloadpacket
+        self.note_reads(packet.__name__, args, kwargs)
         base = packet.__name__.rstrip("_") if packet.__name__ not in FREE else packet.__name__
         name = "aten." + packet.__name__
         if packet in EXACT:
@@ -191,12 +326,19 @@ def nbytes(t):
 def summarize(counter, inputs, model, out, device):
     """The work dict of one counted forward: flops, bytes, dtype and details."""
     bd = []
+
+    def reads(op, ts):
+        counted = [counter.bytes_read(x) for x in ts]
+        g = sum(1 for _b, gathered in counted if gathered)
+        how = "%d tensor(s), each read once" % len(ts)
+        if g:
+            how += "; %d read through gathers: only the distinct rows or elements their indices name" % g
+        bd.append({"op": op, "bytes": float(sum(b for b, _g in counted)), "method": how})
+
     tin = [x for x in tree_flatten(list(inputs))[0] if isinstance(x, torch.Tensor)]
-    bd.append({"op": "read inputs", "bytes": float(sum(nbytes(x) for x in tin)),
-               "method": "%d tensor(s), each read once" % len(tin)})
+    reads("read inputs", tin)
     params = list(model.parameters()) + list(model.buffers())
-    bd.append({"op": "read parameters+buffers", "bytes": float(sum(nbytes(p) for p in params)),
-               "method": "%d tensor(s), each read once" % len(params)})
+    reads("read parameters+buffers", params)
     touts = [x for x in tree_flatten(out)[0] if isinstance(x, torch.Tensor)]
     bd.append({"op": "write outputs", "bytes": float(sum(nbytes(x) for x in touts)),
                "method": "%d tensor(s), each written once" % len(touts)})
