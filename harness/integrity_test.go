@@ -68,6 +68,10 @@ var hostileCases = []hostileCase{
 	{"patches_the_harness", "ref_normalize.py", "patches_harness.py", VerdictIntegrityViolation, "harness_patched", false},
 	// Writes a passing result file itself and ends the process.
 	{"forges_the_result", "ref_normalize.py", "forges_result.py", VerdictIntegrityViolation, "result_forged", false},
+	// A jagged problem (shapes change with the seed): a cache keyed by
+	// pointer and shape, and a replay of the previous output once timed.
+	{"jagged_cache_by_pointer", "ref_jagged_sum.py", "jagged_seen.py", VerdictIntegrityViolation, "memoization", false},
+	{"jagged_replay_once_timed", "ref_jagged_sum.py", "jagged_replay.py", VerdictIntegrityViolation, "audit", false},
 	// KernelBench level 1 problem 12 (CPU-sized), Model renamed ModelNew.
 	{"reference_as_candidate_diag_matmul", "ref_diag_matmul.py", "rename:ref_diag_matmul.py", VerdictIntegrityViolation, "reference_ops", false},
 	{"reference_as_candidate_conv_relu", "ref_conv_relu.py", "rename:ref_conv_relu.py", VerdictIntegrityViolation, "reference_ops", false},
@@ -145,6 +149,9 @@ func TestIntegrityHonestCandidatesPass(t *testing.T) {
 	for _, tc := range []struct{ name, ref, cand, warn string }{
 		{"plain_torch_other_ops", "ref_diag_matmul.py", "diag_matmul_broadcast.py", "no custom kernel"},
 		{"persistent_output_buffer", "ref_normalize.py", "persistent_buffer.py", ""},
+		// Shapes change with the seed: the memoization check rotates values
+		// in the same buffers, timing gives every call a new input set.
+		{"jagged_inputs", "ref_jagged_sum.py", "jagged_sum_honest.py", "each timed call got a new input set"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Code: readTestdata(t, tc.ref)},

@@ -8,7 +8,7 @@ import torch
 import evaluate_common
 from evaluate_common import same_tensor_values
 from evaluate_compare import compare
-from evaluate_integrity import InputRefresher, snapshot
+from evaluate_integrity import InputRefresher, refill, snapshot
 from evaluate_fingerprint import Fingerprinter, differing_chunks, same
 from evaluate_ops import OpTrace, same_trace
 
@@ -134,15 +134,57 @@ class Refresher(unittest.TestCase):
         self.assertFalse(torch.equal(target[0], before))
         self.assertTrue(torch.equal(target[0], tok[0]))
 
-    def test_shape_changes_turn_refresh_off(self):
+    def test_shape_changes_swap_in_new_sets(self):
         n = [0]
 
         def make(s):
             n[0] += 1
-            return [torch.randn(8 + n[0])]
-        r = InputRefresher(make, make(0), random.Random(2))
-        self.assertIsNone(r())
-        self.assertIn("shapes", r.note)
+            return [torch.randn(8 + n[0]), 7]
+        inputs = make(0)
+        r = InputRefresher(make, inputs, random.Random(2))
+        for k in range(3):
+            tok = r()
+            self.assertIsNotNone(tok)
+            self.assertIs(inputs[0], tok[0], "the timed list holds the new set")
+            self.assertEqual(inputs[0].numel(), 10 + k)
+            self.assertEqual(inputs[1], 7)
+        self.assertEqual(r.n, 3)
+        self.assertIn("new input set", r.swapped)
+        self.assertEqual(r.note, "")
+
+
+class Memoization(unittest.TestCase):
+    def test_refill_rotates_floats_when_shapes_change(self):
+        n = [0]
+
+        def make(s):
+            n[0] += 1
+            return [torch.arange(float(8 + n[0])), torch.tensor([0, 3, 8 + n[0]])]
+        inputs = make(0)
+        before = [t.clone() for t in inputs]
+        ptrs = [t.data_ptr() for t in inputs]
+        self.assertIs(refill(inputs, make, 5), False)
+        self.assertEqual([t.data_ptr() for t in inputs], ptrs, "the same buffers")
+        self.assertTrue(torch.equal(inputs[1], before[1]), "integer structure kept")
+        self.assertFalse(torch.equal(inputs[0], before[0]), "every float moved")
+        self.assertTrue(torch.equal(inputs[0].sort().values, before[0]), "the same values")
+
+    def test_refill_copies_a_same_shaped_set(self):
+        def make(s):
+            torch.manual_seed(s)
+            return [torch.randn(6), torch.randint(0, 5, (4,))]
+        inputs = make(1)
+        self.assertIs(refill(inputs, make, 1), True)
+        want = make(12)
+        self.assertTrue(all(torch.equal(a, b) for a, b in zip(inputs, want)))
+
+    def test_refill_without_floats_gives_up(self):
+        n = [0]
+
+        def make(s):
+            n[0] += 1
+            return [torch.arange(n[0] + 2)]
+        self.assertIsNone(refill(make(0), make, 1))
 
 
 class Traces(unittest.TestCase):
