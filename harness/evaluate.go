@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kevolve/kevolve-mcp/harness/device"
 	"github.com/kevolve/kevolve-mcp/harness/lease"
 	"github.com/kevolve/kevolve-mcp/harness/problem"
 	"github.com/kevolve/kevolve-mcp/harness/sol"
@@ -61,6 +62,9 @@ func NewEvaluator(cfg EvalConfig) (*Evaluator, error) {
 	}
 	if cfg.CPUMemLimit == 0 {
 		cfg.CPUMemLimit = 16 << 30
+	}
+	if cfg.HostMemLimit == 0 {
+		cfg.HostMemLimit = defaultHostMemLimit(device.HostMemBytes())
 	}
 	if cfg.CacheDir == "" {
 		cfg.CacheDir = toolchain.CacheDir()
@@ -249,7 +253,7 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 		mem = e.cfg.CPUMemLimit
 	}
 	job := worker.Job{
-		Module: "evaluate", Func: "main", Args: args, Env: env, Timeout: req.Timeout, MemLimit: mem,
+		Module: "evaluate", Func: "main", Args: args, Env: env, Timeout: req.Timeout, MemLimit: mem, RSSLimit: max(e.cfg.HostMemLimit, 0),
 		Progress: progress,
 		Gate:     l.Exclusive, // loading and compiling overlap; the device phase runs alone on its device
 		Reuse:    e.cfg.Reuse == ReuseAll || (e.cfg.Reuse == ReuseGPU && tgt != target.CPU),
@@ -268,11 +272,23 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 	res := &EvalResult{Target: string(tgt), Shapes: req.Shapes, Device: dev.Name, DeviceIndex: dev.Index, DeviceUUID: dev.UUID,
 		HarnessVersion: HarnessVersion(), Log: out.Log, Checks: []Check{}}
 	switch {
+	case out.RSSExceeded > 0:
+		// Killed by the host memory limit: the board says which program ran.
+		res.Verdict = VerdictRuntimeError
+		res.Stage = out.Stage
+		who := runningSide(out.Board)
+		if who == "" {
+			who = "evaluation process"
+		}
+		res.Checks = append(res.Checks, Check{Name: "out_of_memory", Passed: false,
+			Detail: fmt.Sprintf("the %s ran out of memory in stage %s: host memory: the evaluation process reached %s resident, over its limit of %s, and was killed; peak device memory: not recorded (the process was killed)",
+				who, out.Stage, gib(out.RSSExceeded), gib(e.cfg.HostMemLimit))})
+		res.Memory = &MemoryUse{ProcessPeakRSS: out.RSSExceeded}
 	case out.TimedOut:
 		res.Verdict = VerdictTimeout
 		res.Stage = out.Stage
 		res.Checks = append(res.Checks, Check{Name: "deadline", Passed: false,
-			Detail: fmt.Sprintf("killed after %s in stage %q", req.Timeout, out.Stage)})
+			Detail: fmt.Sprintf("killed after %s in stage %q", req.Timeout, out.Stage) + whileRunning(out.Board)})
 	case out.Unreported:
 		// The harness reports its result before the process ends; a
 		// result file with no report is something else's (a candidate

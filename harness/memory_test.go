@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -72,4 +73,60 @@ func mib(m map[string]int64) map[string]int64 {
 		r[k] = v >> 20
 	}
 	return r
+}
+
+// TestHostMemoryLimit: a program that fills host memory (itself, or a
+// process it started) is killed at EvalConfig.HostMemLimit and gets a
+// runtime_error naming it, within seconds, on every target; GPU jobs have
+// no other host limit. A deadline's kill also says which program ran.
+func TestHostMemoryLimit(t *testing.T) {
+	py := testPython(t)
+	const limit = 2 << 30
+	ev, err := NewEvaluator(EvalConfig{Python: py, CacheDir: t.TempDir(), HostMemLimit: limit,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ev.Close()
+	ref := readTestdata(t, "ref_normalize.py")
+	honest := readTestdata(t, "persistent_buffer.py")
+	inForward := func(src, lines string) string {
+		return strings.Replace(src, "def forward(self, x):\n", "def forward(self, x):\n"+lines, 1)
+	}
+	// 256 MiB at a time, each touched, up to 12 GiB: under the CPU child's
+	// 16 GiB address-space limit, over the 2 GiB resident one.
+	hog := "        import time\n        hog = [bytearray(1 << 28) for _ in range(48)]\n        time.sleep(60)\n"
+	hogChild := "        import subprocess, sys, time\n        subprocess.Popen([sys.executable, '-c', 'import time; x = [bytearray(1 << 28) for _ in range(48)]; time.sleep(60)'])\n        time.sleep(60)\n"
+	cases := []struct {
+		name, ref, cand, check, detail string
+		timeout                        time.Duration
+	}{
+		{"candidate_fills_host_memory", ref, inForward(honest, hog), "out_of_memory", "the candidate ran out of memory", 40 * time.Second},
+		{"candidate_child_fills_host_memory", ref, inForward(honest, hogChild), "out_of_memory", "the candidate ran out of memory", 40 * time.Second},
+		{"reference_fills_host_memory", inForward(ref, hog), honest, "out_of_memory", "the reference ran out of memory", 40 * time.Second},
+		{"candidate_hangs", ref, inForward(honest, "        import time\n        time.sleep(3600)\n"), "deadline", "while the candidate ran", 8 * time.Second},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t0 := time.Now()
+			res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Code: tc.ref}, Candidate: Source{Code: tc.cand},
+				Target: testTarget(), Timeout: tc.timeout, SkipTiming: true}, nil)
+			if err != nil {
+				t.Fatalf("Evaluate: %v", err)
+			}
+			d, ok := failedCheck(res, tc.check)
+			if !ok || !strings.Contains(d, tc.detail) {
+				t.Fatalf("verdict %s: no failed %s check saying %q\n%s", res.Verdict, tc.check, tc.detail, dump(res))
+			}
+			if tc.check == "out_of_memory" {
+				if res.Verdict != VerdictRuntimeError || res.Memory == nil || res.Memory.ProcessPeakRSS <= limit {
+					t.Errorf("verdict %s memory %+v, want runtime_error over %d", res.Verdict, res.Memory, limit)
+				}
+				if wall := time.Since(t0); wall > 30*time.Second {
+					t.Errorf("the limit took %s to act", wall)
+				}
+			}
+			t.Logf("%s (%s): %s", res.Verdict, time.Since(t0).Round(time.Millisecond), d)
+		})
+	}
 }

@@ -263,6 +263,11 @@ type EvalConfig struct {
 	// CPUMemLimit bounds a CPU job's extra address space; default 16 GiB.
 	// GPU jobs get none: CUDA reserves terabytes of virtual address space.
 	CPUMemLimit int64
+	// HostMemLimit bounds the anonymous resident memory of one evaluation
+	// process and its children, on every target: over it the process is
+	// killed and the evaluation is a runtime_error (out_of_memory). Default:
+	// half the host's memory, at most 32 GiB; negative: none.
+	HostMemLimit int64
 	// Devices replaces discovery for the targets it names (tests pool fake
 	// CPU devices; a fleet worker may pass a subset of its GPUs).
 	Devices map[target.Name][]lease.Device

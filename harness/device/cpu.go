@@ -93,3 +93,6 @@ func memTotal(path string) int64 {
 	}
 	return 0
 }
+
+// HostMemBytes is this host's physical memory (MemTotal), 0 if unknown.
+func HostMemBytes() int64 { return memTotal("/proc/meminfo") }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,6 +24,10 @@ type Job struct {
 	Env          map[string]string // set in the child before the function runs
 	Timeout      time.Duration     // wall-clock limit for the child (excluding time spent waiting at the gate)
 	MemLimit     int64             // bytes of address space beyond the child's start; 0 = none (CUDA needs a huge VA space)
+	// RSSLimit bounds the anonymous resident memory of the child and its
+	// descendants (read every rssPoll); over it, the group is killed and
+	// Outcome.RSSExceeded says so. 0 = none.
+	RSSLimit int64
 	// Gate is called when the child asks for the device; it blocks until the
 	// device is free and returns the release func. Nil grants at once.
 	Gate func(ctx context.Context) (release func(), err error)
@@ -50,7 +55,17 @@ type Outcome struct {
 	// without the report was written by something else in the child (a
 	// candidate forging a result before os._exit), so Result stays nil.
 	Unreported bool
+	// RSSExceeded is the resident memory that crossed Job.RSSLimit, 0 if
+	// the limit was never crossed.
+	RSSExceeded int64
+	// Board is what the job last wrote to its status board (job_dir/board,
+	// up to boardSize bytes): a child the parent had to kill cannot report,
+	// but its board says what it was doing (evaluate: which program ran).
+	Board string
 }
+
+// boardSize bounds the status board a job may keep in its directory.
+const boardSize = 64
 
 // exitWait bounds the wait for a killed child's exit event, so the job dir
 // is not removed under a child still writing.
@@ -142,6 +157,7 @@ func (w *Worker) Run(ctx context.Context, job Job) (*Outcome, error) {
 		out.Wall = time.Since(t0) - gateWait
 		out.Pid = pid
 		out.Log = readLog(filepath.Join(dir, "log.txt"))
+		out.Board = readBoard(filepath.Join(dir, "board"))
 		if b, err := os.ReadFile(filepath.Join(dir, "result.json")); err == nil && len(b) > 0 {
 			if reported {
 				out.Result = b
@@ -204,8 +220,24 @@ func (w *Worker) Run(ctx context.Context, job Job) (*Outcome, error) {
 			}
 		}
 	}
+	var poll <-chan time.Time
+	if job.RSSLimit > 0 {
+		t := time.NewTicker(rssPoll)
+		defer t.Stop()
+		poll = t.C
+	}
 	for {
 		select {
+		case <-poll:
+			if pid == 0 {
+				continue
+			}
+			if rss := treeRSS(pid); rss > job.RSSLimit {
+				out.RSSExceeded = rss
+				kill()
+				waitExit()
+				return finish(false)
+			}
 		case ev := <-pd.events:
 			switch ev.Event {
 			case "started":
@@ -354,6 +386,19 @@ func setExit(out *Outcome, ev event) {
 	} else if ev.Code != nil {
 		out.Code = *ev.Code
 	}
+}
+
+// readBoard reads a job's status board: its text up to the first NUL.
+func readBoard(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b := make([]byte, boardSize)
+	n, _ := f.Read(b)
+	s, _, _ := strings.Cut(string(b[:n]), "\x00")
+	return strings.TrimSpace(s)
 }
 
 // readLog returns the child's output, trimmed to its head and tail: the

@@ -258,7 +258,7 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
         torch.backends.cudnn.allow_tf32 = False
     else:
         device = torch.device("cpu")
-    side = Side(device)
+    side = Side(device, os.path.join(ctx.job_dir, "board") if getattr(ctx, "job_dir", None) else None)
     state["side"] = side
     state["device"] = device
     if device.type == "cpu":

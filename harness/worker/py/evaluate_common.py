@@ -73,17 +73,46 @@ def peak_allocated(device):
         return int(torch.cuda.max_memory_allocated(device))
 
 
+# The status board's size: the Go side reads at most this much (boardSize).
+BOARD_SIZE = 64
+
+
 class Side:
     """Which program is running now: an out-of-memory error anywhere in the
-    child is blamed on it. Peak device memory is tracked per side."""
+    child is blamed on it. Peak device memory is tracked per side. With a
+    board (a path in the job directory), every change is also written to a
+    small shared mapping of that file: when the parent has to kill the child
+    (its deadline, its host memory limit), the board says who was running."""
 
-    def __init__(self, device):
+    def __init__(self, device, board=None):
         self.device = device
+        self._board = None
+        if board:
+            try:
+                import mmap
+                with open(board, "wb+") as f:
+                    f.write(b"\0" * BOARD_SIZE)
+                    f.flush()
+                    self._board = mmap.mmap(f.fileno(), BOARD_SIZE)
+            except (OSError, ValueError):
+                self._board = None
         self.now = "harness"
         self.oom_side = None
         self.peak = {"reference": None, "candidate": None}
         self.stage = None
         self.stage_peak = {}  # stage -> peak bytes (CUDA allocator; on CPU the process's peak RSS so far)
+
+    @property
+    def now(self):
+        return self._now
+
+    @now.setter
+    def now(self, side):
+        self._now = side
+        if self._board is not None:
+            b = side.encode()[:BOARD_SIZE]
+            self._board[:len(b)] = b
+            self._board[len(b):BOARD_SIZE] = b"\0" * (BOARD_SIZE - len(b))
 
     def observe(self):
         """Folds the allocator's peak since its last reset into the current
