@@ -50,7 +50,7 @@ func workerRole(args []string) int {
 	fs.StringVar(&o.Coordinator, "coordinator", "", "")
 	fs.StringVar(&o.Name, "name", "", "")
 	fs.StringVar(&o.Target, "target", "cpu", "")
-	fs.IntVar(&o.Slots, "slots", 1, "")
+	fs.IntVar(&o.Slots, "slots", 0, "") // as the CLI: cpu 1 slot, GPUs all
 	fs.IntVar(&o.JobsPerDevice, "jobs-per-device", 0, "")
 	fs.DurationVar(&o.Drain, "drain", 20*time.Second, "")
 	fs.StringVar(&o.Share, "share", "", "")
