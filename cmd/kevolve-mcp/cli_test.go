@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
 	"github.com/spf13/cobra"
 )
 
@@ -367,5 +368,40 @@ func TestRootSetupRunsBeforeCommandHooks(t *testing.T) {
 	defer func() { commands = saved }()
 	if _, _, err := runCLI(t, "hooked", "--log-level", "warn"); err != nil || !sawLogger {
 		t.Fatalf("err %v, logger set before the command's hook: %v", err, sawLogger)
+	}
+}
+
+// --eval-host-mem reaches the evaluation service: a candidate that holds
+// 1.5 GiB is killed as out_of_memory under a 1 GiB limit, the program named.
+func TestEvalHostMemFlag(t *testing.T) {
+	py := toolchaintest.Python(t)
+	dir := t.TempDir()
+	ref := filepath.Join(dir, "ref.py")
+	cand := filepath.Join(dir, "cand.py")
+	os.WriteFile(ref, []byte("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n        return x * 2\n\n\n"+
+		"def get_inputs():\n    return [torch.randn(64)]\n\n\ndef get_init_inputs():\n    return []\n"), 0o644)
+	os.WriteFile(cand, []byte("import time\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"+
+		"        hog = [bytearray(1 << 28) for _ in range(6)]\n        time.sleep(60)\n        return x * 2\n"), 0o644)
+	out, _, err := runCLI(t, "eval", "--python", py, "--db", filepath.Join(dir, "k.db"), "--ref", ref, "--candidate", cand,
+		"--target", "cpu", "--skip-timing", "--timeout", "50", "--json", "--eval-host-mem", "1")
+	if err != nil && !strings.Contains(out, "verdict") {
+		t.Fatalf("eval: %v\n%s", err, out)
+	}
+	var res struct {
+		Verdict string `json:"verdict"`
+		Checks  []struct {
+			Name   string `json:"name"`
+			Detail string `json:"detail"`
+		} `json:"checks"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("decode %q: %v", out, err)
+	}
+	ok := false
+	for _, c := range res.Checks {
+		ok = ok || (c.Name == "out_of_memory" && strings.Contains(c.Detail, "the candidate ran out of memory") && strings.Contains(c.Detail, "limit of 1.00 GiB"))
+	}
+	if res.Verdict != "runtime_error" || !ok {
+		t.Fatalf("verdict %s, checks %+v: want runtime_error with the candidate's out_of_memory at 1 GiB", res.Verdict, res.Checks)
 	}
 }

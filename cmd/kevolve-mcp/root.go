@@ -28,6 +28,19 @@ type globalFlags struct {
 	db       string
 	kbDirs   []string
 	embedder string
+	// hostMemGiB is --eval-host-mem: 0 the harness default, < 0 no limit.
+	hostMemGiB float64
+}
+
+// hostMemLimit is harness.EvalConfig.HostMemLimit for --eval-host-mem.
+func (g *globalFlags) hostMemLimit() int64 {
+	switch {
+	case g.hostMemGiB < 0:
+		return -1
+	case g.hostMemGiB == 0:
+		return 0
+	}
+	return int64(g.hostMemGiB * (1 << 30))
 }
 
 // cli is what every command shares. Its fields are filled when cobra has
@@ -116,6 +129,7 @@ The subcommands run the same jobs from a shell. Global flags (--db, --python,
 	pf.StringVar(&g.logLevel, "log-level", "info", "log `level`: "+strings.Join(logLevels, ", ")+" (logs go to stderr)")
 	pf.StringVar(&g.db, "db", defaultDBPath(), "the SQLite `file` that holds every table (knowledge index, caches, calibration)")
 	pf.StringArrayVar(&g.kbDirs, "kb", nil, "extra knowledge `dir` of Markdown documents (repeatable)")
+	pf.Float64Var(&g.hostMemGiB, "eval-host-mem", 0, "host memory in `GiB` one evaluation process and its children may hold before it is killed as out_of_memory (default: half this host's memory, at most 32; -1: no limit)")
 	pf.StringVar(&g.embedder, "embedder", "", "knowledge embedder: hash (offline default), ollama:MODEL[@URL], openai:MODEL[@BASEURL] (default $KEVOLVE_EMBEDDER)")
 	_ = root.RegisterFlagCompletionFunc("log-level", fixedCompletion(logLevels...))
 	_ = root.RegisterFlagCompletionFunc("embedder", fixedCompletion("hash", "ollama:", "openai:"))

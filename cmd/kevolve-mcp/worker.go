@@ -41,7 +41,7 @@ it never shows in a process list).`,
 			defer a.close()
 			ctx, cancel := signalContext()
 			defer cancel()
-			o.Python, o.Log = a.python, c.logger
+			o.Python, o.Log, o.HostMemLimit = a.python, c.logger, c.g.hostMemLimit()
 			if a.openDB() == nil {
 				rep := a.devices.Get(ctx, false)
 				if ceil, err := sol.ForDevice(ctx, a.db, rep, ""); err == nil {

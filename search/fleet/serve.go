@@ -38,6 +38,9 @@ type WorkerOptions struct {
 	Share    string
 	Python   string
 	CacheDir string
+	// HostMemLimit is harness.EvalConfig.HostMemLimit for the worker's
+	// evaluations (0 = the harness default, < 0 = none).
+	HostMemLimit int64
 	// Ceilings give SOL figures (nil = none).
 	Ceilings *sol.Ceilings
 	Drain    time.Duration
@@ -77,7 +80,7 @@ func ServeWorker(ctx context.Context, o WorkerOptions) error {
 	if perGPU == 0 {
 		perGPU = lease.DefaultMaxHolders
 	}
-	cfg := harness.EvalConfig{Python: o.Python, CacheDir: o.CacheDir, Logger: o.Log}
+	cfg := harness.EvalConfig{Python: o.Python, CacheDir: o.CacheDir, Logger: o.Log, HostMemLimit: o.HostMemLimit}
 	for i := range devs {
 		if devs[i].Target != "cpu" {
 			devs[i].Jobs = perGPU
