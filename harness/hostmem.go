@@ -12,6 +12,18 @@ func defaultHostMemLimit(total int64) int64 {
 	return min(total/2, 32<<30)
 }
 
+// HostMemLimitGiB turns a limit in GiB, as flags give it, into
+// EvalConfig.HostMemLimit: 0 the default, negative none.
+func HostMemLimitGiB(gib float64) int64 {
+	switch {
+	case gib < 0:
+		return -1
+	case gib == 0:
+		return 0
+	}
+	return int64(gib * (1 << 30))
+}
+
 // runningSide names the program an evaluation child's status board says
 // was running when it was killed: candidate, reference or harness ("" when
 // the board says nothing).

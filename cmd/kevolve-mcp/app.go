@@ -105,7 +105,7 @@ func (a *app) evaluator() (*harness.Evaluator, error) {
 	if a.python == "" {
 		return nil, fmt.Errorf("no Python with torch found: set --python or KEVOLVE_PYTHON, or run `make venv`")
 	}
-	cfg := harness.EvalConfig{Python: a.python, Logger: a.log, HostMemLimit: a.g.hostMemLimit()}
+	cfg := harness.EvalConfig{Python: a.python, Logger: a.log, HostMemLimit: harness.HostMemLimitGiB(a.g.hostMemGiB)}
 	if a.openDB() == nil {
 		cfg.DB = a.db
 	}

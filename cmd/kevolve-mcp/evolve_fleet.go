@@ -112,7 +112,7 @@ func (ff *fleetFlags) launch(ctx context.Context, a *app, c *cli, target, logDir
 		token = c.g.token
 	}
 	o := fleet.Options{DB: a.db, Workers: ff.workers, Listen: ff.listen, Token: token, Advertise: ff.advertise,
-		Target: target, Slots: ff.slots, JobsPerDevice: ff.perGPU, GPUsPerNode: ff.gpus, SlurmArgs: ff.slurmArgs, Name: "kevolve",
+		Target: target, Slots: ff.slots, JobsPerDevice: ff.perGPU, EvalHostMemGiB: c.g.hostMemGiB, GPUsPerNode: ff.gpus, SlurmArgs: ff.slurmArgs, Name: "kevolve",
 		LogDir: logDir, Log: c.logger}
 	if ff.targets != "" {
 		o.KindsSpec, o.Target = ff.targets, "auto"

@@ -32,16 +32,6 @@ type globalFlags struct {
 	hostMemGiB float64
 }
 
-// hostMemLimit is harness.EvalConfig.HostMemLimit for --eval-host-mem.
-func (g *globalFlags) hostMemLimit() int64 {
-	switch {
-	case g.hostMemGiB < 0:
-		return -1
-	case g.hostMemGiB == 0:
-		return 0
-	}
-	return int64(g.hostMemGiB * (1 << 30))
-}
 
 // cli is what every command shares. Its fields are filled when cobra has
 // parsed the flags (in the root's PersistentPreRunE), so commands read them

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kevolve/kevolve-mcp/harness"
 	"github.com/kevolve/kevolve-mcp/harness/sol"
 	"github.com/kevolve/kevolve-mcp/search/fleet"
 )
@@ -41,7 +42,7 @@ it never shows in a process list).`,
 			defer a.close()
 			ctx, cancel := signalContext()
 			defer cancel()
-			o.Python, o.Log, o.HostMemLimit = a.python, c.logger, c.g.hostMemLimit()
+			o.Python, o.Log, o.HostMemLimit = a.python, c.logger, harness.HostMemLimitGiB(c.g.hostMemGiB)
 			if a.openDB() == nil {
 				rep := a.devices.Get(ctx, false)
 				if ceil, err := sol.ForDevice(ctx, a.db, rep, ""); err == nil {

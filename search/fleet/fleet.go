@@ -38,6 +38,9 @@ type Options struct {
 	Target        string
 	Slots         int
 	JobsPerDevice int
+	// EvalHostMemGiB is passed to launched workers as --eval-host-mem (0 =
+	// each worker's default, from its own host's memory).
+	EvalHostMemGiB float64
 	// Lease overrides the lease length (default DefaultLease).
 	Lease       time.Duration
 	GPUsPerNode int
@@ -208,6 +211,9 @@ func workerArgs(o Options) []string {
 	}
 	if o.JobsPerDevice > 0 {
 		args = append(args, "--jobs-per-device", fmt.Sprint(o.JobsPerDevice))
+	}
+	if o.EvalHostMemGiB != 0 {
+		args = append(args, "--eval-host-mem", fmt.Sprint(o.EvalHostMemGiB))
 	}
 	return args
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kevolve/kevolve-mcp/harness"
 	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/engine"
 	"github.com/kevolve/kevolve-mcp/search/operator/tuner"
@@ -54,9 +55,11 @@ func workerRole(args []string) int {
 	fs.IntVar(&o.JobsPerDevice, "jobs-per-device", 0, "")
 	fs.DurationVar(&o.Drain, "drain", 20*time.Second, "")
 	fs.StringVar(&o.Share, "share", "", "")
+	hostMem := fs.Float64("eval-host-mem", 0, "")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	o.HostMemLimit = harness.HostMemLimitGiB(*hostMem)
 	o.Token = os.Getenv("KEVOLVE_TOKEN")
 	o.CacheDir = os.Getenv("FLEET_CACHE")
 	o.Log = roleLogger()

@@ -208,6 +208,8 @@ func TestWorkerArgs(t *testing.T) {
 		{Options{Target: "nvidia"}, "[--target nvidia]"},
 		{Options{Target: "cpu", Slots: 3}, "[--target cpu --slots 3]"},
 		{Options{Target: "auto", JobsPerDevice: 2}, "[--target auto --jobs-per-device 2]"},
+		{Options{Target: "nvidia", EvalHostMemGiB: 8}, "[--target nvidia --eval-host-mem 8]"},
+		{Options{EvalHostMemGiB: -1}, "[--eval-host-mem -1]"},
 	} {
 		if got := fmt.Sprint(workerArgs(tc.o)); got != tc.want {
 			t.Errorf("workerArgs(%+v) = %s, want %s", tc.o, got, tc.want)
