@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/kevolve/kevolve-mcp/search"
+	"github.com/kevolve/kevolve-mcp/search/engine"
 	"github.com/kevolve/kevolve-mcp/search/runs"
 )
 
@@ -46,8 +47,8 @@ func startRequest(in RunSpecInput, operator string, defaultEvals int) (runs.Star
 	if in.Budget < 0 || in.TimeS < 0 || in.Plateau < 0 || in.TargetSpeedup < 0 || in.Draft < 0 || in.Parallel < 0 {
 		return r, "budget, time_s, plateau, target_speedup, draft and parallel must not be negative"
 	}
-	if in.Parallel > maxParallel {
-		return r, fmt.Sprintf("parallel %d: at most %d evaluations in flight", in.Parallel, maxParallel)
+	if in.Parallel > engine.MaxParallel {
+		return r, fmt.Sprintf("parallel %d: at most %d evaluations in flight", in.Parallel, engine.MaxParallel)
 	}
 	switch r.Memory {
 	case "", search.MemoryInherit, search.MemoryCompare, search.MemoryCleanSlate:
@@ -63,10 +64,6 @@ func startRequest(in RunSpecInput, operator string, defaultEvals int) (runs.Star
 	}
 	return r, ""
 }
-
-// maxParallel bounds a run's evaluations in flight: each holds a goroutine,
-// an operator call and a queued evaluation.
-const maxParallel = 256
 
 // noRuns is the tool error of a server without a search store.
 func noRuns(tool string) *mcp.CallToolResult {

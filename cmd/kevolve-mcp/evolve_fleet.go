@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kevolve/kevolve-mcp/search"
+	"github.com/kevolve/kevolve-mcp/search/engine"
 	"github.com/kevolve/kevolve-mcp/search/fleet"
 	"github.com/kevolve/kevolve-mcp/search/store"
 )
@@ -41,10 +42,6 @@ func addFleetFlags(f *pflag.FlagSet, ff *fleetFlags) {
 
 func (ff *fleetFlags) enabled() bool { return ff.workers != "" || ff.listen != "" }
 
-// maxParallel bounds --parallel: each slot holds a goroutine, an operator
-// call and a queued evaluation.
-const maxParallel = 256
-
 // parallelism is the engine's slot count: --parallel when given, else
 // what the fleet is known to take at once, else 1. On the CPU that is a
 // slot per worker slot (--workers' count times --worker-slots). On GPUs it
@@ -54,8 +51,8 @@ const maxParallel = 256
 // a whole node of nodeGPUsGuess for remote ones; a floor where workers
 // hold more.
 func (ff *fleetFlags) parallelism(flag int, target string, localGPUs func() int) (int, error) {
-	if flag < 0 || flag > maxParallel {
-		return 0, fmt.Errorf("--parallel %d: give 1..%d", flag, maxParallel)
+	if flag < 0 || flag > engine.MaxParallel {
+		return 0, fmt.Errorf("--parallel %d: give 1..%d", flag, engine.MaxParallel)
 	}
 	if flag > 0 {
 		return flag, nil
@@ -68,7 +65,7 @@ func (ff *fleetFlags) parallelism(flag int, target string, localGPUs func() int)
 		return 0, err
 	}
 	if target == "cpu" || target == "" {
-		return min(spec.N*max(1, ff.slots), maxParallel), nil
+		return min(spec.N*max(1, ff.slots), engine.MaxParallel), nil
 	}
 	gpus := ff.gpus
 	switch {
@@ -78,7 +75,7 @@ func (ff *fleetFlags) parallelism(flag int, target string, localGPUs func() int)
 	default:
 		gpus = nodeGPUsGuess
 	}
-	return min(spec.N*gpus*2, maxParallel), nil
+	return min(spec.N*gpus*2, engine.MaxParallel), nil
 }
 
 // nodeGPUsGuess is the GPUs of a remote whole-node worker when nothing

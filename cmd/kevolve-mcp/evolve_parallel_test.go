@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/kevolve/kevolve-mcp/search/engine"
+)
 
 func TestEvolveParallelism(t *testing.T) {
 	cases := []struct {
@@ -23,10 +27,10 @@ func TestEvolveParallelism(t *testing.T) {
 		{"a GPU target on a host without one", fleetFlags{workers: "local:1"}, 0, "nvidia", 0, 2, false},
 		{"slurm nodes of --worker-gpus", fleetFlags{workers: "slurm:gpu:3", gpus: 4}, 0, "nvidia", 0, 24, false},
 		{"ssh whole nodes", fleetFlags{workers: "ssh:a,b"}, 0, "amd", 0, 2 * 2 * nodeGPUsGuess, false},
-		{"GPU capped", fleetFlags{workers: "slurm:gpu:64"}, 0, "nvidia", 0, maxParallel, false},
-		{"capped", fleetFlags{workers: "local:4096", slots: 4}, 0, "cpu", 0, maxParallel, false},
+		{"GPU capped", fleetFlags{workers: "slurm:gpu:64"}, 0, "nvidia", 0, engine.MaxParallel, false},
+		{"capped", fleetFlags{workers: "local:4096", slots: 4}, 0, "cpu", 0, engine.MaxParallel, false},
 		{"negative", fleetFlags{}, -1, "cpu", 0, 0, true},
-		{"too many", fleetFlags{}, maxParallel + 1, "cpu", 0, 0, true},
+		{"too many", fleetFlags{}, engine.MaxParallel + 1, "cpu", 0, 0, true},
 		{"bad workers", fleetFlags{workers: "nope:1"}, 0, "cpu", 0, 0, true},
 	}
 	for _, c := range cases {

@@ -32,7 +32,6 @@ type globalFlags struct {
 	hostMemGiB float64
 }
 
-
 // cli is what every command shares. Its fields are filled when cobra has
 // parsed the flags (in the root's PersistentPreRunE), so commands read them
 // inside RunE, never in their constructors.

@@ -61,6 +61,11 @@ type Engine struct {
 	Parallel int
 }
 
+// MaxParallel bounds the pipelines a caller may ask for (the CLI's
+// --parallel, the MCP tools' parallel): each holds a goroutine, an
+// operator call and a queued evaluation.
+const MaxParallel = 256
+
 // Status is what a progress line shows.
 type Status struct {
 	Run      *search.Run

@@ -53,7 +53,6 @@ type Worker struct {
 type occupancy struct {
 	active int
 	since  time.Time // when the current accounting interval began
-	acc    time.Duration
 }
 
 func (o *occupancy) start(now time.Time) {
@@ -65,11 +64,9 @@ func (o *occupancy) start(now time.Time) {
 
 // finish ends one job and returns the busy time it reports.
 func (o *occupancy) finish(now time.Time) time.Duration {
-	o.acc += now.Sub(o.since)
+	d := now.Sub(o.since)
 	o.since = now
 	o.active--
-	d := o.acc
-	o.acc = 0
 	return d
 }
 
