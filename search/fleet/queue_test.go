@@ -65,6 +65,17 @@ func (c *clock) add(d time.Duration) {
 	c.mu.Unlock()
 }
 
+// fakeClock gives q a clock the test moves by hand, with leases of lease
+// (0 keeps the queue's).
+func fakeClock(q *Queue, lease time.Duration) *clock {
+	c := &clock{t: time.Unix(1_700_000_000, 0)}
+	q.now = c.now
+	if lease > 0 {
+		q.Lease = lease
+	}
+	return c
+}
+
 var testProblem = search.Problem{Name: "t/p", Target: "cpu", ReferencePath: "/nonexistent"}
 
 func register(t *testing.T, q *Queue, id string, devs ...Device) {
@@ -208,9 +219,7 @@ func TestClaimIsAtomic(t *testing.T) {
 func TestLeaseExpiryRequeuesThenCrashes(t *testing.T) {
 	ctx := context.Background()
 	q := newTestQueue(t, nil)
-	c := &clock{t: time.Unix(1_700_000_000, 0)}
-	q.now = c.now
-	q.Lease = 2 * time.Second
+	c := fakeClock(q, 2*time.Second)
 	register(t, q, "a", Device{Index: 0, Target: "cpu"})
 	register(t, q, "b", Device{Index: 0, Target: "cpu"})
 	id, _ := q.Enqueue(ctx, testProblem, Kind{Target: "cpu"}, "ref", "code", 0, false)
@@ -310,8 +319,7 @@ func TestQueueSurvivesRestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "f.db")
 	db1, _ := store.Open(path)
 	q1, _ := NewQueue(ctx, db1)
-	c := &clock{t: time.Unix(1_700_000_000, 0)}
-	q1.now = c.now
+	c := fakeClock(q1, 0)
 	register(t, q1, "a", Device{Index: 0, Target: "cpu"})
 	id, _ := q1.Enqueue(ctx, testProblem, Kind{Target: "cpu"}, "ref", "code", 0, false)
 	j, _ := q1.Claim(ctx, "a", []int{0})
@@ -388,9 +396,7 @@ func TestShareDevices(t *testing.T) {
 func TestLeaseBlameIsShared(t *testing.T) {
 	ctx := context.Background()
 	q := newTestQueue(t, nil)
-	c := &clock{t: time.Unix(1_700_000_000, 0)}
-	q.now = c.now
-	q.Lease = 2 * time.Second
+	c := fakeClock(q, 2*time.Second)
 	gpu := Device{Index: 0, Target: "nvidia", Arch: "sm_90", Name: "NVIDIA H100", Jobs: 3}
 	var ids []string
 	for i := 0; i < 3; i++ {
