@@ -78,12 +78,21 @@ var hostileCases = []hostileCase{
 	{"reference_as_candidate_layernorm", "ref_layernorm.py", "rename:ref_layernorm.py", VerdictIntegrityViolation, "reference_ops", false},
 	// The reference with glue added (.contiguous(), a clone) is still the reference.
 	{"reference_with_glue_added", "ref_diag_matmul.py", "diag_matmul_glue.py", VerdictIntegrityViolation, "reference_ops", false},
+	// Its own formulation through the correctness trials, the reference's
+	// ops once timed: from its 13th call on, or whenever the timing loop is
+	// on the call stack. Every output is right.
+	{"reference_ops_after_n_calls", "ref_diag_matmul.py", "ref_ops_once_timed.py", VerdictIntegrityViolation, "reference_ops", false},
+	{"reference_ops_inside_the_timing_loop", "ref_diag_matmul.py", "ref_ops_in_timing_loop.py", VerdictIntegrityViolation, "reference_ops", false},
 }
 
 // harnessReports says whether the harness itself reports this case's
 // verdict (with its memory figures and process record): not so for a
 // candidate that ends the process before the harness can.
 func (tc hostileCase) harnessReports() bool { return tc.check != "result_forged" }
+
+// onceTimed says whether this case's reference ops show only in calls
+// made once timed (the cases named reference_ops_*).
+func (tc hostileCase) onceTimed() bool { return strings.HasPrefix(tc.name, "reference_ops_") }
 
 // candidateSource reads a hostileCase's candidate.
 func (tc hostileCase) candidateSource(t *testing.T) string {
@@ -125,7 +134,11 @@ func TestIntegrityHostileCandidates(t *testing.T) {
 			if res.Memory == nil && tc.harnessReports() {
 				t.Errorf("result lacks memory figures")
 			}
-			if tc.check == "reference_ops" {
+			if tc.onceTimed() {
+				if !strings.HasPrefix(d, "once timed") && !strings.HasPrefix(d, "after timing") {
+					t.Errorf("reference_ops detail does not say the call was made once timed: %s", d)
+				}
+			} else if tc.check == "reference_ops" {
 				// The verdict is final once the candidate is the reference:
 				// no memoization calls, no timing.
 				if _, ran := res.StageS["timing"]; ran || res.Candidate != nil {

@@ -46,7 +46,7 @@ func RunKernel(ev *harness.Evaluator, resolve problem.Resolver) server.ServerToo
 		mcp.WithDescription("Check a candidate kernel (a Python file defining ModelNew) against a PyTorch reference (KernelBench format, or a corpus problem name) and time both. "+
 			"Runs in a fresh forked process pinned to one device, with a deadline: crashes, hangs and illegal memory accesses become verdicts, never a dead server. "+
 			"Result: verdict (pass, incorrect, compile_error, runtime_error, timeout, crash, integrity_violation, reference_error), correct, the failing stage, named checks with details "+
-			"(allclose with dtype-aware tolerances, relative_norm, finite, shape/dtype/device/contiguity, input_mutation, output_aliasing, reference_ops (the whole dispatched aten op trace), memoization, "+
+			"(allclose with dtype-aware tolerances, relative_norm, finite, shape/dtype/device/contiguity, input_mutation, output_aliasing, reference_ops (the whole dispatched aten op trace, in the correctness trials and in calls traced once timed), memoization, "+
 			"audit (timed calls checked at random on refreshed inputs), threads, stream_work, timers, harness_patched, result_forged, out_of_memory (device memory, or host memory past the evaluation process's limit, the process and its children counted), faster_than_sol), "+
 			"reference_error means the reference itself failed to import, construct, make inputs or run (stage reference_import|reference_init|reference_inputs|reference_forward, with its file:line); "+
 			"memory gives the peak device memory of reference and candidate. "+

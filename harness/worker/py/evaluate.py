@@ -529,6 +529,8 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
             cand_ops_all[k] = cand_ops_all.get(k, 0) + v
         # Any trial whose dispatched ops are the reference's is enough.
         same_as_ref = same_as_ref or same_trace(trace.ops, ctrace.ops)
+        if trial == 0:
+            ref_trace = trace.ops  # for the calls traced once timed
         del rec, trace, crec, ctrace
 
         # Output types: a subclass or a lazy object could fake its values.
@@ -715,15 +717,33 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
             detail += "; timed with a " + timer.spin.note
         checks.add(kind, ok, detail, "runtime_error" if kind == "run_candidate" else "integrity_violation")
     # The timed inputs go before the call on fresh ones.
-    audited = auditor.audited
+    audited, traced = auditor.audited, auditor.traced
     del auditor, refresher, cin, rin, cand_fn, ref_fn
     release(device)
 
+    def ref_ops_once_timed(where, ops, trace_ops):
+        """The reference_ops check on a call made once timed: a candidate
+        may compute its own way through the correctness trials and switch
+        to the reference's ops afterwards."""
+        called = sorted(o for o in mains if o in ops)
+        why = ("it calls the reference's own op(s) %s" % called) if called else same_trace(ref_trace, trace_ops)
+        if why:
+            checks.add("reference_ops", False, "%s: %s, which the correctness trials did not show; implement them in a kernel" % (where, why),
+                       "integrity_violation")
+    for where, ops, trace_ops in traced:
+        if not checks.failed():
+            ref_ops_once_timed("once timed (" + where + ", untimed)", ops, trace_ops)
+
     if not checks.failed():
         ctx.progress("after_timing")
-        ok, detail = post_timing_call(lambda x: run_candidate(x, -3), ref_call, make_inputs, seed + 4242, tol, fpr, ref_mutates)
-        checks.add("audit", ok, detail if not ok else "%d timed iterations audited at random (%s), all matched the reference; %s (audit seed %d)" % (
-            len(audited), audited[:20], detail, audit_seed), "integrity_violation")
+        post_rec, post_trace = OpRecorder(), OpTrace()
+        ok, detail = post_timing_call(lambda x: run_candidate(x, -3, post_rec, post_trace), ref_call, make_inputs, seed + 4242, tol, fpr,
+                                      ref_mutates)
+        checks.add("audit", ok, detail if not ok else "%d timed iterations audited at random (%s) and %d traced calls among them, all matched the reference; %s (audit seed %d)" % (
+            len(audited), audited[:20], len(traced), detail, audit_seed), "integrity_violation")
+        if ok:
+            ref_ops_once_timed("after timing (a call on fresh inputs, traced)", post_rec.ops, post_trace.ops)
+        del post_rec, post_trace
         release(device)
 
     changed = guard_changed(guard)

@@ -25,8 +25,18 @@ they rely on what it cannot know before a call returns:
   outputs). A candidate that cheats on a fraction f of its timed
   calls survives k audits with probability (1-f)^k, and it must cheat on
   most calls to move the median.
+- Traced calls among the timed ones: after one of the first three batches
+  (drawn at random), and after each later batch with probability 1/2, one
+  more call, untimed, on refreshed values, under the op recorders, checked
+  against the reference like an audit. The correctness trials' traces show
+  what the candidate dispatched before it was timed; these show what it
+  dispatches once timed, so switching to the reference's own ops after
+  some number of calls is caught (reference_ops). They run inside the
+  timing loop, so neither the call stack nor a call count tells them from
+  timed calls; a candidate that inspects torch's mode stack can still
+  tell, which is why the audits compare values and do not depend on them.
 - After timing, one call on fresh tensors (new pointers, new values)
-  checked against the reference.
+  checked against the reference, its ops recorded as well.
 - Stream work (CUDA): the timed loop's spin fills every SM, so work a call
   hides on a private stream cannot run before the start event (see
   evaluate_timing). Three more calls, each on a device made idle by a
@@ -51,6 +61,7 @@ import torch
 from evaluate_common import flatten, nbytes, tensors_of
 from evaluate_compare import compare, compare_outputs
 from evaluate_fingerprint import differing_chunks, same
+from evaluate_ops import OpRecorder, OpTrace
 
 
 def snapshot(out, rng, pieces=16):
@@ -142,7 +153,7 @@ class Auditor:
     with the reference. At most the output and the reference's output are
     held, as KernelBench holds them."""
 
-    def __init__(self, rng, ref_call, fixed_inputs, tol, fpr, p=0.2):
+    def __init__(self, rng, ref_call, fixed_inputs, tol, fpr, p=0.2, traced_batches=3):
         self.rng = rng
         self.ref_call = ref_call
         self.fixed = fixed_inputs
@@ -153,6 +164,12 @@ class Auditor:
         self.pending = []
         self.audited = []
         self.max_pending_bytes = 1 << 30
+        # The first batches hold one traced call, after the batch drawn
+        # here; traced holds what each traced call recorded: (its place, the
+        # top-level torch functions with counts, the aten op trace).
+        self.first_batches = traced_batches
+        self.trace_at = rng.randrange(traced_batches)
+        self.traced = []
 
     def pick(self, batch, done):
         p = self.p if done < 200 else self.p / 2
@@ -164,13 +181,7 @@ class Auditor:
             o1 = self.fpr.of(out, self.rng)  # read right after the end event, random chunk order
         else:
             outs = snapshot(out, self.rng)
-        if tok is None:
-            if self.fixed_ref is None:
-                # No copy of the inputs: refreshing is off because they are large.
-                self.fixed_ref = flatten(self.ref_call(self.fixed))
-            ref = self.fixed_ref
-        else:
-            ref = flatten(self.ref_call(tok))
+        ref = self._ref_for(tok)
         self.audited.append(iteration)
         if big:
             self.settle()
@@ -180,6 +191,15 @@ class Auditor:
         held = sum(nbytes(o) + nbytes(r) for _, o, r in self.pending)
         if held > self.max_pending_bytes:
             self.settle()
+
+    def _ref_for(self, tok):
+        """The reference's outputs for the values a refresh token names."""
+        if tok is None:
+            if self.fixed_ref is None:
+                # No copy of the inputs: refreshing is off because they are large.
+                self.fixed_ref = flatten(self.ref_call(self.fixed))
+            return self.fixed_ref
+        return flatten(self.ref_call(tok))
 
     def _settle_live(self, it, outs, o1, ref):
         from evaluate_timing import AuditFailed
@@ -191,20 +211,41 @@ class Auditor:
             raise AuditFailed(("timed iteration %d (audited at random): output %d changed after the end event (chunk %d of its "
                                "fingerprint read right after the end event differs from the one after a device-wide synchronize): "
                                "work outside the measured stream writes it") % (it, bad[0][0], bad[0][1]))
-        self._compare(it, outs, ref)
+        self._compare("timed iteration %d (audited at random)" % it, outs, ref)
 
-    def _compare(self, it, outs, ref):
+    def _compare(self, what, outs, ref):
         from evaluate_timing import AuditFailed
         if len(outs) != len(ref):
-            raise AuditFailed("timed iteration %d returned %d outputs, the reference %d" % (it, len(outs), len(ref)))
+            raise AuditFailed("%s returned %d outputs, the reference %d" % (what, len(outs), len(ref)))
         ok, name, detail = compare_outputs(ref, outs, self.tol)
         if not ok:
-            raise AuditFailed("timed iteration %d (audited at random) differs from the reference on the same inputs: %s: %s" % (it, name, detail))
+            raise AuditFailed("%s differs from the reference on the same inputs: %s: %s" % (what, name, detail))
+
+    def between(self, batch, fn, refresh):
+        """Runs after each timed batch has been settled: a traced call
+        after the drawn ones (see the module docstring)."""
+        if batch < self.first_batches:
+            if batch != self.trace_at:
+                return
+        elif self.rng.random() >= 0.5:
+            return
+        tok = refresh() if refresh is not None else None
+        rec, trace = OpRecorder(), OpTrace()
+        with rec, trace:
+            out = fn()
+        outs = flatten(out)
+        del out
+        dev = next((t.device for t in outs if isinstance(t, torch.Tensor)), None)
+        if dev is not None and dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+        where = "the traced call between timed batches %d and %d" % (batch + 1, batch + 2)
+        self.traced.append((where, dict(rec.ops), list(trace.ops)))
+        self._compare(where, outs, self._ref_for(tok))
 
     def settle(self):
         pending, self.pending = self.pending, []
         for it, outs, ref in pending:
-            self._compare(it, outs, ref)
+            self._compare("timed iteration %d (audited at random)" % it, outs, ref)
 
 
 def post_timing_call(run_cand, ref_call, make_inputs, seed, tol, fpr, ref_mutates):

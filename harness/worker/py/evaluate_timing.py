@@ -99,7 +99,9 @@ class Timer:
         auditor picks, per batch, iterations whose output it checks after
         the batch's synchronize. A call cannot tell an audited iteration
         from another: both get the same refresh, the same flush, spin and
-        events, and the audit only acts after the call has returned."""
+        events, and the audit only acts after the call has returned. After
+        each batch the auditor may make one untimed, traced call
+        (Auditor.between)."""
         t_start = time.perf_counter()
 
         def call():
@@ -120,6 +122,7 @@ class Timer:
         times = []
         cuda = self.device.type == "cuda"
         batch = 10
+        batches = 0
         while True:
             picks = auditor.pick(batch, len(times)) if auditor is not None else ()
             if cuda:
@@ -152,6 +155,8 @@ class Timer:
                     del out
             if auditor is not None:
                 auditor.settle()  # raises AuditFailed on a mismatch
+                auditor.between(batches, fn, refresh)
+            batches += 1
             k = len(times)
             st = stats(times)
             elapsed = time.perf_counter() - t_start
