@@ -66,6 +66,15 @@ var hostileCases = []hostileCase{
 	{"cheats_inside_the_timing_loop", "ref_normalize.py", "timed_by_stack.py", VerdictIntegrityViolation, "audit", false},
 	// Replaces the auditor's settle and torch.equal from inside the process.
 	{"patches_the_harness", "ref_normalize.py", "patches_harness.py", VerdictIntegrityViolation, "harness_patched", false},
+	// Changes what the reference runs on: torch's thread count at import
+	// (a slower reference), the operator it computes with (zeros on both
+	// sides), the reference model's forward (found through gc), and a
+	// function replaced on the way out of each call and restored on the
+	// way in.
+	{"slows_the_reference", "ref_normalize.py", "slows_reference.py", VerdictIntegrityViolation, "reference_tampered", false},
+	{"patches_the_reference_op", "ref_diag_matmul.py", "patches_reference_op.py", VerdictIntegrityViolation, "reference_tampered", false},
+	{"hijacks_the_reference_model", "ref_normalize.py", "hijacks_reference_model.py", VerdictIntegrityViolation, "reference_tampered", false},
+	{"patches_between_calls", "ref_normalize.py", "patches_between_calls.py", VerdictIntegrityViolation, "reference_tampered", false},
 	// Writes a passing result file itself and ends the process.
 	{"forges_the_result", "ref_normalize.py", "forges_result.py", VerdictIntegrityViolation, "result_forged", false},
 	// A jagged problem (shapes change with the seed): a cache keyed by
@@ -128,7 +137,7 @@ func TestIntegrityHostileCandidates(t *testing.T) {
 				t.Fatalf("no failed check %q\n%s", tc.check, dump(res))
 			}
 			t.Logf("%s: %s", tc.check, d)
-			if tc.check == "audit" && !strings.Contains(d, "iteration") && !strings.Contains(d, "after timing") {
+			if tc.check == "audit" && !strings.Contains(d, "iteration") && !strings.Contains(d, "after timing") && !strings.Contains(d, "traced call") {
 				t.Errorf("audit detail does not say which call failed: %s", d)
 			}
 			if res.Memory == nil && tc.harnessReports() {

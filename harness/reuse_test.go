@@ -64,26 +64,32 @@ func TestReuseKeepsOnlyCleanChildren(t *testing.T) {
 	if !first.Process.Kept || second.Process.Job < 2 {
 		t.Fatalf("the second honest evaluation did not reuse the first's child: %+v then %+v", *first.Process, *second.Process)
 	}
-	tainting := []struct{ name, code, why string }{
-		{"patched_torch_function", "import torch.nn.functional as F\nF.gelu = lambda x, approximate='none': x\n", "replaced torch.nn.functional.gelu"},
-		{"patched_tensor_method", "import torch\n_add = torch.Tensor.add\ntorch.Tensor.add = lambda *a, **k: _add(*a, **k)\n", "torch.Tensor.add"},
-		{"global_module_hook", "import torch\ntorch.nn.modules.module.register_module_forward_hook(lambda m, i, o: o)\n", "module_hooks"},
-		{"torch_setting", "import torch\ntorch.set_default_dtype(torch.float64)\ntorch.set_default_dtype(torch.float32)\ntorch.set_num_threads(1)\n", "threads"},
-		{"environment", "import os\nos.environ['KEVOLVE_TAINT_TEST'] = '1'\n", "environ"},
-		{"aten_kernel_override", "import sys, torch\n_lib = torch.library.Library('aten', 'IMPL')\n_lib.impl('gelu', lambda x, approximate='none': x, 'CPU')\nsys._kv_keep = _lib\n", "aten_impls"},
+	// Changes to what a reference runs on are integrity violations of the
+	// candidate's own evaluation (reference_tampered) as well; the rest are
+	// harmless to it. Either way the child goes.
+	tainting := []struct{ name, code, why, verdict string }{
+		{"patched_torch_function", "import torch.nn.functional as F\nF.gelu = lambda x, approximate='none': x\n", "verdict integrity_violation", VerdictIntegrityViolation},
+		{"patched_tensor_method", "import torch\n_add = torch.Tensor.add\ntorch.Tensor.add = lambda *a, **k: _add(*a, **k)\n", "verdict integrity_violation", VerdictIntegrityViolation},
+		{"global_module_hook", "import torch\ntorch.nn.modules.module.register_module_forward_hook(lambda m, i, o: o)\n", "verdict integrity_violation", VerdictIntegrityViolation},
+		{"torch_setting", "import torch\ntorch.set_default_dtype(torch.float64)\ntorch.set_default_dtype(torch.float32)\ntorch.set_num_threads(1)\n", "verdict integrity_violation", VerdictIntegrityViolation},
+		{"environment", "import os\nos.environ['KEVOLVE_TAINT_TEST'] = '1'\n", "environ", VerdictPass},
+		{"aten_kernel_override", "import sys, torch\n_lib = torch.library.Library('aten', 'IMPL')\n_lib.impl('gelu', lambda x, approximate='none': x, 'CPU')\nsys._kv_keep = _lib\n", "verdict integrity_violation", VerdictIntegrityViolation},
 		// A thread started outside Python (as a C++ extension's std::thread is): libc's sleep(3600) as its body.
 		{"native_thread", "import ctypes\n_libc = ctypes.CDLL(None)\n_tid = ctypes.c_ulong()\n" +
-			"_libc.pthread_create(ctypes.byref(_tid), None, ctypes.cast(_libc.sleep, ctypes.c_void_p), ctypes.c_void_p(3600))\n", "native threads"},
-		{"stdout_replaced", "import sys\nclass W:\n    def __init__(self, f): self.f = f\n    def write(self, s): return self.f.write(s)\n    def flush(self): self.f.flush()\nsys.stdout = W(sys.stdout)\n", "sys_hooks"},
-		{"import_hook", "import sys\nclass F:\n    def find_spec(self, *a):\n        return None\nsys.meta_path.insert(0, F())\n", "import_hooks"},
+			"_libc.pthread_create(ctypes.byref(_tid), None, ctypes.cast(_libc.sleep, ctypes.c_void_p), ctypes.c_void_p(3600))\n", "native threads", VerdictPass},
+		{"stdout_replaced", "import sys\nclass W:\n    def __init__(self, f): self.f = f\n    def write(self, s): return self.f.write(s)\n    def flush(self): self.f.flush()\nsys.stdout = W(sys.stdout)\n", "sys_hooks", VerdictPass},
+		{"import_hook", "import sys\nclass F:\n    def find_spec(self, *a):\n        return None\nsys.meta_path.insert(0, F())\n", "import_hooks", VerdictPass},
 	}
 	for _, tc := range tainting {
 		t.Run(tc.name, func(t *testing.T) {
 			// A clean child first, so the tainting candidate runs in a reused one.
 			evalNormalize(t, ev, candNormalize+"\n# before "+tc.name+"\n", false)
 			res := evalNormalize(t, ev, tc.code+candNormalize, false)
-			if res.Verdict != VerdictPass {
-				t.Fatalf("verdict %s, want pass (the change is harmless to its own evaluation)\n%s", res.Verdict, dump(res))
+			if res.Verdict != tc.verdict {
+				t.Fatalf("verdict %s, want %s\n%s", res.Verdict, tc.verdict, dump(res))
+			}
+			if _, ok := failedCheck(res, "reference_tampered"); ok != (tc.verdict == VerdictIntegrityViolation) {
+				t.Fatalf("reference_tampered failed: %v\n%s", ok, dump(res))
 			}
 			if res.Process.Job < 2 {
 				t.Errorf("ran in a fresh child (%+v): the case did not exercise a reused one", *res.Process)

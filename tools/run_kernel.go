@@ -47,13 +47,13 @@ func RunKernel(ev *harness.Evaluator, resolve problem.Resolver) server.ServerToo
 			"Runs in a fresh forked process pinned to one device, with a deadline: crashes, hangs and illegal memory accesses become verdicts, never a dead server. "+
 			"Result: verdict (pass, incorrect, compile_error, runtime_error, timeout, crash, integrity_violation, reference_error), correct, the failing stage, named checks with details "+
 			"(allclose with dtype-aware tolerances, relative_norm, finite, shape/dtype/device/contiguity, input_mutation, output_aliasing, reference_ops (the whole dispatched aten op trace, in the correctness trials and in calls traced once timed), memoization, "+
-			"audit (timed calls checked at random on refreshed inputs), threads, stream_work, timers, harness_patched, result_forged, out_of_memory (device memory, or host memory past the evaluation process's limit, the process and its children counted), faster_than_sol), "+
+			"audit (timed calls checked at random on refreshed inputs), threads, stream_work, timers, harness_patched, reference_tampered (torch functions or settings, or the reference model, changed under the reference), result_forged, out_of_memory (device memory, or host memory past the evaluation process's limit, the process and its children counted), faster_than_sol), "+
 			"reference_error means the reference itself failed to import, construct, make inputs or run (stage reference_import|reference_init|reference_inputs|reference_forward, with its file:line); "+
 			"memory gives the peak device memory of reference and candidate. "+
 			"timing stats (median, p10, p90, CV, iterations) for the candidate, the eager reference and torch.compile of it, speedup_vs_eager, speedup_vs_compile, "+
 			"the speed-of-light bound on the device it ran on (t_sol_s, pct_of_sol, sol_score; sol says how the work was counted and which ceilings), "+
 			"fitness (speedups, 0 unless pass, and sol_score), which device ran it, warnings and the trimmed log. "+
-			"Calling the reference's own torch op, mutating inputs, caching outputs or running faster than the speed of light is an integrity_violation; plain torch ops pass with a warning. Identical requests are answered from a cache."),
+			"Calling the reference's own torch op, mutating inputs, caching outputs, changing what the reference runs on or running faster than the speed of light is an integrity_violation; plain torch ops pass with a warning. Identical requests are answered from a cache."),
 		mcp.WithInputSchema[RunKernelInput](),
 		mcp.WithOutputSchema[harness.EvalResult](),
 		mcp.WithTitleAnnotation("Check and time a kernel"),

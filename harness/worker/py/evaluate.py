@@ -31,6 +31,7 @@ from evaluate_integrity import (Auditor, InputRefresher, memoization_check, post
                                 stream_work_check)
 from evaluate_ops import TRIVIAL_OPS, OpRecorder, OpTrace, main_ops, same_trace
 from evaluate_taint import Snapshot, reusable
+from evaluate_tamper import RefGuard
 from evaluate_timing import AuditFailed, DeviceSpin, Timer, time_limit
 from evaluate_warm import warm, warm_host
 
@@ -326,6 +327,8 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
         # what changes is the candidate's (evaluate_taint).
         warm_host()
         state["taint"] = Snapshot()
+    # What the reference runs on, as the harness left it (evaluate_tamper).
+    tamper = RefGuard(checks, ref_mod)
     ctx.progress("load_candidate")
     t0 = time.monotonic()
     side.now = "candidate"
@@ -341,6 +344,12 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
     if not hasattr(cand_mod, "ModelNew"):
         checks.add("load_candidate", False, "candidate defines no ModelNew", "compile_error")
         raise KernelFailure("compile_error", "load_candidate", "")
+    changed = guard_changed(guard)
+    if changed:
+        checks.add("harness_patched", False, "at import the candidate replaced functions the checks use: %s" % changed[:10],
+                   "integrity_violation")
+        raise KernelFailure("integrity_violation", "load_candidate", "")
+    tamper.check("at the candidate's import")
     checks.add("load_candidate", True, "loaded in %.2f s" % (time.monotonic() - t0))
     res["load_s"] = round(time.monotonic() - t0, 3)
 
@@ -372,6 +381,7 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
             ref_model = ref_mod.Model(*clone_tree(init_inputs)).to(device)
     except BaseException as e:  # noqa: BLE001
         raise _ref_failure("reference_init", "Model(*get_init_inputs())", e, ref_path)
+    tamper.watch(ref_model)
     side.now = "candidate"
     try:
         seed_all(seed)
@@ -390,13 +400,20 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
     # another order gets other values and fails allclose, as in KernelBench.
     ref_model.eval()
     cand_model.eval()
+    tamper.check("in the candidate's constructor")
 
     # Fingerprints (evaluate_fingerprint) stand in for copies wherever a
     # check only asks whether a tensor changed; weights drawn now, after the
     # candidate is loaded.
     fpr = Fingerprinter(private_rng(args, 2)[0])
 
-    def make_inputs(s):
+    def make_inputs(s, checked=True):
+        """The reference's get_inputs() for seed s. checked=False inside
+        the timing loop, where a check per timed call would cost too much:
+        the audits' reference calls check there (a change made to poison
+        the next inputs is in place when the audit after the call runs)."""
+        if checked:
+            tamper.check("before the reference's get_inputs()")
         seed_all(s)
         prev = side.now
         side.now = "reference"
@@ -414,6 +431,8 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
                 ref_path, type(x).__name__))
         x = to_device(x, device)
         side.now = prev
+        if checked:
+            tamper.settle()
         return x
 
     def sync():
@@ -434,10 +453,13 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
                         out = ref_model(*inputs)
             sync()
             return out
+        tamper.check("before a call of the reference")
         try:
-            return side.run("reference", run)
+            out = side.run("reference", run)
         except BaseException as e:  # noqa: BLE001
             raise _ref_failure("reference_forward", "forward", e, ref_path)
+        tamper.settle()
+        return out
 
     def ref_call(inputs):
         return ref_forward(inputs)
@@ -656,7 +678,7 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
     cin = list(make_inputs(seed + 99))  # a list: the refresher may replace its items
     rin = cin
     rng, audit_seed = private_rng(args, 1)
-    refresher = InputRefresher(make_inputs, cin, rng)
+    refresher = InputRefresher(lambda s: make_inputs(s, checked=False), cin, rng)
     in_bytes = nbytes(cin)
     free = free_device_bytes(device)
     if free is not None:
@@ -669,8 +691,11 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
     # Audits run the reference without a synchronize: a sync at audited
     # iterations only would be a pattern the candidate could observe.
     def ref_nosync(x):
+        tamper.check("before an audit's call of the reference")
         with torch.no_grad():
-            return ref_model(*x)
+            out = ref_model(*x)
+        tamper.settle()
+        return out
     auditor = Auditor(rng, ref_nosync, cin, tol, fpr)
 
     def cand_fn():
@@ -686,15 +711,17 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
     except AuditFailed as e:
         checks.add("audit", False, "%s (audit seed %d)" % (e, audit_seed), "integrity_violation")
         raise KernelFailure("integrity_violation", "timing", "")
-    except ReferenceFailure:
+    except (ReferenceFailure, KernelFailure):
         raise
     except BaseException as e:  # noqa: BLE001
         if is_oom(e):
             raise
         checks.add("run_candidate", False, "during timing: " + fmt_exc(e), "runtime_error")
         raise KernelFailure("runtime_error", "timing", "")
+    tamper.check("before the reference's timing")
     side.now = "reference"
     res["ref_eager"] = timer.bench(ref_fn, cap)
+    tamper.settle()
     side.now = "harness"
     res["timed_inputs_refreshed"] = refresher.n
     for note in (refresher.note, refresher.swapped):
@@ -706,7 +733,7 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
         side.now = "candidate"
         try:
             ok, detail, kind = stream_work_check(cand_fn, ref_fn, refresher, ref_call, tol, device, fpr, rng=rng)
-        except ReferenceFailure:
+        except (ReferenceFailure, KernelFailure):
             raise
         except BaseException as e:  # noqa: BLE001
             if is_oom(e):
@@ -746,6 +773,8 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
         del post_rec, post_trace
         release(device)
 
+    if not checks.failed():
+        tamper.check("after timing")
     changed = guard_changed(guard)
     if changed:
         checks.add("harness_patched", False, "during timing the candidate replaced functions the checks use: %s" % changed[:10],

@@ -420,7 +420,7 @@ _TENSOR_METHODS = ("sum", "max", "abs", "argmax", "item", "clone", "copy_", "res
                    "__sub__", "__mul__", "__add__", "__gt__", "__ne__", "__le__", "__invert__", "__and__",
                    "__getitem__", "__setitem__", "numel", "element_size", "is_contiguous", "view", "tolist")
 _HARNESS_MODULES = ("evaluate", "evaluate_common", "evaluate_compare", "evaluate_integrity", "evaluate_timing",
-                    "evaluate_ops", "evaluate_hooks", "evaluate_fingerprint", "workcount")
+                    "evaluate_ops", "evaluate_hooks", "evaluate_fingerprint", "evaluate_tamper", "workcount")
 
 
 def guard_snapshot():
