@@ -633,10 +633,12 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
     res["launch_kinds"] = sorted(counter.kinds)
     res["candidate_ops"] = sorted(k for k in cand_ops_all if k not in TRIVIAL_OPS)[:50]
 
+    def new_threads():
+        return [t.name for t in threading.enumerate() if t.ident not in threads_before and t.is_alive()]
+
     def static_checks():
-        new_threads = [t.name for t in threading.enumerate() if t.ident not in threads_before and t.is_alive()]
-        checks.add("threads", not new_threads, ("candidate left threads running: %s" % new_threads) if new_threads else "",
-                   "integrity_violation")
+        left = new_threads()
+        checks.add("threads", not left, ("candidate left threads running: %s" % left) if left else "", "integrity_violation")
         if stream_before is not None:
             same_stream = torch.cuda.current_stream(device) == stream_before
             checks.add("stream", same_stream, "" if same_stream else "candidate changed the current CUDA stream", "integrity_violation")
@@ -718,11 +720,21 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
             raise
         checks.add("run_candidate", False, "during timing: " + fmt_exc(e), "runtime_error")
         raise KernelFailure("runtime_error", "timing", "")
+    # A thread of the candidate's running through the reference's timing
+    # could slow it (the CPU, Python's lock): none may be alive around it.
+    def no_threads_around_ref_timing(when):
+        left = new_threads()
+        if left:
+            checks.add("threads", False, "%s the reference's timing, the candidate's threads were running: %s" % (when, left),
+                       "integrity_violation")
+            raise KernelFailure("integrity_violation", "timing", "")
     tamper.check("before the reference's timing")
+    no_threads_around_ref_timing("before")
     side.now = "reference"
     res["ref_eager"] = timer.bench(ref_fn, cap)
-    tamper.settle()
     side.now = "harness"
+    tamper.settle()
+    no_threads_around_ref_timing("after")
     res["timed_inputs_refreshed"] = refresher.n
     for note in (refresher.note, refresher.swapped):
         if note:
