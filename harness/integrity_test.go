@@ -75,6 +75,7 @@ var hostileCases = []hostileCase{
 	{"patches_the_reference_op", "ref_diag_matmul.py", "patches_reference_op.py", VerdictIntegrityViolation, "reference_tampered", false},
 	{"hijacks_the_reference_model", "ref_normalize.py", "hijacks_reference_model.py", VerdictIntegrityViolation, "reference_tampered", false},
 	{"patches_between_calls", "ref_normalize.py", "patches_between_calls.py", VerdictIntegrityViolation, "reference_tampered", false},
+	{"starves_the_reference_between_calls", "ref_normalize.py", "starves_reference_between_calls.py", VerdictIntegrityViolation, "reference_tampered", false},
 	// Once timed, starts a thread that holds the CPU and Python's lock only
 	// while the reference is timed.
 	{"slows_the_reference_timing", "ref_normalize.py", "slows_reference_timing.py", VerdictIntegrityViolation, "threads", false},

@@ -4,13 +4,14 @@ The reference runs in the candidate's process, so a candidate can reach it:
 replace a torch function or Tensor method the reference calls
 (torch.Tensor.__matmul__ returning zeros, and return zeros itself: both
 sides agree, and a wrong kernel passes), set a global that changes the
-reference's numerics or speed (torch.set_num_threads(1) on a CPU makes the
-eager reference slower and the candidate's speedup larger; TF32 or a lower
-float32 matmul precision makes the reference less exact; a default dtype of
-float16 changes the inputs get_inputs() draws), push a torch mode or a
-global module hook, register a kernel for an aten op, or reach the
-reference model itself (gc finds it) and replace its forward, register a
-forward hook on it, or overwrite its weights.
+reference's numerics or speed (torch.set_num_threads(1) or an affinity of
+one core makes the eager reference slower on a CPU and the candidate's
+speedup larger, as does a garbage collection every few allocations; TF32
+or a lower float32 matmul precision makes the reference less exact; a
+default dtype of float16 changes the inputs get_inputs() draws), push a
+torch mode or a global module hook, register a kernel for an aten op, or
+reach the reference model itself (gc finds it) and replace its forward,
+register a forward hook on it, or overwrite its weights.
 
 RefGuard records all of that once the reference is loaded and before the
 candidate is, and check() compares: after the candidate's import and
@@ -33,6 +34,7 @@ model. What it cannot see: a write through a raw pointer (ctypes, a custom
 kernel) into the reference's weights, which leaves the version counter
 alone; the comparisons against the reference and the audits still apply.
 """
+import gc
 import operator
 import os
 import sys
@@ -79,6 +81,13 @@ def flags():
           b.cuda.matmul.allow_bf16_reduced_precision_reduction)),
         ("torch.get_float32_matmul_precision()", torch.get_float32_matmul_precision()),
         ("torch.backends.mkldnn.enabled", b.mkldnn.enabled),
+        # The process's share of the machine and Python's collector: a
+        # candidate could narrow them between its own calls (one core, a
+        # lower priority, a collection every few allocations) and leave
+        # them so for the reference's.
+        ("the CPU affinity (os.sched_getaffinity)", frozenset(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None),
+        ("the scheduling priority (os.getpriority)", os.getpriority(os.PRIO_PROCESS, 0) if hasattr(os, "getpriority") else None),
+        ("gc.isenabled() and gc.get_threshold()", (gc.isenabled(), gc.get_threshold())),
         # By identity: a hook object could define an __eq__ of its own.
         ("sys.gettrace/getprofile (and threading's)",
          tuple(map(id, (sys.gettrace(), sys.getprofile(), threading.gettrace(), threading.getprofile())))),
@@ -306,7 +315,7 @@ class RefGuard:
         reference call", "after the candidate's import")."""
         ch = self.changes()
         if ch:
-            self.checks.add("reference_tampered", False, "%s: the candidate changed what the reference runs on: %s; a kernel must not "
-                            "touch torch's functions or settings or the reference model" % (where, "; ".join(ch[:6])),
+            self.checks.add("reference_tampered", False, "%s: the candidate changed what the reference runs on: %s; a kernel must leave "
+                            "torch, the process's settings and the reference model as it found them" % (where, "; ".join(ch[:6])),
                             "integrity_violation")
             raise KernelFailure("integrity_violation", "integrity", "")
