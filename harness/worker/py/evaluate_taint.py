@@ -23,6 +23,7 @@ for its own evaluation in a fresh child too). KEVOLVE_FRESH_PROCESS=1
 (EvalConfig.Reuse = ReuseNever) gives every evaluation a process of its
 own."""
 import gc
+import operator
 import os
 import signal
 import sys
@@ -36,6 +37,8 @@ import random  # noqa: F401
 import time  # noqa: F401
 
 import torch
+
+from evaluate_tamper import flags as tamper_flags
 
 # Namespaces whose attributes are compared by identity. Modules may gain
 # submodules (lazy imports) but no other attribute; classes gain nothing.
@@ -75,38 +78,29 @@ def _namespaces():
 
 
 def _flags():
-    b = torch.backends
-    f = {
-        "default_dtype": torch.get_default_dtype(),
-        "grad": torch.is_grad_enabled(),
-        "deterministic": torch.are_deterministic_algorithms_enabled(),
-        "fill_uninit": torch._C._get_deterministic_fill_uninitialized_memory(),
-        "threads": torch.get_num_threads(),
-        "function_modes": torch._C._len_torch_function_stack(),
-        "dispatch_modes": torch._C._len_torch_dispatch_stack(),
-        "cudnn": (b.cudnn.enabled, b.cudnn.benchmark, b.cudnn.deterministic, b.cudnn.allow_tf32),
-        "matmul": (b.cuda.matmul.allow_tf32, b.cuda.matmul.allow_fp16_reduced_precision_reduction,
-                   b.cuda.matmul.allow_bf16_reduced_precision_reduction),
-        "float32_matmul_precision": torch.get_float32_matmul_precision(),
-        "trace": (sys.gettrace(), sys.getprofile(), threading.gettrace(), threading.getprofile()),
-        # Objects the next evaluation's code would call into.
+    """Settings the next evaluation runs under: torch's and the process's
+    share of the machine (evaluate_tamper.flags, the ones a candidate must
+    not change under its own reference), and more that only a next
+    evaluation would feel."""
+    f = dict(tamper_flags())
+    f["grad"] = torch.is_grad_enabled()
+    f["environ"] = tuple(sorted(os.environ.items()))
+    # Kernels registered for torch's own operators (torch.library
+    # impl("aten::mm", ...)) would run in place of the next reference's.
+    f["aten_impls"] = frozenset(k for k in getattr(torch.library, "_impls", ()) if k.split("/")[0] in ("aten", "prims"))
+    return f
+
+
+def _hooks():
+    """Objects the next evaluation's code would call into, compared by
+    identity (one of the candidate's could define __eq__), by name."""
+    return {
         "sys_hooks": (sys.stdout, sys.stderr, sys.stdin, sys.excepthook, sys.displayhook, sys.unraisablehook,
                       threading.excepthook, sys.breakpointhook),
-        "import_hooks": (tuple(sys.meta_path), tuple(sys.path_hooks)),
+        "import_hooks": tuple(sys.meta_path) + (None,) + tuple(sys.path_hooks),
         "signals": tuple(signal.getsignal(s) for s in _SIGNALS),
         "gc_callbacks": tuple(gc.callbacks),
-        "environ": tuple(sorted(os.environ.items())),
-        # Kernels registered for torch's own operators (torch.library
-        # impl("aten::mm", ...)) would run in place of the next reference's.
-        "aten_impls": frozenset(k for k in getattr(torch.library, "_impls", ()) if k.split("/")[0] in ("aten", "prims")),
     }
-    if hasattr(torch, "get_default_device"):
-        f["default_device"] = str(torch.get_default_device())
-    mm = sys.modules.get("torch.nn.modules.module")
-    if mm is not None:
-        f["module_hooks"] = tuple((k, len(v)) for k, v in sorted(vars(mm).items())
-                                  if k.startswith("_global_") and hasattr(v, "__len__"))
-    return f
 
 
 def _compared(kind, v):
@@ -149,6 +143,7 @@ class Snapshot:
                 if _compared(kind, v):
                     self.ids[(name, k)] = id(v)
         self.flags = _flags()
+        self.hooks = _hooks()
         self.sys_path = list(sys.path)
         self.threads = {t.ident for t in threading.enumerate()}
         self.tasks = _tasks()
@@ -187,6 +182,10 @@ class Snapshot:
         flags = _flags()
         for k, v in self.flags.items():
             if flags.get(k) != v:
+                out.append("changed %s" % k)
+        for k, objs in _hooks().items():
+            was = self.hooks[k]
+            if len(objs) != len(was) or not all(map(operator.is_, objs, was)):
                 out.append("changed %s" % k)
         alive = [t.name for t in threading.enumerate() if t.ident not in self.threads and t.is_alive()]
         if alive:
