@@ -106,8 +106,17 @@ func TestIntegrityGPUCorpusStartKernels(t *testing.T) {
 		t.Skip("KEVOLVE_GPU=1 not set")
 	}
 	ev := evaluator(t)
+	for _, s := range corpusStartKernels(t, "start_cuda.py", "start_triton.py") {
+		checkStartKernel(t, ev, s, "nvidia", "")
+	}
+}
+
+// corpusStartKernels lists the corpus's start kernels with these file
+// names, sorted; KEVOLVE_START_ONLY=SUBSTRING narrows them.
+func corpusStartKernels(t *testing.T, names ...string) []string {
+	t.Helper()
 	var starts []string
-	for _, pat := range []string{"start_cuda.py", "start_triton.py"} {
+	for _, pat := range names {
 		m, _ := filepath.Glob(filepath.Join("..", "corpus", "problems", "*", "*", pat))
 		starts = append(starts, m...)
 	}
@@ -124,31 +133,35 @@ func TestIntegrityGPUCorpusStartKernels(t *testing.T) {
 		}
 		starts = keep
 	}
-	for _, s := range starts {
-		dir := filepath.Dir(s)
-		name := strings.TrimPrefix(dir, filepath.Join("..", "corpus", "problems")+"/") + "/" + filepath.Base(s)
-		t.Run(name, func(t *testing.T) {
-			res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Path: filepath.Join(dir, "reference.py")},
-				Candidate: Source{Path: s}, Target: "nvidia", Timeout: 170 * time.Second, CompileReference: new(bool),
-				Tolerance: metaTolerance(t, filepath.Join(dir, "meta.yaml"))}, nil)
-			if err != nil {
-				t.Fatalf("Evaluate: %v", err)
-			}
-			line := fmt.Sprintf("%s: %s wall %.2fs", name, res.Verdict, res.WallS)
-			if res.Candidate != nil && res.RefEager != nil {
-				line += fmt.Sprintf(" cand %.1fus eager %.1fus", res.Candidate.MedianS*1e6, res.RefEager.MedianS*1e6)
-			}
-			t.Log(line, " memory ", memLine(res.Memory))
-			if res.Verdict != VerdictPass {
-				for _, c := range res.Checks {
-					if !c.Passed {
-						t.Logf("  failed %s: %s", c.Name, c.Detail)
-					}
+	return starts
+}
+
+// checkStartKernel evaluates a start kernel against its problem's
+// reference, with the problem's tolerance, in a subtest that wants a pass.
+func checkStartKernel(t *testing.T, ev *Evaluator, start, target, shapes string) {
+	dir := filepath.Dir(start)
+	name := strings.TrimPrefix(dir, filepath.Join("..", "corpus", "problems")+"/") + "/" + filepath.Base(start)
+	t.Run(name, func(t *testing.T) {
+		res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Path: filepath.Join(dir, "reference.py")},
+			Candidate: Source{Path: start}, Target: target, Shapes: shapes, Timeout: 170 * time.Second, CompileReference: new(bool),
+			Tolerance: metaTolerance(t, filepath.Join(dir, "meta.yaml"))}, nil)
+		if err != nil {
+			t.Fatalf("Evaluate: %v", err)
+		}
+		line := fmt.Sprintf("%s: %s wall %.2fs", name, res.Verdict, res.WallS)
+		if res.Candidate != nil && res.RefEager != nil {
+			line += fmt.Sprintf(" cand %.1fus eager %.1fus", res.Candidate.MedianS*1e6, res.RefEager.MedianS*1e6)
+		}
+		t.Log(line, " memory ", memLine(res.Memory))
+		if res.Verdict != VerdictPass {
+			for _, c := range res.Checks {
+				if !c.Passed {
+					t.Logf("  failed %s: %s", c.Name, c.Detail)
 				}
-				t.Errorf("start kernel got %s", res.Verdict)
 			}
-		})
-	}
+			t.Errorf("start kernel got %s", res.Verdict)
+		}
+	})
 }
 
 var toleranceLine = regexp.MustCompile(`(?m)^tolerance:\s*\{atol:\s*([0-9.eE+-]+),\s*rtol:\s*([0-9.eE+-]+)\}`)

@@ -116,6 +116,20 @@ func (tc hostileCase) candidateSource(t *testing.T) string {
 	return readTestdata(t, tc.cand)
 }
 
+// The corpus's C and Triton start kernels (Triton through its interpreter)
+// are honest: on the CPU, with the small shape sets, every integrity check
+// (the traced calls once timed, the reference guard, the threads around the
+// reference's timing among them) must let them pass.
+func TestIntegrityCPUCorpusStartKernels(t *testing.T) {
+	if gpuMode() {
+		t.Skip("the GPU test runs the CUDA and Triton starts")
+	}
+	ev := evaluator(t)
+	for _, s := range corpusStartKernels(t, "start_c.py", "start_triton.py") {
+		checkStartKernel(t, ev, s, "cpu", "small")
+	}
+}
+
 // Each hostile case must get its verdict through the named check; none may pass.
 func TestIntegrityHostileCandidates(t *testing.T) {
 	ev := evaluator(t)
