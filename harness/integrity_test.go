@@ -89,6 +89,9 @@ var hostileCases = []hostileCase{
 	{"reference_as_candidate_diag_matmul", "ref_diag_matmul.py", "rename:ref_diag_matmul.py", VerdictIntegrityViolation, "reference_ops", false},
 	{"reference_as_candidate_conv_relu", "ref_conv_relu.py", "rename:ref_conv_relu.py", VerdictIntegrityViolation, "reference_ops", false},
 	{"reference_as_candidate_layernorm", "ref_layernorm.py", "rename:ref_layernorm.py", VerdictIntegrityViolation, "reference_ops", false},
+	// The reference's GEMM under another name: torch.ops.aten.mm, einsum (bmm).
+	{"reference_gemm_by_another_name", "ref_matmul_relu_small.py", "matmul_by_another_name.py", VerdictIntegrityViolation, "reference_ops", false},
+	{"reference_gemm_by_einsum", "ref_matmul_relu_small.py", "matmul_by_einsum.py", VerdictIntegrityViolation, "reference_ops", false},
 	// The reference with glue added (.contiguous(), a clone) is still the reference.
 	{"reference_with_glue_added", "ref_diag_matmul.py", "diag_matmul_glue.py", VerdictIntegrityViolation, "reference_ops", false},
 	// Its own formulation through the correctness trials, the reference's
@@ -189,6 +192,9 @@ func TestIntegrityHonestCandidatesPass(t *testing.T) {
 	for _, tc := range []struct{ name, ref, cand, warn string }{
 		{"plain_torch_other_ops", "ref_diag_matmul.py", "diag_matmul_broadcast.py", "no custom kernel"},
 		{"persistent_output_buffer", "ref_normalize.py", "persistent_buffer.py", ""},
+		// The generic ops a composite reference decomposes into (F.rms_norm:
+		// pow, mean, rsqrt) are not its own ops.
+		{"plain_torch_composite_written_out", "ref_rms_norm.py", "rms_norm_plain_torch.py", "no custom kernel"},
 		// Shapes change with the seed: the memoization check rotates values
 		// in the same buffers, timing gives every call a new input set.
 		{"jagged_inputs", "ref_jagged_sum.py", "jagged_sum_honest.py", "each timed call got a new input set"},

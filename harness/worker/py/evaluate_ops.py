@@ -53,6 +53,68 @@ def is_heavy(name):
     return name in HEAVY_OPS or name.startswith(HEAVY_PREFIXES)
 
 
+# aten ops that do a problem's work under names no torch function has
+# (what layer_norm, softmax or a convolution dispatch to).
+HEAVY_ATEN = {
+    "native_layer_norm", "native_batch_norm", "_native_batch_norm_legit",
+    "_native_batch_norm_legit_no_training", "native_group_norm", "_fused_rms_norm", "_softmax",
+    "_log_softmax", "_embedding_bag", "_embedding_bag_forward_only", "_cdist_forward", "_fft_r2c",
+    "_fft_c2c", "_fft_c2r", "linalg_vector_norm", "_weight_norm_interface", "_cudnn_rnn", "miopen_rnn",
+    "mkldnn_rnn_layer", "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell", "_upsample_bilinear2d_aa",
+}
+HEAVY_ATEN_PREFIXES = ("cudnn_", "miopen_", "mkldnn_", "_mkldnn", "upsample_", "_upsample", "_scaled_dot", "_flash",
+                       "_efficient_attention", "embedding", "_embedding")
+_GEMM = "matrix multiply (aten mm/bmm/addmm/...)"
+_CONV = "convolution"
+
+
+def aten_base(name):
+    """aten.mm.default -> mm; other namespaces keep their whole name."""
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "aten" else name
+
+
+# Families of aten ops that are one kind of work: a candidate reaching a
+# GEMM through bmm (einsum) does what a reference's mm does.
+_GEMM_ATEN = {"mm", "addmm", "bmm", "baddbmm", "addbmm", "mv", "addmv", "dot", "vdot", "matmul", "linear",
+              "_addmm_activation", "_int_mm", "_scaled_mm", "tensordot", "einsum", "inner", "outer"}
+_CONV_PREFIXES = ("conv", "_convolution", "cudnn_convolution", "mkldnn_convolution", "miopen_convolution", "slow_conv",
+                  "_slow_conv", "thnn_conv", "_nnpack_spatial_convolution")
+
+
+def heavy_aten(trace):
+    """The aten ops of a trace that do a problem's work: the reference's,
+    whatever torch function, alias or torch.ops call reached them
+    (torch.mm, torch.ops.aten.mm and einsum's bmm all do what matmul does),
+    named by their family (GEMMs, convolutions) or their own name."""
+    out = set()
+    for name in trace:
+        if not name.startswith("aten."):
+            continue
+        b = aten_base(name)
+        if b in _GEMM_ATEN:
+            out.add(_GEMM)
+        elif b.startswith(_CONV_PREFIXES):
+            out.add(_CONV)
+        elif is_heavy(b) or b in HEAVY_ATEN or b.startswith(HEAVY_ATEN_PREFIXES):
+            out.add(b)
+    return out
+
+
+def shared_work(ref_aten, cand_aten, mains):
+    """The heavy aten ops (heavy_aten) both sides dispatched that make the
+    candidate's work the reference's: a GEMM, a convolution, attention, a
+    native norm or softmax kernel, an embedding; a generic one (a sum, a
+    mean, a sort) only when the reference called it by name (mains), since
+    composites such as rms_norm decompose into those and a candidate
+    written in plain torch ops may use them."""
+    out = []
+    for x in sorted(ref_aten & cand_aten):
+        if x in (_GEMM, _CONV) or x in HEAVY_ATEN or x.startswith(HEAVY_ATEN_PREFIXES) or x in mains:
+            out.append(x)
+    return out
+
+
 def op_name(func):
     n = getattr(func, "__name__", None) or repr(func)
     return n
@@ -118,13 +180,7 @@ class OpTrace(TorchDispatchMode):
 
 def compute_ops(trace):
     """The trace without glue (views, copies, allocations, queries)."""
-    out = []
-    for name in trace:
-        parts = name.split(".")
-        base = parts[1] if len(parts) > 1 and parts[0] == "aten" else name
-        if base not in GLUE_ATEN:
-            out.append(name)
-    return out
+    return [name for name in trace if aten_base(name) not in GLUE_ATEN]
 
 
 def same_trace(ref, cand):
