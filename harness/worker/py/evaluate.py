@@ -782,7 +782,8 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
         to the reference's ops afterwards."""
         why = ref_ops_used(ops, heavy_aten(trace_ops)) or same_trace(ref_trace, trace_ops)
         if why:
-            checks.add("reference_ops", False, "%s: %s, which the correctness trials did not show; implement them in a kernel" % (where, why),
+            checks.add("reference_ops", False,
+                       "%s: %s, which the correctness trials did not show; implement them in a kernel" % (where, why),
                        "integrity_violation")
     for where, ops, trace_ops in traced:
         if not checks.failed():
@@ -793,8 +794,10 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
         post_rec, post_trace = OpRecorder(), OpTrace()
         ok, detail = post_timing_call(lambda x: run_candidate(x, -3, post_rec, post_trace), ref_call, make_inputs, seed + 4242, tol, fpr,
                                       ref_mutates)
-        checks.add("audit", ok, detail if not ok else "%d timed iterations audited at random (%s) and %d traced calls among them, all matched the reference; %s (audit seed %d)" % (
-            len(audited), audited[:20], len(traced), detail, audit_seed), "integrity_violation")
+        if ok:
+            detail = ("%d timed iterations audited at random (%s) and %d traced calls among them, all matched the reference; "
+                      "%s (audit seed %d)") % (len(audited), audited[:20], len(traced), detail, audit_seed)
+        checks.add("audit", ok, detail, "integrity_violation")
         if ok:
             ref_ops_once_timed("after timing (a call on fresh inputs, traced)", post_rec.ops, post_trace.ops)
         del post_rec, post_trace
