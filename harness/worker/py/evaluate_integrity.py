@@ -140,6 +140,13 @@ class InputRefresher:
         return new
 
 
+def _sync_device_of(outs):
+    """Device-wide synchronize of the GPU the outputs live on (none on a CPU)."""
+    dev = next((t.device for t in outs if isinstance(t, torch.Tensor)), None)
+    if dev is not None and dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+
+
 class Auditor:
     """Checks randomly chosen timed calls against the reference (see the
     module docstring).
@@ -203,9 +210,7 @@ class Auditor:
 
     def _settle_live(self, it, outs, o1, ref):
         from evaluate_timing import AuditFailed
-        dev = next((t.device for t in outs if isinstance(t, torch.Tensor)), None)
-        if dev is not None and dev.type == "cuda":
-            torch.cuda.synchronize(dev)
+        _sync_device_of(outs)
         bad = differing_chunks(o1, self.fpr.of(outs))
         if bad:
             raise AuditFailed(("timed iteration %d (audited at random): output %d changed after the end event (chunk %d of its "
@@ -235,9 +240,7 @@ class Auditor:
             out = fn()
         outs = flatten(out)
         del out
-        dev = next((t.device for t in outs if isinstance(t, torch.Tensor)), None)
-        if dev is not None and dev.type == "cuda":
-            torch.cuda.synchronize(dev)
+        _sync_device_of(outs)
         where = "the traced call between timed batches %d and %d" % (batch + 1, batch + 2)
         self.traced.append((where, dict(rec.ops), list(trace.ops)))
         self._compare(where, outs, self._ref_for(tok))

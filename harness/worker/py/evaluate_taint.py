@@ -38,7 +38,7 @@ import time  # noqa: F401
 
 import torch
 
-from evaluate_tamper import flags as tamper_flags
+from evaluate_tamper import flags as tamper_flags, is_code
 
 # Namespaces whose attributes are compared by identity. Modules may gain
 # submodules (lazy imports) but no other attribute; classes gain nothing.
@@ -56,11 +56,9 @@ _HARNESS = ("evaluate", "kevolve", "workcount", "worker", "__main__")
 def _is_harness(name):
     top = name.split(".")[0]
     return top in _HARNESS or top.startswith("evaluate_")
+
+
 _SIGNALS = (signal.SIGALRM, signal.SIGTERM, signal.SIGINT, signal.SIGCHLD, signal.SIGPIPE, signal.SIGSEGV)
-
-
-def _is_code(v):
-    return callable(v) or isinstance(v, (type, staticmethod, classmethod, property))
 
 
 def _namespaces():
@@ -107,7 +105,7 @@ def _compared(kind, v):
     """Modules' data (caches, counters, torch.cuda's initialized flag)
     changes as they are used; their functions and classes must not. Class
     attributes are all compared."""
-    return kind == "class" or _is_code(v)
+    return kind == "class" or is_code(v)
 
 
 def _allocated():

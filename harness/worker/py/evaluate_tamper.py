@@ -57,7 +57,9 @@ _HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_forward_hooks_with_kwargs", 
           "_forward_hooks_always_called", "_state_dict_hooks", "_load_state_dict_pre_hooks")
 
 
-def _is_code(v):
+def is_code(v):
+    """Functions, classes and descriptors: what a namespace holds that
+    code calls into (its data changes as it is used)."""
     return callable(v) or isinstance(v, (type, staticmethod, classmethod, property))
 
 
@@ -186,7 +188,7 @@ class _Table:
         """whole: additions count too (classes); a module may gain
         attributes as it lazily imports."""
         d = ns if isinstance(ns, dict) else vars(ns)
-        items = [(k, v) for k, v in list(d.items()) if _is_code(v)]
+        items = [(k, v) for k, v in list(d.items()) if is_code(v)]
         self.rows.append([label, d, [k for k, _ in items], [v for _, v in items], set(d) if whole else None])
 
     def changes(self):
@@ -205,7 +207,7 @@ class _Table:
             if every is not None and len(d) != len(every):
                 for k in sorted(k for k in list(d) if k not in every):
                     v = d.get(k)
-                    if not _is_code(v) or _torch_made(v, None):
+                    if not is_code(v) or _torch_made(v, None):
                         every.add(k)
                     else:
                         out.append("added %s.%s" % (label, k))
@@ -221,8 +223,9 @@ class _ModelState:
     counter)."""
 
     def __init__(self, model):
-        self.mods = [m for _, m in model.named_modules(remove_duplicate=False)]
-        names = ["the reference model" + ("." + n if n else "") for n, _ in model.named_modules(remove_duplicate=False)]
+        named = list(model.named_modules(remove_duplicate=False))
+        self.mods = [m for _, m in named]
+        names = ["the reference model" + ("." + n if n else "") for n, _ in named]
         self.table = _Table()
         for n, m in zip(names, self.mods):
             self.table.add(n, m, True)
