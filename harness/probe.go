@@ -75,6 +75,14 @@ func (e *Evaluator) Device(ctx context.Context) (target, name string, err error)
 	return string(t), devs[0].Name, nil
 }
 
+// ResolveTarget says which target a word means on this host: a name or an
+// alias, or auto (the GPU torch can drive, else the CPU). A named GPU
+// target without a device here is a *lease.NoDeviceError whose message is
+// the same for every command that asks (eval, evolve, suites, the fleet).
+func (e *Evaluator) ResolveTarget(ctx context.Context, s string) (target.Name, error) {
+	return e.resolveTarget(ctx, s)
+}
+
 // resolveTarget parses a target (auto: the GPU torch can use, else the
 // CPU) and checks one is usable here. No device of a named GPU target is a
 // *lease.NoDeviceError: nothing ran, so there is no verdict.

@@ -64,7 +64,9 @@ var (
 		"numerics", "compile-error", "runtime-error", "incorrect",
 	}
 	Vendors   = []string{"generic", "nvidia", "amd", "cpu"}
-	Arches    = []string{"generic", "ampere", "hopper", "blackwell", "cdna3", "cdna4", "x86", "arm"}
+	// Arches holds every arch of the hardware spec table (harness/spec;
+	// a test keeps the two in step) and the CPU ISAs.
+	Arches = []string{"generic", "ampere", "ada", "hopper", "blackwell", "cdna3", "cdna4", "x86", "arm"}
 	Operators = []string{
 		"gemm", "attention", "norm", "softmax", "embedding-bag", "jagged", "interaction",
 		"conv", "reduction", "scan", "elementwise", "any",
@@ -75,7 +77,7 @@ var (
 
 // archVendor says which vendor each arch belongs to, for defaults and checks.
 var archVendor = map[string]string{
-	"ampere": "nvidia", "hopper": "nvidia", "blackwell": "nvidia",
+	"ampere": "nvidia", "ada": "nvidia", "hopper": "nvidia", "blackwell": "nvidia",
 	"cdna3": "amd", "cdna4": "amd", "x86": "cpu", "arm": "cpu",
 }
 

@@ -20,6 +20,8 @@ func TestResolveDevice(t *testing.T) {
 		{"NVIDIA H100 80GB HBM3", DeviceScope{"nvidia", "hopper"}, true},
 		{"H200", DeviceScope{"nvidia", "hopper"}, true},
 		{"a100", DeviceScope{"nvidia", "ampere"}, true},
+		{"ada", DeviceScope{"nvidia", "ada"}, true},
+		{"NVIDIA L40S", DeviceScope{"nvidia", "ada"}, true},
 		{"b200", DeviceScope{"nvidia", "blackwell"}, true},
 		{"sm_90a", DeviceScope{"nvidia", "hopper"}, true},
 		{"mi300x", DeviceScope{"amd", "cdna3"}, true},

@@ -99,6 +99,12 @@ func ResolveDevice(device string) (DeviceScope, bool) {
 	if s, ok := find(deviceNames[:7]); ok {
 		return s, true
 	}
+	arches := spec.Arches()
+	for _, t := range toks {
+		if vendor, ok := arches[t]; ok {
+			return DeviceScope{vendor, t}, true
+		}
+	}
 	if row, ok := spec.Get(device); ok {
 		return DeviceScope{row.Vendor, row.Arch}, true
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -149,16 +148,8 @@ func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.W
 			}
 		}
 	} else {
-		rep := a.devices.Get(ctx, false)
-		spec.Target = strings.ToLower(eo.target)
-		if spec.Target == "auto" || spec.Target == "" {
-			spec.Target = "cpu"
-			if rep.Python != nil && rep.Python.CUDAUsable {
-				spec.Target = "nvidia"
-			}
-		}
-		if spec.Target == "cuda" {
-			spec.Target = "nvidia"
+		if spec.Target, err = resolveTarget(ctx, ev, eo.target, eo.fleet.remote()); err != nil {
+			return err
 		}
 		spec.CorpusRoot = corpusRoot()
 		if o.Problem, o.StartCode, err = engine.ResolveProblem(ctx, a.registry(), spec); err != nil {
@@ -170,12 +161,7 @@ func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.W
 				o.Config.Policy.Draft = max(o.Config.Policy.Islands, 4)
 			}
 		}
-		for _, gpu := range rep.GPUs {
-			o.Devices = append(o.Devices, gpu.Name)
-		}
-		if spec.Target == "cpu" {
-			o.Devices = []string{rep.CPU.Model}
-		}
+		o.Devices = a.devices.Get(ctx, false).DeviceNames(spec.Target)
 	}
 	adapter := &harnesseval.Adapter{Ev: ev, Timeout: eo.evalTO}
 	if c, err := ceilingsFor(ctx, a, eo.calibrate, stderr); err == nil {

@@ -9,6 +9,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/kevolve/kevolve-mcp/harness"
+	"github.com/kevolve/kevolve-mcp/harness/target"
+
 	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/engine"
 	"github.com/kevolve/kevolve-mcp/search/fleet"
@@ -41,6 +44,35 @@ func addFleetFlags(f *pflag.FlagSet, ff *fleetFlags) {
 }
 
 func (ff *fleetFlags) enabled() bool { return ff.workers != "" || ff.listen != "" }
+
+// remote reports whether evaluations run on other hosts (workers that are
+// launched elsewhere or join --listen), so this host's devices do not say
+// which targets exist.
+func (ff *fleetFlags) remote() bool {
+	if ff.workers == "" {
+		return ff.listen != ""
+	}
+	spec, err := fleet.ParseWorkers(ff.workers)
+	return err != nil || spec.Engine != "local"
+}
+
+// resolveTarget reads --target through the harness's one resolution (auto
+// picks the GPU torch drives here, else the CPU; a named target without
+// its device here fails with the device's message, as eval does), or by
+// name alone when remote workers own the devices.
+func resolveTarget(ctx context.Context, ev *harness.Evaluator, s string, remote bool) (string, error) {
+	if remote {
+		t, err := target.Parse(s)
+		if err != nil {
+			return "", err
+		}
+		if t != target.Auto {
+			return string(t), nil
+		}
+	}
+	t, err := ev.ResolveTarget(ctx, s)
+	return string(t), err
+}
 
 // parallelism is the engine's slot count: --parallel when given, else
 // what the fleet is known to take at once, else 1. On the CPU that is a

@@ -61,22 +61,15 @@ func (a *app) runManager(ctx context.Context, rf serverFleet) (*runs.Manager, er
 			s.CorpusRoot = corpusRoot()
 			return engine.ResolveProblem(ctx, reg, s)
 		},
-		DetectTarget: func(ctx context.Context) string {
-			if rep := a.devices.Get(ctx, false); rep.Python != nil && rep.Python.CUDAUsable {
-				return "nvidia"
+		ResolveTarget: func(ctx context.Context, s string) (string, error) {
+			ev, err := a.evaluator()
+			if err != nil {
+				return "", err
 			}
-			return "cpu"
+			return resolveTarget(ctx, ev, s, rf.remote)
 		},
 		Devices: func(ctx context.Context, target string) []string {
-			rep := a.devices.Get(ctx, false)
-			if target == "cpu" {
-				return []string{rep.CPU.Model}
-			}
-			var names []string
-			for _, gpu := range rep.GPUs {
-				names = append(names, gpu.Name)
-			}
-			return names
+			return a.devices.Get(ctx, false).DeviceNames(target)
 		},
 		Operator: operator.ByName,
 		Report: func(ctx context.Context, st search.Store, id string) (string, error) {
@@ -99,6 +92,7 @@ type serverFleet struct {
 	evaluator search.Evaluator
 	parallel  func(target string) int
 	status    func(ctx context.Context) (*fleet.FleetStatus, error)
+	remote    bool // its workers run elsewhere: targets are theirs, not this host's
 }
 
 // runFleet wires fl (nil = none) into the run manager: its evaluator,
@@ -109,6 +103,7 @@ func runFleet(c *cli, a *app, fl *fleet.Fleet) serverFleet {
 	}
 	return serverFleet{
 		evaluator: fl.Evaluator,
+		remote:    c.fleet.remote(),
 		parallel: func(target string) int {
 			n, err := c.fleet.parallelism(0, target, a.localGPUs)
 			if err != nil {

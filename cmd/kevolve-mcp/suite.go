@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -41,15 +40,9 @@ func evolveSuite(ctx context.Context, c *cli, a *app, eo *evolveOptions, st *sto
 		return err
 	}
 	rep := a.devices.Get(ctx, false)
-	target := strings.ToLower(eo.target)
-	if target == "auto" || target == "" {
-		target = "cpu"
-		if rep.Python != nil && rep.Python.CUDAUsable {
-			target = "nvidia"
-		}
-	}
-	if target == "cuda" {
-		target = "nvidia"
+	target, err := resolveTarget(ctx, ev, eo.target, eo.fleet.remote())
+	if err != nil {
+		return err
 	}
 	probs, skipped, err := suite.Resolve(ctx, a.registry(), sp, target, eo.spec.Language, corpusRoot())
 	for _, s := range skipped {
@@ -58,13 +51,7 @@ func evolveSuite(ctx context.Context, c *cli, a *app, eo *evolveOptions, st *sto
 	if err != nil {
 		return err
 	}
-	var devices []string
-	for _, gpu := range rep.GPUs {
-		devices = append(devices, gpu.Name)
-	}
-	if target == "cpu" {
-		devices = []string{rep.CPU.Model}
-	}
+	devices := rep.DeviceNames(target)
 	adapter := &harnesseval.Adapter{Ev: ev, Timeout: eo.evalTO}
 	if ceil, err := ceilingsFor(ctx, a, eo.calibrate, stderr); err == nil {
 		adapter.Ceilings = &ceil

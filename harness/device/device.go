@@ -163,3 +163,18 @@ func GPUs(ctx context.Context, opt Options) (gpus []GPU, nvidia, amd Source) {
 	}
 	return gpus, nvSrc, amdSrc
 }
+
+// DeviceNames names the devices a target runs on here: the GPUs of its
+// vendor, or the CPU's model for the cpu target.
+func (r Report) DeviceNames(target string) []string {
+	if target == "cpu" {
+		return []string{r.CPU.Model}
+	}
+	var names []string
+	for _, g := range r.GPUs {
+		if g.Vendor == target {
+			names = append(names, g.Name)
+		}
+	}
+	return names
+}

@@ -105,6 +105,17 @@ func All() []Row {
 	return out
 }
 
+// Arches maps each architecture of the table to its vendor ("hopper":
+// "nvidia", "cdna3": "amd"): the one list of arch names that retrieval
+// and the knowledge base's vocabulary follow.
+func Arches() map[string]string {
+	out := map[string]string{}
+	for _, r := range rows {
+		out[r.Arch] = r.Vendor
+	}
+	return out
+}
+
 // Get returns the row with the given key (e.g. "h100-sxm") or a device alias
 // an agent is likely to type ("h100", "mi300x", "a100").
 func Get(key string) (Row, bool) {

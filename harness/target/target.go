@@ -123,6 +123,43 @@ func Accepted() string {
 	return strings.Join(names, ", ") + " or " + string(Auto)
 }
 
+// ParseTarget is Parse for a named target: auto (or "") is refused, for
+// places that need one row of the table (a stored run, a fleet kind).
+func ParseTarget(s string) (Target, error) {
+	n, err := Parse(s)
+	if err != nil {
+		return Target{}, err
+	}
+	if n == Auto {
+		return Target{}, fmt.Errorf("target %q: name one of %s", s, names())
+	}
+	return MustGet(n), nil
+}
+
+func names() string {
+	var out []string
+	for _, t := range table {
+		out = append(out, string(t.Name))
+	}
+	return strings.Join(out[:len(out)-1], ", ") + " or " + out[len(out)-1]
+}
+
+// GPU reports whether the target is an accelerator (not the host CPU).
+func (t Target) GPU() bool { return t.Name != CPU }
+
+// DefaultLanguage is the kernel language a search or a start kernel uses
+// when none is named: the target's first language (cuda, hip, c).
+func (t Target) DefaultLanguage() string { return t.Languages[0] }
+
+// DefaultShapes is the shape set problems are evaluated on when none is
+// named: the small one on the CPU, where the large ones take minutes.
+func (t Target) DefaultShapes() string {
+	if t.GPU() {
+		return "large"
+	}
+	return "small"
+}
+
 // Compiles reports whether the target compiles a kernel language.
 func (t Target) Compiles(lang string) bool {
 	for _, l := range t.Languages {

@@ -52,3 +52,23 @@ func TestTable(t *testing.T) {
 		}
 	}
 }
+
+func TestDefaultsAndParseTarget(t *testing.T) {
+	for _, c := range []struct {
+		in, lang, shapes string
+		gpu              bool
+	}{{"nvidia", LangCUDA, "large", true}, {"cuda", LangCUDA, "large", true}, {"amd", LangHIP, "large", true}, {"rocm", LangHIP, "large", true}, {"cpu", LangC, "small", false}} {
+		tg, err := ParseTarget(c.in)
+		if err != nil {
+			t.Fatalf("ParseTarget(%q): %v", c.in, err)
+		}
+		if tg.DefaultLanguage() != c.lang || tg.DefaultShapes() != c.shapes || tg.GPU() != c.gpu || !tg.Compiles(c.lang) {
+			t.Errorf("%s: language %s shapes %s gpu %v", c.in, tg.DefaultLanguage(), tg.DefaultShapes(), tg.GPU())
+		}
+	}
+	for _, bad := range []string{"", "auto", "tpu"} {
+		if _, err := ParseTarget(bad); err == nil {
+			t.Errorf("ParseTarget(%q) accepted", bad)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kevolve/kevolve-mcp/corpus"
+	"github.com/kevolve/kevolve-mcp/harness/target"
 	"github.com/kevolve/kevolve-mcp/search"
 )
 
@@ -16,7 +17,7 @@ type ProblemSpec struct {
 	// Name is a corpus name (built-in or imported) or a KernelBench-format
 	// reference file.
 	Name string
-	// Target is cpu or nvidia (resolved by the caller from "auto").
+	// Target is a target of the table (resolved by the caller from "auto").
 	Target string
 	// Language picks the corpus start kernel: c, cuda or triton ("" = c on
 	// cpu, cuda on nvidia).
@@ -34,10 +35,9 @@ func ResolveProblem(ctx context.Context, reg *corpus.Registry, s ProblemSpec) (s
 	if s.Name == "" {
 		return search.Problem{}, "", fmt.Errorf("no problem given: name a corpus problem (e.g. %s) or a KernelBench-format file", corpus.Default)
 	}
-	switch s.Target {
-	case "cpu", "nvidia":
-	default:
-		return search.Problem{}, "", fmt.Errorf("target %q: use cpu or nvidia", s.Target)
+	tg, err := target.ParseTarget(s.Target)
+	if err != nil {
+		return search.Problem{}, "", err
 	}
 	lang := s.Language
 	if lang == "" && s.StartFile != "" {
@@ -46,22 +46,16 @@ func ResolveProblem(ctx context.Context, reg *corpus.Registry, s ProblemSpec) (s
 		}
 	}
 	if lang == "" {
-		lang = "c"
-		if s.Target == "nvidia" {
-			lang = "cuda"
-		}
+		lang = tg.DefaultLanguage()
 	}
-	if s.Target == "cpu" && lang == "cuda" {
-		return search.Problem{}, "", fmt.Errorf("language cuda needs the nvidia target")
+	if !tg.Compiles(lang) {
+		return search.Problem{}, "", fmt.Errorf("target %s does not compile %s kernels (it compiles %s)", tg.Name, lang, strings.Join(tg.Languages, ", "))
 	}
 	shapes := s.ShapeSet
 	if shapes == "" {
-		shapes = "large"
-		if s.Target == "cpu" {
-			shapes = "small"
-		}
+		shapes = tg.DefaultShapes()
 	}
-	p := search.Problem{Target: s.Target, Language: lang}
+	p := search.Problem{Target: string(tg.Name), Language: lang}
 	var start string
 	if st, err := os.Stat(s.Name); err == nil && !st.IsDir() && strings.HasSuffix(s.Name, ".py") {
 		abs, err := filepath.Abs(s.Name)
@@ -91,7 +85,7 @@ func ResolveProblem(ctx context.Context, reg *corpus.Registry, s ProblemSpec) (s
 			p.Tolerance = &search.Tolerance{Atol: t.Atol, Rtol: t.Rtol}
 		}
 		if s.StartFile == "" {
-			if start, err = r.Problem.StartSource(lang); err != nil {
+			if start, p.Language, err = bundledStart(r.Problem, tg, lang, s.Language != ""); err != nil {
 				return p, "", fmt.Errorf("%w: give one with --start", err)
 			}
 		}
@@ -107,6 +101,23 @@ func ResolveProblem(ctx context.Context, reg *corpus.Registry, s ProblemSpec) (s
 		}
 	}
 	return p, start, nil
+}
+
+// bundledStart is a corpus problem's start kernel in lang; when the
+// language was only the target's default, the target's other languages
+// are tried in the table's order (an AMD run of a problem with no HIP
+// start begins from its Triton one).
+func bundledStart(p corpus.Problem, tg target.Target, lang string, named bool) (string, string, error) {
+	start, err := p.StartSource(lang)
+	if err == nil || named {
+		return start, lang, err
+	}
+	for _, l := range tg.Languages {
+		if s, e := p.StartSource(l); e == nil {
+			return s, l, nil
+		}
+	}
+	return "", lang, err
 }
 
 // DetectLanguage guesses a candidate's kernel language from its loaders:

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kevolve/kevolve-mcp/harness/device"
+	tgt "github.com/kevolve/kevolve-mcp/harness/target"
 )
 
 // LocalDevices turns the host's discovery report into the devices a worker
@@ -14,18 +15,22 @@ import (
 // evaluations) to offer; for a GPU target, slots > 0 keeps only the first
 // slots GPUs.
 func LocalDevices(rep device.Report, target string, slots int) ([]Device, error) {
-	target = strings.ToLower(target)
-	if target == "cuda" {
-		target = "nvidia"
+	n, err := tgt.Parse(target)
+	if err != nil {
+		return nil, err
+	}
+	target = string(n)
+	if n == tgt.Auto {
+		target = ""
 	}
 	var out []Device
-	if target == "auto" || target == "" || target == "nvidia" || target == "amd" {
+	if target == "" || tgt.MustGet(n).GPU() {
 		for _, g := range rep.GPUs {
 			t := strings.ToLower(g.Vendor)
-			if t != "nvidia" && t != "amd" {
+			if gt, err := tgt.ParseTarget(t); err != nil || !gt.GPU() {
 				continue
 			}
-			if target != "auto" && target != "" && t != target {
+			if target != "" && t != target {
 				continue
 			}
 			d := Device{Index: g.Index, Target: t, Arch: g.Arch, Name: g.Name, UUID: g.UUID}
@@ -37,15 +42,12 @@ func LocalDevices(rep device.Report, target string, slots int) ([]Device, error)
 		if slots > 0 && len(out) > slots {
 			out = out[:slots]
 		}
-		if len(out) > 0 || (target != "auto" && target != "") {
+		if len(out) > 0 || target != "" {
 			if len(out) == 0 {
 				return nil, fmt.Errorf("worker: no %s device found on this host (%s)", target, rep.NVIDIA.Detail)
 			}
 			return out, nil
 		}
-	}
-	if target != "cpu" && target != "auto" && target != "" {
-		return nil, fmt.Errorf("worker: target %q: use cpu, nvidia, amd or auto", target)
 	}
 	if slots <= 0 {
 		slots = 1

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kevolve/kevolve-mcp/harness/spec"
+	"github.com/kevolve/kevolve-mcp/harness/target"
 	"github.com/kevolve/kevolve-mcp/search"
 )
 
@@ -177,9 +179,11 @@ func KindResults(ctx context.Context, q *Queue, p search.Problem, code string) (
 	return out, nil
 }
 
-// ParseKinds reads --targets: comma-separated kinds, each TARGET[:ARCH] or
-// a product or arch alone ("h100", "sm_90", "gfx942", "mi300x"), which
-// implies its target.
+// ParseKinds reads --targets: comma-separated kinds, each TARGET[:ARCH]
+// or TARGET[:MODEL] (a target's name or alias), or an arch or product
+// alone ("sm_90", "gfx942", "h100", "mi300x"), which implies its target:
+// arches by the target table's spelling, products by the spec table's
+// vendor (NVIDIA when the spec table does not know the name).
 func ParseKinds(s string) ([]Kind, error) {
 	var out []Kind
 	for _, f := range strings.Split(s, ",") {
@@ -187,31 +191,11 @@ func ParseKinds(s string) ([]Kind, error) {
 		if f == "" {
 			continue
 		}
-		if t, rest, ok := strings.Cut(f, ":"); ok {
-			if !knownTarget(t) {
-				return nil, fmt.Errorf("--targets %q: %q is not a target (cpu, nvidia or amd)", s, t)
-			}
-			k := Kind{Target: t}
-			if strings.HasPrefix(rest, "sm_") || strings.HasPrefix(rest, "gfx") {
-				k.Arch = rest
-			} else {
-				k.Model = rest
-			}
-			out = append(out, k)
-			continue
+		k, err := parseKind(f)
+		if err != nil {
+			return nil, fmt.Errorf("--targets %q: %w", s, err)
 		}
-		switch {
-		case knownTarget(f):
-			out = append(out, Kind{Target: f})
-		case strings.HasPrefix(f, "sm_"):
-			out = append(out, Kind{Target: "nvidia", Arch: f})
-		case strings.HasPrefix(f, "gfx"):
-			out = append(out, Kind{Target: "amd", Arch: f})
-		case strings.HasPrefix(f, "mi"):
-			out = append(out, Kind{Target: "amd", Model: f})
-		default:
-			out = append(out, Kind{Target: "nvidia", Model: f})
-		}
+		out = append(out, k)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("--targets %q: name at least one kind (e.g. nvidia:sm_90,amd:gfx942 or h100,h200)", s)
@@ -219,7 +203,33 @@ func ParseKinds(s string) ([]Kind, error) {
 	return out, nil
 }
 
-func knownTarget(t string) bool { return t == "cpu" || t == "nvidia" || t == "amd" }
+func parseKind(f string) (Kind, error) {
+	if t, rest, ok := strings.Cut(f, ":"); ok {
+		tg, err := target.ParseTarget(t)
+		if err != nil {
+			return Kind{}, err
+		}
+		if tg.ArchPrefix != "" && strings.HasPrefix(rest, tg.ArchPrefix) {
+			return Kind{Target: string(tg.Name), Arch: rest}, nil
+		}
+		return Kind{Target: string(tg.Name), Model: rest}, nil
+	}
+	if tg, err := target.ParseTarget(f); err == nil {
+		return Kind{Target: string(tg.Name)}, nil
+	}
+	for _, tg := range target.All() {
+		if tg.ArchPrefix != "" && strings.HasPrefix(f, tg.ArchPrefix) {
+			return Kind{Target: string(tg.Name), Arch: f}, nil
+		}
+	}
+	if row, ok := spec.Get(f); ok {
+		return Kind{Target: row.Vendor, Model: f}, nil
+	}
+	if row, ok := spec.Lookup(f, 0); ok {
+		return Kind{Target: row.Vendor, Model: f}, nil
+	}
+	return Kind{Target: string(target.NVIDIA), Model: f}, nil
+}
 
 // warnUnserved logs the kinds still waiting that no live worker offers.
 func (e *Evaluator) warnUnserved(ctx context.Context, kinds []Kind, results []*JobRecord) {

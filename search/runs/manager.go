@@ -29,8 +29,10 @@ type Options struct {
 	// Resolve turns a problem spec into a problem and its start kernel
 	// (engine.ResolveProblem with the corpus registry).
 	Resolve func(ctx context.Context, spec engine.ProblemSpec) (search.Problem, string, error)
-	// DetectTarget answers target "auto" (cpu when nil).
-	DetectTarget func(ctx context.Context) string
+	// ResolveTarget turns a run's target word into a target of the table
+	// (auto: the device found; a named target without its device is an
+	// error); nil parses by name and takes auto as the cpu.
+	ResolveTarget func(ctx context.Context, s string) (string, error)
 	// Devices names the devices a run on target uses, for its record and
 	// report (nil = not recorded).
 	Devices func(ctx context.Context, target string) []string

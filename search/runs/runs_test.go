@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kevolve/kevolve-mcp/harness/target"
 	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/engine"
 	"github.com/kevolve/kevolve-mcp/search/store"
@@ -407,8 +408,14 @@ func mustRoot(t *testing.T, f *fixture, runID string) int64 {
 func TestStartKernelFailureAndMissingTarget(t *testing.T) {
 	f := newFixture(t, 10*time.Millisecond)
 	m, err := New(Options{Store: f.st, WorkDir: f.work,
-		Evaluator:    func(context.Context) (search.Evaluator, error) { return f.ev, nil },
-		DetectTarget: func(context.Context) string { return "cpu" },
+		Evaluator: func(context.Context) (search.Evaluator, error) { return f.ev, nil },
+		// This host's answer, as the harness gives it for a GPU it lacks.
+		ResolveTarget: func(_ context.Context, s string) (string, error) {
+			if n, err := target.Parse(s); err != nil || n != target.CPU && n != target.Auto {
+				return "", fmt.Errorf("no %s device found: none on this host", s)
+			}
+			return "cpu", nil
+		},
 		Resolve: func(_ context.Context, s engine.ProblemSpec) (search.Problem, string, error) {
 			b, err := os.ReadFile(s.StartFile)
 			return search.Problem{Name: "p", ReferencePath: f.ref, Target: s.Target, Language: "c"}, string(b), err
@@ -418,7 +425,7 @@ func TestStartKernelFailureAndMissingTarget(t *testing.T) {
 	}
 	defer m.Close()
 	ctx := context.Background()
-	if _, err := m.Start(ctx, StartRequest{Problem: "p", StartSource: kernel(1), Target: "nvidia", Budget: search.Budget{Evals: 2}}); err == nil || !strings.Contains(err.Error(), "no usable NVIDIA GPU") {
+	if _, err := m.Start(ctx, StartRequest{Problem: "p", StartSource: kernel(1), Target: "nvidia", Budget: search.Budget{Evals: 2}}); err == nil || !strings.Contains(err.Error(), "no nvidia device found") {
 		t.Fatalf("nvidia on a CPU server: %v", err)
 	}
 	run, err := m.Start(ctx, StartRequest{Problem: "p", StartSource: "NOSERVICE\n" + kernel(1), Budget: search.Budget{Evals: 2}})

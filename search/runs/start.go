@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kevolve/kevolve-mcp/harness/target"
 	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/engine"
 )
@@ -141,24 +142,11 @@ func (m *Manager) spec(ctx context.Context, req StartRequest) (engine.ProblemSpe
 		}
 		s.StartFile = p
 	}
-	switch t := strings.ToLower(req.Target); t {
-	case "", "auto":
-		s.Target = "cpu"
-		if m.o.DetectTarget != nil {
-			s.Target = m.o.DetectTarget(ctx)
-		}
-	case "cuda", "nvidia":
-		s.Target = "nvidia"
-		// A run on a device that is not there would fail its start kernel
-		// and end at once; say so before creating it.
-		if m.o.DetectTarget != nil && m.o.DetectTarget(ctx) != "nvidia" {
-			return s, errors.New("target nvidia: this server found no usable NVIDIA GPU (device_info shows what it found); use target cpu")
-		}
-	case "cpu":
-		s.Target = "cpu"
-	default:
-		return s, fmt.Errorf("target %q: use cpu, nvidia or auto", req.Target)
+	t, err := m.resolveTarget(ctx, req.Target)
+	if err != nil {
+		return s, err
 	}
+	s.Target = t
 	switch req.Shapes {
 	case "", "small", "large":
 	default:
@@ -187,4 +175,20 @@ func (m *Manager) inline(src, kind string) (string, error) {
 		return "", fmt.Errorf("inline %s: %w", kind, err)
 	}
 	return path, os.Rename(tmp, path)
+}
+
+// resolveTarget is Options.ResolveTarget, or the target table's parse with
+// auto taken as the cpu.
+func (m *Manager) resolveTarget(ctx context.Context, s string) (string, error) {
+	if m.o.ResolveTarget != nil {
+		return m.o.ResolveTarget(ctx, s)
+	}
+	n, err := target.Parse(s)
+	if err != nil {
+		return "", err
+	}
+	if n == target.Auto {
+		return string(target.CPU), nil
+	}
+	return string(n), nil
 }

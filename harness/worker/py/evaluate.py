@@ -249,11 +249,13 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
     trials = int(args.get("trials") or 5)
     tol = args.get("tolerance") or None
     work_dir = ctx.job_dir
-    if target == "nvidia":
+    if target in ("nvidia", "amd"):  # ROCm builds of torch drive AMD GPUs as "cuda" devices too
         if not torch.cuda.is_available():
-            raise HarnessError("target nvidia: torch.cuda.is_available() is False in the worker")
+            raise HarnessError("target %s: torch.cuda.is_available() is False in the worker" % target)
+        if (target == "amd") != bool(getattr(torch.version, "hip", None)):
+            raise HarnessError("target %s: the worker's torch is a %s build" % (target, "ROCm" if torch.version.hip else "CUDA"))
         if torch.cuda._is_in_bad_fork():
-            raise HarnessError("target nvidia: the worker parent initialized CUDA before forking; children cannot use it")
+            raise HarnessError("target %s: the worker parent initialized CUDA before forking; children cannot use it" % target)
         device = torch.device("cuda", 0)
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
