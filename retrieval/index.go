@@ -241,154 +241,31 @@ func (ix *Index) sync(ctx context.Context, docs []Document) (BuildStats, error) 
 		return st, fmt.Errorf("read knowledge embedder: %w", err)
 	}
 	reembed := prevEmb != ix.emb.Name()
-
-	stored := map[string]string{}
-	rows, err := ix.db.QueryContext(ctx, `SELECT path, hash FROM kb_documents`)
+	stored, err := ix.storedHashes(ctx)
 	if err != nil {
-		return st, fmt.Errorf("read indexed documents: %w", err)
+		return st, err
 	}
-	for rows.Next() {
-		var p, h string
-		if err := rows.Scan(&p, &h); err != nil {
-			rows.Close()
-			return st, fmt.Errorf("read indexed documents: %w", err)
-		}
-		stored[p] = h
+	plan, err := planSync(docs, stored, reembed)
+	if err != nil {
+		return st, err
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return st, fmt.Errorf("read indexed documents: %w", err)
+	st = plan.stats
+	vecs, err := ix.embedAll(ctx, plan.texts)
+	if err != nil {
+		return st, err
 	}
-
-	type pending struct {
-		doc      Document
-		passages []passage
-	}
-	var todo []pending
-	var texts []string
-	seen := map[string]bool{}
-	for _, d := range docs {
-		if seen[d.Path] {
-			return st, fmt.Errorf("knowledge document %s appears twice", d.Path)
-		}
-		seen[d.Path] = true
-		h, ok := stored[d.Path]
-		switch {
-		case ok && h == d.Hash && !reembed:
-			st.Unchanged++
-			continue
-		case ok:
-			st.Updated++
-		default:
-			st.Added++
-		}
-		ps := splitPassages(d.Body)
-		if len(ps) == 0 {
-			ps = []passage{{Text: d.Summary}}
-		}
-		todo = append(todo, pending{d, ps})
-		for _, p := range ps {
-			texts = append(texts, embedText(&d, p))
-		}
-	}
-	var removed []string
-	for p := range stored {
-		if !seen[p] {
-			removed = append(removed, p)
-		}
-	}
-	st.Removed = len(removed)
-
-	var vecs [][]float32
-	if len(texts) > 0 {
-		vecs, err = ix.emb.Embed(ctx, texts)
-		if err != nil {
-			return st, fmt.Errorf("embed knowledge passages with %s: %w", ix.emb.Name(), err)
-		}
-		if len(vecs) != len(texts) {
-			return st, fmt.Errorf("embedder %s returned %d vectors for %d passages", ix.emb.Name(), len(vecs), len(texts))
-		}
-	}
-
 	tx, err := ix.db.BeginTx(ctx, nil)
 	if err != nil {
 		return st, fmt.Errorf("begin knowledge index update: %w", err)
 	}
 	defer tx.Rollback()
-	del := func(p string) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM kb_fts WHERE rowid IN (SELECT id FROM kb_passages WHERE path=?)`, p); err != nil {
-			return fmt.Errorf("delete passages of %s from full-text index: %w", p, err)
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM kb_docfts WHERE rowid IN (SELECT rowid FROM kb_documents WHERE path=?)`, p); err != nil {
-			return fmt.Errorf("delete %s from full-text index: %w", p, err)
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM kb_passages WHERE path=?`, p); err != nil {
-			return fmt.Errorf("delete passages of %s: %w", p, err)
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM kb_documents WHERE path=?`, p); err != nil {
-			return fmt.Errorf("delete document %s: %w", p, err)
-		}
-		return nil
-	}
-	for _, p := range removed {
-		if err := del(p); err != nil {
+	for _, p := range plan.removed {
+		if err := deleteDoc(ctx, tx, p); err != nil {
 			return st, err
 		}
 	}
-	insDoc, err := tx.PrepareContext(ctx, `INSERT INTO kb_documents(path,source,kind,title,summary,vendor,arch,
-		topics,bottlenecks,languages,operators,hash,body,indexed_at) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
-	if err != nil {
-		return st, fmt.Errorf("prepare document insert: %w", err)
-	}
-	defer insDoc.Close()
-	insPas, err := tx.PrepareContext(ctx, `INSERT INTO kb_passages(path,ord,heading,text,embedding) VALUES(?,?,?,?,?)`)
-	if err != nil {
-		return st, fmt.Errorf("prepare passage insert: %w", err)
-	}
-	defer insPas.Close()
-	insFTS, err := tx.PrepareContext(ctx, `INSERT INTO kb_fts(rowid,title,summary,meta,heading,text) VALUES(?,?,?,?,?,?)`)
-	if err != nil {
-		return st, fmt.Errorf("prepare full-text insert: %w", err)
-	}
-	defer insFTS.Close()
-	now := time.Now().Unix()
-	vi := 0
-	for _, t := range todo {
-		d := t.doc
-		if _, ok := stored[d.Path]; ok {
-			if err := del(d.Path); err != nil {
-				return st, err
-			}
-		}
-		res, err := insDoc.ExecContext(ctx, d.Path, d.Source, d.Kind, d.Title, d.Summary, d.Vendor, d.Arch,
-			joinList(d.Topics), joinList(d.Bottlenecks), joinList(d.Languages), joinList(d.Operators),
-			d.Hash, d.Body, now)
-		if err != nil {
-			return st, fmt.Errorf("insert document %s: %w", d.Path, err)
-		}
-		docID, err := res.LastInsertId()
-		if err != nil {
-			return st, fmt.Errorf("document id of %s: %w", d.Path, err)
-		}
-		meta := metaText(&d.DocInfo)
-		if _, err := tx.ExecContext(ctx, `INSERT INTO kb_docfts(rowid,title,summary,meta,body) VALUES(?,?,?,?,?)`,
-			docID, d.Title, d.Summary, meta, d.Body); err != nil {
-			return st, fmt.Errorf("full-text index %s: %w", d.Path, err)
-		}
-		for i, p := range t.passages {
-			res, err := insPas.ExecContext(ctx, d.Path, i, p.Heading, p.Text, encodeVec(vecs[vi]))
-			vi++
-			if err != nil {
-				return st, fmt.Errorf("insert passage %d of %s: %w", i, d.Path, err)
-			}
-			id, err := res.LastInsertId()
-			if err != nil {
-				return st, fmt.Errorf("passage id of %s: %w", d.Path, err)
-			}
-			if _, err := insFTS.ExecContext(ctx, id, d.Title, d.Summary, meta, p.Heading, p.Text); err != nil {
-				return st, fmt.Errorf("full-text index passage %d of %s: %w", i, d.Path, err)
-			}
-		}
+	if err := insertDocs(ctx, tx, plan.todo, stored, vecs); err != nil {
+		return st, err
 	}
 	if reembed {
 		_, err := tx.ExecContext(ctx, `INSERT INTO kb_meta(key,value) VALUES('embedder',?)
@@ -401,6 +278,200 @@ func (ix *Index) sync(ctx context.Context, docs []Document) (BuildStats, error) 
 		return st, fmt.Errorf("commit knowledge index update: %w", err)
 	}
 	return st, nil
+}
+
+// storedHashes maps each indexed document's path to its content hash.
+func (ix *Index) storedHashes(ctx context.Context) (map[string]string, error) {
+	stored := map[string]string{}
+	rows, err := ix.db.QueryContext(ctx, `SELECT path, hash FROM kb_documents`)
+	if err != nil {
+		return nil, fmt.Errorf("read indexed documents: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p, h string
+		if err := rows.Scan(&p, &h); err != nil {
+			return nil, fmt.Errorf("read indexed documents: %w", err)
+		}
+		stored[p] = h
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read indexed documents: %w", err)
+	}
+	return stored, nil
+}
+
+// pendingDoc is a document to (re-)index with its passages.
+type pendingDoc struct {
+	doc      Document
+	passages []passage
+}
+
+// syncPlan is what one sync changes: documents to index (with the texts
+// to embed, in passage order), paths to delete, and the counts.
+type syncPlan struct {
+	todo    []pendingDoc
+	texts   []string
+	removed []string
+	stats   BuildStats
+}
+
+func planSync(docs []Document, stored map[string]string, reembed bool) (syncPlan, error) {
+	var plan syncPlan
+	seen := map[string]bool{}
+	for _, d := range docs {
+		if seen[d.Path] {
+			return plan, fmt.Errorf("knowledge document %s appears twice", d.Path)
+		}
+		seen[d.Path] = true
+		h, ok := stored[d.Path]
+		switch {
+		case ok && h == d.Hash && !reembed:
+			plan.stats.Unchanged++
+			continue
+		case ok:
+			plan.stats.Updated++
+		default:
+			plan.stats.Added++
+		}
+		ps := splitPassages(d.Body)
+		if len(ps) == 0 {
+			ps = []passage{{Text: d.Summary}}
+		}
+		plan.todo = append(plan.todo, pendingDoc{d, ps})
+		for _, p := range ps {
+			plan.texts = append(plan.texts, embedText(&d, p))
+		}
+	}
+	for p := range stored {
+		if !seen[p] {
+			plan.removed = append(plan.removed, p)
+		}
+	}
+	plan.stats.Removed = len(plan.removed)
+	return plan, nil
+}
+
+// embedAll embeds texts in one call and checks the embedder answered each.
+func (ix *Index) embedAll(ctx context.Context, texts []string) ([][]float32, error) {
+	if len(texts) == 0 {
+		return nil, nil
+	}
+	vecs, err := ix.emb.Embed(ctx, texts)
+	if err != nil {
+		return nil, fmt.Errorf("embed knowledge passages with %s: %w", ix.emb.Name(), err)
+	}
+	if len(vecs) != len(texts) {
+		return nil, fmt.Errorf("embedder %s returned %d vectors for %d passages", ix.emb.Name(), len(vecs), len(texts))
+	}
+	return vecs, nil
+}
+
+// deleteDoc removes a document, its passages and their full-text rows.
+func deleteDoc(ctx context.Context, tx *sql.Tx, p string) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM kb_fts WHERE rowid IN (SELECT id FROM kb_passages WHERE path=?)`, p); err != nil {
+		return fmt.Errorf("delete passages of %s from full-text index: %w", p, err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM kb_docfts WHERE rowid IN (SELECT rowid FROM kb_documents WHERE path=?)`, p); err != nil {
+		return fmt.Errorf("delete %s from full-text index: %w", p, err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM kb_passages WHERE path=?`, p); err != nil {
+		return fmt.Errorf("delete passages of %s: %w", p, err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM kb_documents WHERE path=?`, p); err != nil {
+		return fmt.Errorf("delete document %s: %w", p, err)
+	}
+	return nil
+}
+
+// docInserter holds the prepared statements that index documents.
+type docInserter struct {
+	tx                *sql.Tx
+	doc, passage, fts *sql.Stmt
+	now               int64
+}
+
+func newDocInserter(ctx context.Context, tx *sql.Tx) (*docInserter, error) {
+	in := &docInserter{tx: tx, now: time.Now().Unix()}
+	var err error
+	if in.doc, err = tx.PrepareContext(ctx, `INSERT INTO kb_documents(path,source,kind,title,summary,vendor,arch,
+		topics,bottlenecks,languages,operators,hash,body,indexed_at) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)`); err != nil {
+		return nil, fmt.Errorf("prepare document insert: %w", err)
+	}
+	if in.passage, err = tx.PrepareContext(ctx, `INSERT INTO kb_passages(path,ord,heading,text,embedding) VALUES(?,?,?,?,?)`); err != nil {
+		in.close()
+		return nil, fmt.Errorf("prepare passage insert: %w", err)
+	}
+	if in.fts, err = tx.PrepareContext(ctx, `INSERT INTO kb_fts(rowid,title,summary,meta,heading,text) VALUES(?,?,?,?,?,?)`); err != nil {
+		in.close()
+		return nil, fmt.Errorf("prepare full-text insert: %w", err)
+	}
+	return in, nil
+}
+
+func (in *docInserter) close() {
+	for _, s := range []*sql.Stmt{in.doc, in.passage, in.fts} {
+		if s != nil {
+			s.Close()
+		}
+	}
+}
+
+// insertDocs indexes each pending document (replacing a stored version)
+// with its passages; vecs holds their vectors in passage order.
+func insertDocs(ctx context.Context, tx *sql.Tx, todo []pendingDoc, stored map[string]string, vecs [][]float32) error {
+	in, err := newDocInserter(ctx, tx)
+	if err != nil {
+		return err
+	}
+	defer in.close()
+	vi := 0
+	for _, t := range todo {
+		if _, ok := stored[t.doc.Path]; ok {
+			if err := deleteDoc(ctx, tx, t.doc.Path); err != nil {
+				return err
+			}
+		}
+		if err := in.insert(ctx, t, vecs[vi:vi+len(t.passages)]); err != nil {
+			return err
+		}
+		vi += len(t.passages)
+	}
+	return nil
+}
+
+// insert indexes one document and its passages.
+func (in *docInserter) insert(ctx context.Context, t pendingDoc, vecs [][]float32) error {
+	d := t.doc
+	res, err := in.doc.ExecContext(ctx, d.Path, d.Source, d.Kind, d.Title, d.Summary, d.Vendor, d.Arch,
+		joinList(d.Topics), joinList(d.Bottlenecks), joinList(d.Languages), joinList(d.Operators),
+		d.Hash, d.Body, in.now)
+	if err != nil {
+		return fmt.Errorf("insert document %s: %w", d.Path, err)
+	}
+	docID, err := res.LastInsertId()
+	if err != nil {
+		return fmt.Errorf("document id of %s: %w", d.Path, err)
+	}
+	meta := metaText(&d.DocInfo)
+	if _, err := in.tx.ExecContext(ctx, `INSERT INTO kb_docfts(rowid,title,summary,meta,body) VALUES(?,?,?,?,?)`,
+		docID, d.Title, d.Summary, meta, d.Body); err != nil {
+		return fmt.Errorf("full-text index %s: %w", d.Path, err)
+	}
+	for i, p := range t.passages {
+		res, err := in.passage.ExecContext(ctx, d.Path, i, p.Heading, p.Text, encodeVec(vecs[i]))
+		if err != nil {
+			return fmt.Errorf("insert passage %d of %s: %w", i, d.Path, err)
+		}
+		id, err := res.LastInsertId()
+		if err != nil {
+			return fmt.Errorf("passage id of %s: %w", d.Path, err)
+		}
+		if _, err := in.fts.ExecContext(ctx, id, d.Title, d.Summary, meta, p.Heading, p.Text); err != nil {
+			return fmt.Errorf("full-text index passage %d of %s: %w", i, d.Path, err)
+		}
+	}
+	return nil
 }
 
 // embedText is what a passage's vector represents: the passage in the
