@@ -48,14 +48,13 @@ func (a *Adapter) Evaluate(ctx context.Context, p search.Problem, code string) (
 		prob.Tolerance = &harness.Tolerance{Atol: t.Atol, Rtol: t.Rtol}
 	}
 	// The service bounds every timed evaluation by the speed of light of
-	// the device it ran on (and flags a candidate faster than that); its
-	// figures win over the ones computed here from a.Ceilings.
+	// the device it ran on (and flags a candidate faster than that).
 	hr, err := a.Ev.Evaluate(ctx, prob, harness.Candidate{Code: code}, nil,
 		harness.Options{Target: p.Target, Device: a.Device, Timeout: a.Timeout, Trials: a.Trials, SkipTiming: a.SkipTiming, Progress: a.Progress})
 	if err != nil {
 		return nil, err
 	}
-	return convert(&hr, p, a.Ceilings, a.solSeconds(p)), nil
+	return convert(&hr, a.solSeconds(p)), nil
 }
 
 func (a *Adapter) work(p search.Problem) (sol.Work, bool) {
@@ -77,7 +76,7 @@ func (a *Adapter) solSeconds(p search.Problem) float64 {
 	return sol.Analyze(w, *a.Ceilings, 0, 0, false).TSolS
 }
 
-func convert(hr *harness.EvalResult, p search.Problem, ceil *sol.Ceilings, tsol float64) *search.Result {
+func convert(hr *harness.EvalResult, tsol float64) *search.Result {
 	r := &search.Result{Verdict: hr.Verdict, Correct: hr.Correct, Stage: hr.Stage, Device: hr.Device,
 		Log: hr.Log, WallS: hr.WallS, Cached: hr.Cached, SOLSeconds: tsol}
 	for _, c := range hr.Checks {
@@ -98,20 +97,9 @@ func convert(hr *harness.EvalResult, p search.Problem, ceil *sol.Ceilings, tsol 
 	if hr.SpeedupVsCompile != nil {
 		r.SpeedupVsCompile = *hr.SpeedupVsCompile
 	}
-	if tsol > 0 && ceil != nil && r.TimeS > 0 {
-		dtype := spec.NormalizeDtype(p.Dtype)
-		if dtype == "" {
-			dtype = spec.FP32
-		}
-		s := sol.Analyze(sol.Work{FLOPs: p.FLOPs, Bytes: p.Bytes, Dtype: dtype, Source: "declared"}, *ceil, r.TimeS, r.EagerS, r.Correct && r.Verdict == search.VerdictPass)
-		r.SOLBound = s.Bound
-		if s.PctOfSol != nil {
-			r.PctOfSOL = *s.PctOfSol
-		}
-		if s.SolScore != nil {
-			r.SOLScore = *s.SolScore
-		}
-	}
+	// The harness computed the candidate's speed of light on the device it
+	// ran on (applySOL); tsol, the problem's own bound from its declared
+	// work, stands in only where the harness timed nothing.
 	if hr.TSolS != nil && *hr.TSolS > 0 {
 		r.SOLSeconds = *hr.TSolS
 		if hr.SOL != nil {
