@@ -10,6 +10,7 @@ package worker
 
 import (
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -32,7 +33,16 @@ type idleChild struct {
 	p    *proc
 	pid  int
 	key  string
-	jobs int // jobs this child has run
+	jobs int    // jobs this child has run
+	dir  string // its job folder: sandboxed, it can open no other
+}
+
+// kill ends an idle child and everything below it, and removes its folder.
+func (c *idleChild) kill() {
+	killTree(c.pid)
+	if c.dir != "" {
+		os.RemoveAll(c.dir)
+	}
 }
 
 // reuseKey names the jobs an idle child may take.
@@ -81,12 +91,12 @@ func (w *Worker) putIdle(c *idleChild) {
 	}
 	w.imu.Unlock()
 	if !keep {
-		killGroup(c.pid)
+		c.kill()
 		return
 	}
 	time.AfterFunc(IdleTTL, func() {
 		if w.removeIdle(c) {
-			killGroup(c.pid)
+			c.kill()
 		}
 	})
 }
@@ -114,7 +124,7 @@ func (w *Worker) closeIdle() {
 	w.imu.Unlock()
 	for _, list := range all {
 		for _, c := range list {
-			killGroup(c.pid)
+			c.kill()
 		}
 	}
 }

@@ -146,7 +146,7 @@ func TestWorkerJobs(t *testing.T) {
 func TestWorkerKillsGroup(t *testing.T) {
 	w := newWorker(t)
 	dir := t.TempDir()
-	o, err := w.Run(context.Background(), Job{Module: "selftest", Func: "spawn_and_sleep", Args: map[string]any{"dir": dir}, Timeout: 2 * time.Second})
+	o, err := w.Run(context.Background(), Job{Module: "selftest", Func: "spawn_and_sleep", Args: map[string]any{"dir": dir}, Timeout: 2 * time.Second, Writable: []string{dir}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,8 +47,15 @@ def allocate(args, ctx):
 def forge_then_exit(args, ctx):
     """Writes a result file as the job function would, then ends the
     process without reporting it (what a forging candidate does)."""
-    with open(os.path.join(ctx.job_dir, "result.json"), "w") as f:
-        f.write('{"verdict": "pass"}')
+    # The sandbox lets no one open the judge's files by name; the fd the
+    # harness opened before it is there to find.
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink("/proc/self/fd/" + fd)
+        except OSError:
+            continue
+        if target.endswith(os.path.join("judge", "result.json")):
+            os.pwrite(int(fd), b'{"verdict": "pass"}', 0)
     os._exit(0)
 
 
