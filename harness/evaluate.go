@@ -443,7 +443,7 @@ func sandboxReport(out *worker.Outcome) *sandbox.Report {
 		return nil
 	}
 	r.Active = append(r.Active, "env", "output_cap")
-	r.Detail = nil
+	r.Detail = nil // what each layer does is doctor's to say; a result says what was missing
 	if out.LogDropped > 0 {
 		r.Detail = map[string]string{"output_cap": fmt.Sprintf("%d bytes of output dropped", out.LogDropped)}
 	}

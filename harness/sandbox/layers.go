@@ -35,6 +35,7 @@ var Layers = []Layer{
 	{Name: "capabilities", Without: "a root candidate keeps every capability: it can undo the other layers"},
 	{Name: "no_new_privs", Without: "setuid programs can give candidate code privileges back; Landlock and seccomp cannot be entered unprivileged"},
 	{Name: "landlock", Without: "candidate code can write, delete or replace any file the server's user can: the judge's files, the reference's folder, ~, shared caches"},
+	{Name: "build_cache", Without: "the shared build caches (kevolve loaders, load_inline) stay writable by candidate code, as before the sandbox: a candidate can plant a build that a later evaluation of the same source loads"},
 	{Name: "seccomp", Without: "candidate code can ptrace or process_vm_writev other processes of its user (the warm parent, the judge) where Landlock does not scope ptrace"},
 	{Name: "env", Without: "(always active) tokens and API keys in the server's environment would reach candidate code"},
 	{Name: "subreaper", Without: "a setsid or double-forked daemon of a candidate escapes the sweep at the end of its job and outlives it"},

@@ -161,6 +161,7 @@ func (w *Worker) Run(ctx context.Context, job Job) (*Outcome, error) {
 		return nil, err
 	}
 	out := &Outcome{Code: -1}
+	logc := &logCap{path: filepath.Join(dir, "judge", "log.txt")}
 	deadline := time.NewTimer(job.Timeout)
 	defer deadline.Stop()
 	var gateWait time.Duration
@@ -179,8 +180,9 @@ func (w *Worker) Run(ctx context.Context, job Job) (*Outcome, error) {
 		out.Wall = time.Since(t0) - gateWait
 		out.Pid = pid
 		judge := filepath.Join(dir, "judge")
-		out.LogDropped += capLog(filepath.Join(judge, "log.txt"))
-		out.Log = readLog(filepath.Join(judge, "log.txt"), out.LogDropped)
+		// Not cut here: the tail the job wrote last is what is read.
+		out.Log = readLog(logc.path, logc.truncated)
+		out.LogDropped = logc.dropped()
 		out.Board = readBoard(filepath.Join(judge, "board"))
 		out.Sandbox = readSandbox(filepath.Join(judge, "sandbox.json"))
 		if b, err := os.ReadFile(filepath.Join(judge, "result.json")); err == nil && len(b) > 0 {
@@ -245,14 +247,16 @@ func (w *Worker) Run(ctx context.Context, job Job) (*Outcome, error) {
 			}
 		}
 	}
-	// Every rssPoll: the log's cap, and the memory limit.
-	poll := time.NewTicker(rssPoll)
+	// Every logPoll the log's cap; every rssPoll the memory limit.
+	poll := time.NewTicker(logPoll)
 	defer poll.Stop()
+	var polls int
 	for {
 		select {
 		case <-poll.C:
-			out.LogDropped += capLog(filepath.Join(dir, "judge", "log.txt"))
-			if pid == 0 || job.RSSLimit <= 0 {
+			logc.check()
+			polls++
+			if pid == 0 || job.RSSLimit <= 0 || polls%int(rssPoll/logPoll) != 0 {
 				continue
 			}
 			if rss := treeRSS(pid); rss > job.RSSLimit {

@@ -315,18 +315,33 @@ def _seccomp():
 # ---------------------------------------------------------------- entry
 
 def private_env(work_dir):
-    """The job's own home, temp and build caches, all under work/. The
-    shared build caches are not writable from the sandbox (issue 19 item
-    8): builds land here, per job (a kept child keeps its folder)."""
+    """The job's own home, temp and caches (Triton, inductor), all under
+    work/: a kept child keeps its folder, and these, for its next job."""
     cache = os.path.join(work_dir, ".cache")
     env = {"HOME": work_dir, "TMPDIR": os.path.join(work_dir, "tmp"), "XDG_CACHE_HOME": cache,
            "TRITON_CACHE_DIR": os.path.join(cache, "triton"),
-           "TORCH_EXTENSIONS_DIR": os.path.join(cache, "kernels", "torch_extensions"),
-           "TORCHINDUCTOR_CACHE_DIR": os.path.join(cache, "inductor"),
-           "KEVOLVE_CACHE_DIR": os.path.join(cache, "kernels")}
+           "TORCHINDUCTOR_CACHE_DIR": os.path.join(cache, "inductor")}
     for k in ("TMPDIR", "XDG_CACHE_HOME"):
         os.makedirs(env[k], exist_ok=True)
     return env
+
+
+def _build_caches(work_dir, uid_dropped):
+    """The shared build caches (the kevolve loaders' and load_inline's):
+    until the harness builds them itself (issue 19 item 8) a candidate's
+    build writes there, as before the sandbox, so builds stay cached across
+    evaluations. A candidate that dropped its uid cannot write the
+    server's; its builds go to work/ instead. Returns (writable, detail)."""
+    shared = [os.environ.get(k) for k in ("KEVOLVE_CACHE_DIR", "TORCH_EXTENSIONS_DIR")]
+    shared = [d for d in shared if d]
+    if uid_dropped or not shared:
+        private = os.path.join(work_dir, ".cache", "kernels")
+        os.environ["KEVOLVE_CACHE_DIR"] = private
+        os.environ["TORCH_EXTENSIONS_DIR"] = os.path.join(private, "torch_extensions")
+        return [], "private to the job (%s)" % private
+    for d in shared:
+        os.makedirs(d, exist_ok=True)
+    return shared, "shared and writable: %s (issue 19 item 8 makes them the harness's)" % ", ".join(shared)
 
 
 def enter(work_dir, need_reachable=(), extra_write=(), network=False):
@@ -349,7 +364,11 @@ def enter(work_dir, need_reachable=(), extra_write=(), network=False):
     root = os.geteuid() == 0
     if root:
         _drop_bounding()
-    layer("uid", *_drop_uid(work_dir, list(need_reachable) + [work_dir]))
+    ok, why = _drop_uid(work_dir, list(need_reachable) + [work_dir])
+    layer("uid", ok, why)
+    caches, why = _build_caches(work_dir, ok)
+    layer("build_cache", not caches, why)
+    extra_write = list(extra_write or ()) + caches
     if root:
         layer("capabilities", *_drop_caps())
     ok = _prctl(PR_SET_NO_NEW_PRIVS, 1) == 0
