@@ -101,20 +101,21 @@ func TestSandboxHostileCandidates(t *testing.T) {
 		}
 	}
 	t.Run("processes_outlive_nothing", func(t *testing.T) {
-		for _, hang := range []string{"0", "1"} {
-			timeout := 120 * time.Second
-			if hang == "1" {
-				timeout = 25 * time.Second // hangs at import after spawning: the deadline ends it
-			}
-			res := eval(t, sandboxSource(t, "spawns.py", "__HANG__", hang), timeout)
-			if hang == "0" {
-				mustPass(t, res)
-			} else if res.Verdict != VerdictTimeout {
-				t.Fatalf("verdict %s, want timeout\n%s", res.Verdict, dump(res))
+		for _, tc := range []struct {
+			end, want string
+			timeout   time.Duration
+		}{
+			{"return", VerdictPass, 120 * time.Second},
+			{"hang", VerdictTimeout, 25 * time.Second}, // the deadline ends it
+			{"exit", VerdictCrash, 120 * time.Second},  // the parent sweeps the orphans
+		} {
+			res := eval(t, sandboxSource(t, "spawns.py", "__END__", tc.end), tc.timeout)
+			if res.Verdict != tc.want {
+				t.Fatalf("%s: verdict %s, want %s\n%s", tc.end, res.Verdict, tc.want, dump(res))
 			}
 			pids := pidsAfter(res.Log, "SPAWNED")
 			if len(pids) != 3 {
-				t.Fatalf("candidate did not report its 3 processes: %q", res.Log)
+				t.Fatalf("%s: candidate did not report its 3 processes: %q", tc.end, res.Log)
 			}
 			deadline := time.Now().Add(5 * time.Second)
 			for _, pid := range pids {
@@ -122,7 +123,7 @@ func TestSandboxHostileCandidates(t *testing.T) {
 					time.Sleep(50 * time.Millisecond)
 				}
 				if alive(pid) {
-					t.Errorf("hang=%s: process %d outlived its evaluation", hang, pid)
+					t.Errorf("%s: process %d outlived its evaluation", tc.end, pid)
 				}
 			}
 		}

@@ -1,4 +1,4 @@
-# Correct, but at import starts a plain child, a child in a new session and
+# Correct (unless __END__ says to hang or exit at import), but at import starts a plain child, a child in a new session and
 # a double-forked daemon, all sleeping, and prints their pids.
 import os
 import subprocess
@@ -17,9 +17,11 @@ if os.fork() == 0:
 os.close(w)
 pids.append(int(os.read(r, 64).decode().strip()))
 print("SPAWNED", " ".join(map(str, pids)), flush=True)
-if "__HANG__" == "1":
+if "__END__" == "hang":
     import time
     time.sleep(3600)
+elif "__END__" == "exit":
+    os._exit(3)  # the child dies at once: what it started is the parent's to sweep
 
 
 class ModelNew(nn.Module):

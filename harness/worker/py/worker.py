@@ -7,11 +7,22 @@ initializes CUDA: a CUDA context does not survive fork. A child whose job
 asked for reuse and declared itself clean stays, context and all, for the
 next job Go sends it (see "reuse" and "child" below).
 
+Job folders and the sandbox. A job's folder (job_dir, made by Go) holds
+work/ (the candidate's cwd, HOME and TMPDIR, its private caches: the only
+place it may write) and judge/ (args.json, and the log, result, board and
+sandbox report, opened here before the sandbox and written through those
+fds). Before the job function runs, the child enters the sandbox
+(sandbox.py: network namespace, uid, capabilities, no_new_privs, Landlock,
+seccomp), unless the job's module sets SANDBOX_SELF = True and calls
+ctx.enter_sandbox() itself (after forking what must stay outside it). The
+parent and each child are subreapers: what a job starts is killed when it
+ends (kill_descendants, and the parent's sweep of orphans).
+
 Protocol (JSON lines). Requests arrive on stdin; events leave on fd 3 (the
 child inherits fd 3 for its own small progress/gate events; each is one
 write() under PIPE_BUF bytes, so lines never interleave). The child's fds 1
-and 2 go to a log file in the job directory and its return value to
-result.json there, so user prints can never corrupt the protocol.
+and 2 go to judge/log.txt and its return value to judge/result.json, so
+user prints can never corrupt the protocol.
 
 Requests stay small: a job's arguments (a candidate's source may be tens of
 MB) are in args_file, which the child reads after the fork, so the parent's
@@ -19,10 +30,13 @@ loop never parses them and one big job never delays another's requests.
 Lines are split scanning each byte once ("args" inline is still accepted).
 
   -> {"op":"run","id":N,"module":M,"func":F,"args_file":PATH,"job_dir":D,
-      "env":{...},"mem_limit":BYTES,"reuse":B,"child":P}
+      "env":{...},"mem_limit":BYTES,"reuse":B,"child":P,
+      "network":B,"writable":[PATH...]}
                                     reuse: the child may serve later jobs;
                                     child: run in idle child P (its last
-                                    "done" said idle) instead of a fresh fork
+                                    "done" said idle) instead of a fresh fork;
+                                    network: no network namespace;
+                                    writable: the sandbox may write these too
   -> {"op":"grant","id":N}          answer to a child's gate request
   -> {"op":"cancel","id":N}         kill the job's process group (its deadline
                                     passed, perhaps before Go saw "started")
@@ -363,6 +377,9 @@ def _enter_sandbox(work_dir, extra_write, network):
     try:
         import sandbox
         need = [sys.executable, sys.prefix, os.path.dirname(os.path.abspath(__file__))]
+        # The operator's profile dumps (evaluate.py's KEVOLVE_EVAL_PROFILE).
+        prof = os.environ.get("KEVOLVE_EVAL_PROFILE")
+        extra_write = list(extra_write) + ([prof] if prof and os.path.isdir(prof) else [])
         return sandbox.enter(work_dir, need_reachable=need, extra_write=extra_write, network=network)
     except BaseException as e:  # noqa: BLE001 - report, never fail the job for it
         return {"active": [], "missing": {"all": "sandbox failed: %r" % (e,)}, "detail": {}}
