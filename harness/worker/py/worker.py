@@ -363,8 +363,10 @@ def run_child(req, grant_r):
 
 # The sandbox's report once this child entered it (ChildContext.enter_sandbox).
 _SANDBOX = None
-# The job folder's harness files, opened before the sandbox: job_dir -> fds.
+# The job folder's harness files, opened before the sandbox: job_dir -> fds,
+# and each fd's (device, inode) when it was opened.
 _FILES = {}
+_FILE_IDS = {}
 # What Go reads: the candidate's output, the result, the board, the report.
 _JUDGE_FILES = (("log", "log.txt", os.O_APPEND), ("result", "result.json", 0),
                 ("board", "board", 0), ("sandbox", "sandbox.json", 0))
@@ -386,6 +388,13 @@ def _enter_sandbox(work_dir, extra_write, network):
 
 
 def _write_fd(fd, data):
+    # The fd must still be the file opened before the sandbox: code in the
+    # child could have dup2'd its own file over it, sending the harness's
+    # result there while the judge's file keeps a forged one. Such a child
+    # reports nothing, and Go takes the file as forged.
+    st = os.fstat(fd)
+    if _FILE_IDS.get(fd) != (st.st_dev, st.st_ino):
+        raise OSError("the harness's file descriptor %d was replaced" % fd)
     os.ftruncate(fd, 0)
     os.pwrite(fd, data, 0)
 
@@ -402,6 +411,8 @@ def _job_files(job_dir):
     for key, name, flag in _JUDGE_FILES:
         fd = os.open(os.path.join(judge, name), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | flag, 0o644)
         fds[key] = fd
+        st = os.fstat(fd)
+        _FILE_IDS[fd] = (st.st_dev, st.st_ino)
     if os.fstat(fds["board"]).st_size < BOARD_SIZE:
         os.ftruncate(fds["board"], BOARD_SIZE)
     _FILES.clear()
