@@ -25,7 +25,9 @@ func ProbeSandbox(ctx context.Context, python, cacheDir string) (sandbox.Report,
 	}
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	o, err := toolchain.Run(ctx, toolchain.Cmd{Name: python, Args: []string{filepath.Join(dir, "sandbox.py"), "--probe"}, Dir: dir})
+	// The build cache as the evaluator sets it (NewEvaluator).
+	env := []string{"KEVOLVE_CACHE_DIR=" + filepath.Join(cacheDir, "kernels")}
+	o, err := toolchain.Run(ctx, toolchain.Cmd{Name: python, Args: []string{filepath.Join(dir, "sandbox.py"), "--probe"}, Dir: dir, Env: env})
 	if err != nil {
 		return r, fmt.Errorf("sandbox probe: %w (%s)", err, toolchain.Tail(o.Stderr, 300))
 	}

@@ -270,7 +270,8 @@ def _landlock(work_dir, extra_write, network):
     finally:
         os.close(ruleset)
     what = {"abi": abi, "tcp_denied": bool(attr.net), "signals_scoped": bool(attr.scoped & LL_SCOPE_SIGNAL)}
-    return True, "ABI %d: write only under %s%s" % (abi, work_dir, ", TCP denied" if attr.net else ""), what
+    where = ", ".join([work_dir] + list(extra_write or []))
+    return True, "ABI %d: write only under %s%s" % (abi, where, ", TCP denied" if attr.net else ""), what
 
 
 class _SockFilter(ctypes.Structure):
