@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -223,13 +225,38 @@ func TestSandboxHostileCandidates(t *testing.T) {
 		// The judge and the reference are intact: the next evaluation passes.
 		mustPass(t, eval(t, sandboxSource(t, "prints_env.py"), 120*time.Second))
 	})
-	t.Run("ptrace_refused", func(t *testing.T) {
-		res := eval(t, sandboxSource(t, "ptraces.py"), 120*time.Second)
-		mustPass(t, res)
-		for _, want := range []string{"PTRACE -1 1", "VM_READV -1 1", "VM_WRITEV -1 1", "PROC_MEM refused", "SIGNAL refused"} {
-			if !strings.Contains(res.Log, want) {
-				t.Errorf("log lacks %q:\n%s", want, res.Log)
+	t.Run("ptrace_signal_network_refused", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		accepted := make(chan bool, 1)
+		go func() {
+			c, err := ln.Accept()
+			if err == nil {
+				c.Close()
 			}
+			accepted <- err == nil
+		}()
+		port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+		res := eval(t, sandboxSource(t, "ptraces.py", "__PORT__", port), 120*time.Second)
+		mustPass(t, res)
+		want := []string{"PTRACE -1 1", "VM_READV -1 1", "VM_WRITEV -1 1", "PROC_MEM refused"}
+		if slices.Contains(res.Sandbox.Active, "landlock") {
+			want = append(want, "SIGNAL refused") // Landlock ABI 6 scopes signals; older ones do not
+		}
+		if slices.Contains(res.Sandbox.Active, "netns") {
+			want = append(want, "NET refused")
+		}
+		for _, w := range want {
+			if !strings.Contains(res.Log, w) {
+				t.Errorf("log lacks %q:\n%s", w, res.Log)
+			}
+		}
+		ln.Close()
+		if slices.Contains(res.Sandbox.Active, "netns") && <-accepted {
+			t.Errorf("the candidate reached the server's port")
 		}
 	})
 	// Close leaves nothing of the worker's tree.
