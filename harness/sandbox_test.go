@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kevolve/kevolve-mcp/harness/worker"
 )
 
 // Hostile candidates against the sandbox (issue 19): each is correct and
@@ -78,6 +80,15 @@ func TestSandboxHostileCandidates(t *testing.T) {
 			ev.Close()
 		}
 	}()
+	// What this host's sandbox has: a property whose layer is missing is
+	// not asserted (the result says it was missing), and a candidate that
+	// would write outside its folders is not run without Landlock.
+	probe, err := worker.ProbeSandbox(context.Background(), py, cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	has := func(layer string) bool { return slices.Contains(probe.Active, layer) }
+	t.Logf("sandbox layers here: %v; missing: %v", probe.Active, probe.Missing)
 	refDir := t.TempDir()
 	refPath := filepath.Join(refDir, "ref_relu.py")
 	refCode := sandboxSource(t, "ref_relu.py")
@@ -184,7 +195,15 @@ func TestSandboxHostileCandidates(t *testing.T) {
 		}
 	})
 	t.Run("writes_outside_refused", func(t *testing.T) {
+		if !has("landlock") {
+			t.Skipf("no Landlock on this host (%s): nothing keeps candidate writes in their folder", probe.Missing["landlock"])
+		}
 		home, _ := os.UserHomeDir()
+		marker := filepath.Join(home, "kevolve-sandbox-was-here")
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatalf("%s exists before the test", marker)
+		}
+		defer os.Remove(marker)
 		sentinelHome := filepath.Join(home, ".kevolve-sandbox-test-"+strconv.Itoa(os.Getpid()))
 		if err := os.MkdirAll(sentinelHome, 0o755); err != nil {
 			t.Fatal(err)
@@ -242,9 +261,16 @@ func TestSandboxHostileCandidates(t *testing.T) {
 		port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 		res := eval(t, sandboxSource(t, "ptraces.py", "__PORT__", port), 120*time.Second)
 		mustPass(t, res)
-		want := []string{"PTRACE -1 1", "VM_READV -1 1", "VM_WRITEV -1 1", "PROC_MEM refused"}
-		if slices.Contains(res.Sandbox.Active, "landlock") {
-			want = append(want, "SIGNAL refused") // Landlock ABI 6 scopes signals; older ones do not
+		var want []string
+		if has("seccomp") {
+			want = append(want, "PTRACE -1 1", "VM_READV -1 1", "VM_WRITEV -1 1")
+		}
+		if has("landlock") {
+			want = append(want, "PROC_MEM refused") // Landlock scopes ptrace access
+			var abi int
+			if fmt.Sscanf(probe.Detail["landlock"], "ABI %d", &abi); abi >= 6 {
+				want = append(want, "SIGNAL refused") // ABI 6 scopes signals too
+			}
 		}
 		if slices.Contains(res.Sandbox.Active, "netns") {
 			want = append(want, "NET refused")
