@@ -53,7 +53,9 @@ func reuseKey(job Job) string {
 	}
 	sort.Strings(keys)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s.%s mem=%d", job.Module, job.Func, job.MemLimit)
+	// The sandbox a child entered is its own for good: same network, same
+	// writable folders.
+	fmt.Fprintf(&b, "%s.%s mem=%d net=%v writable=%q", job.Module, job.Func, job.MemLimit, job.Network, job.Writable)
 	for _, k := range keys {
 		fmt.Fprintf(&b, " %s=%s", k, job.Env[k])
 	}
