@@ -15,6 +15,7 @@ import (
 	"github.com/kevolve/kevolve-mcp/harness/device"
 	"github.com/kevolve/kevolve-mcp/harness/lease"
 	"github.com/kevolve/kevolve-mcp/harness/problem"
+	"github.com/kevolve/kevolve-mcp/harness/sandbox"
 	"github.com/kevolve/kevolve-mcp/harness/sol"
 	"github.com/kevolve/kevolve-mcp/harness/target"
 	"github.com/kevolve/kevolve-mcp/harness/toolchain"
@@ -270,7 +271,7 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 		return nil, fmt.Errorf("evaluate: %w", err)
 	}
 	res := &EvalResult{Target: string(tgt), Shapes: req.Shapes, Device: dev.Name, DeviceIndex: dev.Index, DeviceUUID: dev.UUID,
-		HarnessVersion: HarnessVersion(), Log: out.Log, Checks: []Check{}}
+		HarnessVersion: HarnessVersion(), Log: out.Log, Checks: []Check{}, Sandbox: sandboxReport(out)}
 	switch {
 	case out.RSSExceeded > 0:
 		// Killed by the host memory limit: the board says which program ran.
@@ -428,4 +429,23 @@ func writeTemp(dir, code string) (string, error) {
 		return "", err
 	}
 	return f.Name(), f.Close()
+}
+
+// sandboxReport is the job's sandbox as its process entered it, with the
+// layers Go applies to every job (the environment allowlist, the output
+// cap) added.
+func sandboxReport(out *worker.Outcome) *sandbox.Report {
+	if len(out.Sandbox) == 0 {
+		return nil
+	}
+	var r sandbox.Report
+	if err := json.Unmarshal(out.Sandbox, &r); err != nil {
+		return nil
+	}
+	r.Active = append(r.Active, "env", "output_cap")
+	r.Detail = nil // what each layer does is doctor's to say; a result says what was missing
+	if out.LogDropped > 0 {
+		r.Detail = map[string]string{"output_cap": fmt.Sprintf("%d bytes of output dropped", out.LogDropped)}
+	}
+	return &r
 }

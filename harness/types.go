@@ -8,6 +8,7 @@ import (
 
 	"github.com/kevolve/kevolve-mcp/harness/lease"
 	"github.com/kevolve/kevolve-mcp/harness/problem"
+	"github.com/kevolve/kevolve-mcp/harness/sandbox"
 	"github.com/kevolve/kevolve-mcp/harness/target"
 	"github.com/kevolve/kevolve-mcp/harness/worker"
 )
@@ -220,6 +221,9 @@ type EvalResult struct {
 	// Process says which process ran the evaluation (nil: a fresh one that
 	// was not asked to stay).
 	Process *ProcessUse `json:"process,omitempty"`
+	// Sandbox says which sandbox layers the candidate ran under and which
+	// this host lacked (nil: the process died before it entered one).
+	Sandbox *sandbox.Report `json:"sandbox,omitempty"`
 }
 
 // ProcessUse is how an evaluation's process was used: a child kept from

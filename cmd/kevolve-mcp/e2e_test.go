@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kevolve/kevolve-mcp/harness/sandbox"
 	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -249,6 +250,20 @@ func TestDoctorWithoutGPUExitsZero(t *testing.T) {
 	}
 	if _, ok := r["cpu"]; !ok {
 		t.Fatal("no cpu in doctor output")
+	}
+	// Every sandbox layer is listed, active or not, with what a host
+	// without it loses; the ones Go applies are active everywhere.
+	var d struct {
+		Sandbox []sandbox.Layer `json:"sandbox"`
+	}
+	if err := json.Unmarshal(out, &d); err != nil || len(d.Sandbox) != len(sandbox.Layers) {
+		t.Fatalf("doctor's sandbox layers: %v %+v", err, d.Sandbox)
+	}
+	for _, l := range d.Sandbox {
+		if l.Without == "" || (l.Name == "env" || l.Name == "output_cap") && !l.Active {
+			t.Errorf("layer %+v", l)
+		}
+		t.Logf("%s active=%v: %s", l.Name, l.Active, l.Detail)
 	}
 }
 

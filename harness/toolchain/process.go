@@ -6,11 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/kevolve/kevolve-mcp/harness/sandbox"
 )
 
 // One way to run an external tool, read what it printed and trim it for a
@@ -21,7 +22,7 @@ type Cmd struct {
 	Name  string
 	Args  []string
 	Dir   string
-	Env   []string // added to this process's environment
+	Env   []string // added to the allowlisted part of this process's environment (sandbox.Env)
 	Stdin string
 	// WaitDelay bounds the wait for output pipes after the process group
 	// was killed (default 2 s).
@@ -43,9 +44,10 @@ type Output struct {
 func Run(ctx context.Context, c Cmd) (Output, error) {
 	cmd := exec.CommandContext(ctx, c.Name, c.Args...)
 	cmd.Dir = c.Dir
-	if c.Env != nil {
-		cmd.Env = append(os.Environ(), c.Env...)
-	}
+	// What runs here may run untrusted code (a candidate under a profiler,
+	// a reference traced, a kernel compiled): its environment is
+	// allowlisted, never the server's secrets.
+	cmd.Env = sandbox.Env(c.Env...)
 	if c.Stdin != "" {
 		cmd.Stdin = strings.NewReader(c.Stdin)
 	}

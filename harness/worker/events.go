@@ -38,8 +38,10 @@ type runRequest struct {
 	JobDir   string            `json:"job_dir"`
 	Env      map[string]string `json:"env,omitempty"`
 	MemLimit int64             `json:"mem_limit"`
-	Reuse    bool              `json:"reuse,omitempty"` // the child may serve later jobs
-	Child    int               `json:"child,omitempty"` // run in this idle child
+	Reuse    bool              `json:"reuse,omitempty"`    // the child may serve later jobs
+	Child    int               `json:"child,omitempty"`    // run in this idle child
+	Network  bool              `json:"network,omitempty"`  // the sandbox leaves the network
+	Writable []string          `json:"writable,omitempty"` // the sandbox may write these too
 }
 
 // idRequest is a grant (the device is the child's) or a cancel (kill the

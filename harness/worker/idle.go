@@ -10,6 +10,7 @@ package worker
 
 import (
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -32,7 +33,16 @@ type idleChild struct {
 	p    *proc
 	pid  int
 	key  string
-	jobs int // jobs this child has run
+	jobs int    // jobs this child has run
+	dir  string // its job folder: sandboxed, it can open no other
+}
+
+// kill ends an idle child and everything below it, and removes its folder.
+func (c *idleChild) kill() {
+	killTree(c.pid)
+	if c.dir != "" {
+		os.RemoveAll(c.dir)
+	}
 }
 
 // reuseKey names the jobs an idle child may take.
@@ -43,7 +53,9 @@ func reuseKey(job Job) string {
 	}
 	sort.Strings(keys)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s.%s mem=%d", job.Module, job.Func, job.MemLimit)
+	// The sandbox a child entered is its own for good: same network, same
+	// writable folders.
+	fmt.Fprintf(&b, "%s.%s mem=%d net=%v writable=%q", job.Module, job.Func, job.MemLimit, job.Network, job.Writable)
 	for _, k := range keys {
 		fmt.Fprintf(&b, " %s=%s", k, job.Env[k])
 	}
@@ -81,12 +93,12 @@ func (w *Worker) putIdle(c *idleChild) {
 	}
 	w.imu.Unlock()
 	if !keep {
-		killGroup(c.pid)
+		c.kill()
 		return
 	}
 	time.AfterFunc(IdleTTL, func() {
 		if w.removeIdle(c) {
-			killGroup(c.pid)
+			c.kill()
 		}
 	})
 }
@@ -114,7 +126,7 @@ func (w *Worker) closeIdle() {
 	w.imu.Unlock()
 	for _, list := range all {
 		for _, c := range list {
-			killGroup(c.pid)
+			c.kill()
 		}
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/kevolve/kevolve-mcp/harness/sandbox"
 )
 
 // proc is one incarnation of the parent.
@@ -58,13 +60,14 @@ func (w *Worker) startProc(ctx context.Context) (*proc, error) {
 	cmd := exec.Command(w.cfg.Python, "-u", filepath.Join(w.pyDir, "worker.py"))
 	cmd.Dir = w.pyDir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	env := os.Environ()
-	env = append(env, "PYTHONPATH="+w.pyDir+prefixIfSet(os.Getenv("PYTHONPATH")),
-		"PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1")
+	// The parent's environment, and so every job's, is allowlisted: no
+	// token or API key of the server's reaches candidate code.
+	extra := []string{"PYTHONPATH=" + w.pyDir + prefixIfSet(os.Getenv("PYTHONPATH")),
+		"PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1"}
 	for k, v := range w.cfg.Env {
-		env = append(env, k+"="+v)
+		extra = append(extra, k+"="+v)
 	}
-	cmd.Env = env
+	cmd.Env = sandbox.Env(extra...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("worker stdin: %w", err)
@@ -136,8 +139,9 @@ func killGroup(pid int) {
 	_ = syscall.Kill(pid, syscall.SIGKILL)
 }
 
-// Close stops the parent (and with it every child: they die with their
-// parent) and returns once it has been reaped.
+// Close stops the parent and every process below it (children die with
+// their parent; what they started is killed with the tree) and returns
+// once it has been reaped.
 func (w *Worker) Close() error {
 	w.closeIdle()
 	w.mu.Lock()
@@ -153,7 +157,9 @@ func (w *Worker) Close() error {
 	case <-p.dead:
 	case <-time.After(2 * time.Second):
 	}
-	killGroup(p.cmd.Process.Pid)
+	// The parent is the subreaper of everything its jobs started: its
+	// tree is all that is left of them.
+	killTree(p.cmd.Process.Pid)
 	select {
 	case <-p.dead:
 	case <-time.After(5 * time.Second):

@@ -13,8 +13,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/kevolve/kevolve-mcp/harness/toolchain"
 )
 
 // Job is one unit of work run in a fresh child.
@@ -37,6 +35,11 @@ type Job struct {
 	// same module, function and environment, and keeps its child for a
 	// later one if the job function declares it clean (ctx.reusable).
 	Reuse bool
+	// Network leaves the job's sandbox its network (no empty network
+	// namespace, TCP allowed).
+	Network bool
+	// Writable are folders the job's sandbox may write besides its work/.
+	Writable []string
 }
 
 // Outcome is what happened to a job's child.
@@ -62,6 +65,13 @@ type Outcome struct {
 	// up to boardSize bytes): a child the parent had to kill cannot report,
 	// but its board says what it was doing (evaluate: which program ran).
 	Board string
+	// Sandbox is the sandbox report the job's process wrote when it entered
+	// it (worker.py's enter_sandbox): layers active and missing. Nil if it
+	// never entered one.
+	Sandbox json.RawMessage
+	// LogDropped is how many bytes of the child's output were dropped
+	// from the log on disk (LogCap).
+	LogDropped int64
 }
 
 // boardSize bounds the status board a job may keep in its directory.
@@ -83,12 +93,24 @@ func (w *Worker) Run(ctx context.Context, job Job) (*Outcome, error) {
 	w.nextID++
 	id := w.nextID
 	w.mu.Unlock()
-	dir, err := os.MkdirTemp(w.jobDir, fmt.Sprintf("job-%d-", id))
-	if err != nil {
-		return nil, fmt.Errorf("worker: job dir: %w", err)
+	key, jobs := "", 1
+	var idle *idleChild
+	if job.Reuse {
+		key = reuseKey(job)
+		idle = w.takeIdle(p, key)
 	}
-	argsFile := filepath.Join(dir, "args.json")
+	dir, err := w.jobFolder(id, idle)
+	if err != nil {
+		if idle != nil {
+			idle.kill()
+		}
+		return nil, err
+	}
+	argsFile := filepath.Join(dir, "judge", "args.json")
 	if err := writeArgs(argsFile, job.Args); err != nil {
+		if idle != nil {
+			idle.kill()
+		}
 		os.RemoveAll(dir)
 		return nil, err
 	}
@@ -103,12 +125,16 @@ func (w *Worker) Run(ctx context.Context, job Job) (*Outcome, error) {
 	p.pending[id] = pd
 	p.pmu.Unlock()
 	// cleanup forgets the job; it runs once the child is gone, which after
-	// a "done" event is the reaper's to wait for.
+	// a "done" event is the reaper's to wait for. A kept child keeps its
+	// folder.
+	kept := false
 	cleanup := func() {
 		p.pmu.Lock()
 		delete(p.pending, id)
 		p.pmu.Unlock()
-		os.RemoveAll(dir)
+		if !kept {
+			os.RemoveAll(dir)
+		}
 	}
 	var release func()
 	handedOff := false
@@ -126,19 +152,16 @@ func (w *Worker) Run(ctx context.Context, job Job) (*Outcome, error) {
 	}
 	t0 := time.Now()
 	req := runRequest{Op: "run", ID: id, Module: job.Module, Func: job.Func, ArgsFile: argsFile,
-		JobDir: dir, Env: job.Env, MemLimit: job.MemLimit, Reuse: job.Reuse}
-	key, jobs := "", 1
-	if job.Reuse {
-		key = reuseKey(job)
-		if c := w.takeIdle(p, key); c != nil {
-			req.Child, jobs = c.pid, c.jobs+1
-		}
+		JobDir: dir, Env: job.Env, MemLimit: job.MemLimit, Reuse: job.Reuse, Network: job.Network, Writable: job.Writable}
+	if idle != nil {
+		req.Child, jobs = idle.pid, idle.jobs+1
 	}
 	if err := p.send(req); err != nil {
-		killGroup(req.Child) // taken from the pool: nobody else will end it
+		killTree(req.Child) // taken from the pool: nobody else will end it
 		return nil, err
 	}
 	out := &Outcome{Code: -1}
+	logc := &logCap{path: filepath.Join(dir, "judge", "log.txt")}
 	deadline := time.NewTimer(job.Timeout)
 	defer deadline.Stop()
 	var gateWait time.Duration
@@ -148,7 +171,7 @@ func (w *Worker) Run(ctx context.Context, job Job) (*Outcome, error) {
 	// read), so the parent, which learns it first, is asked too; its cancel
 	// follows the run request on the same pipe, so it can never arrive first.
 	kill := func() {
-		killGroup(pid)
+		killTree(pid)
 		_ = p.send(idRequest{Op: "cancel", ID: id})
 	}
 	// finish reads what the job left; its result counts only when the
@@ -156,9 +179,13 @@ func (w *Worker) Run(ctx context.Context, job Job) (*Outcome, error) {
 	finish := func(reported bool) (*Outcome, error) {
 		out.Wall = time.Since(t0) - gateWait
 		out.Pid = pid
-		out.Log = readLog(filepath.Join(dir, "log.txt"))
-		out.Board = readBoard(filepath.Join(dir, "board"))
-		if b, err := os.ReadFile(filepath.Join(dir, "result.json")); err == nil && len(b) > 0 {
+		judge := filepath.Join(dir, "judge")
+		// Not cut here: the tail the job wrote last is what is read.
+		out.Log = readLog(logc.path, logc.truncated)
+		out.LogDropped = logc.dropped()
+		out.Board = readBoard(filepath.Join(judge, "board"))
+		out.Sandbox = readSandbox(filepath.Join(judge, "sandbox.json"))
+		if b, err := os.ReadFile(filepath.Join(judge, "result.json")); err == nil && len(b) > 0 {
 			if reported {
 				out.Result = b
 			} else {
@@ -178,7 +205,7 @@ func (w *Worker) Run(ctx context.Context, job Job) (*Outcome, error) {
 				switch ev.Event {
 				case "started":
 					pid = ev.Pid
-					killGroup(pid)
+					killTree(pid)
 				case "exit":
 					setExit(out, ev)
 					return
@@ -220,16 +247,16 @@ func (w *Worker) Run(ctx context.Context, job Job) (*Outcome, error) {
 			}
 		}
 	}
-	var poll <-chan time.Time
-	if job.RSSLimit > 0 {
-		t := time.NewTicker(rssPoll)
-		defer t.Stop()
-		poll = t.C
-	}
+	// Every logPoll the log's cap; every rssPoll the memory limit.
+	poll := time.NewTicker(logPoll)
+	defer poll.Stop()
+	var polls int
 	for {
 		select {
-		case <-poll:
-			if pid == 0 {
+		case <-poll.C:
+			logc.check()
+			polls++
+			if pid == 0 || job.RSSLimit <= 0 || polls%int(rssPoll/logPoll) != 0 {
 				continue
 			}
 			if rss := treeRSS(pid); rss > job.RSSLimit {
@@ -290,13 +317,16 @@ func (w *Worker) Run(ctx context.Context, job Job) (*Outcome, error) {
 					waitStarted(ev.Pid)
 				}
 				res, err := finish(true)
-				if ev.Idle && key != "" && pid != 0 {
+				// A kept child must have nothing left below it (it killed
+				// what its job started; this checks).
+				if ev.Idle && key != "" && pid != 0 && len(descendants(pid)) == 0 {
 					// Kept before Run returns, so a caller's next job finds it.
-					w.putIdle(&idleChild{p: p, pid: pid, key: key, jobs: jobs})
+					kept = true
+					w.putIdle(&idleChild{p: p, pid: pid, key: key, jobs: jobs, dir: dir})
 					return res, err
 				}
 				if ev.Idle {
-					killGroup(pid) // idle although nobody asked: not ours to keep
+					killTree(pid) // idle although nobody asked, or not clean: not ours to keep
 				}
 				handedOff = true
 				go w.reap(p, pd, id, pid, release, cleanup)
@@ -318,7 +348,7 @@ func (w *Worker) Run(ctx context.Context, job Job) (*Outcome, error) {
 			waitExit()
 			return nil, fmt.Errorf("worker job: %w", ctx.Err())
 		case <-p.dead:
-			killGroup(pid)
+			killTree(pid)
 			return nil, ErrWorkerDied
 		}
 	}
@@ -355,8 +385,8 @@ func (w *Worker) reap(p *proc, pd *pending, id int64, pid int, release func(), c
 				w.log.Warn("python worker: no exit event after a kill", "job", id, "pid", pid)
 				return
 			}
-			w.log.Warn("python worker: child delivered its result but did not exit; killing its group", "job", id, "pid", pid)
-			killGroup(pid)
+			w.log.Warn("python worker: child delivered its result but did not exit; killing its tree", "job", id, "pid", pid)
+			killTree(pid)
 			killed = true
 			grace.Reset(exitWait)
 		}
@@ -366,7 +396,9 @@ func (w *Worker) reap(p *proc, pd *pending, id int64, pid int, release func(), c
 // writeArgs puts a job's arguments in its directory: the child reads them
 // after the fork, so however big they are, the parent never parses them.
 func writeArgs(path string, args any) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	// Readable by the job's sandboxed child: a kept one reads it after it
+	// dropped its privileges.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("worker: job args: %w", err)
 	}
@@ -401,12 +433,18 @@ func readBoard(path string) string {
 	return strings.TrimSpace(s)
 }
 
-// readLog returns the child's output, trimmed to its head and tail: the
-// first lines usually say what was built, the last what failed.
-func readLog(path string) string {
-	b, err := os.ReadFile(path)
+// readSandbox reads the job's sandbox report (a few hundred bytes; more
+// is not the harness's).
+func readSandbox(path string) json.RawMessage {
+	f, err := os.Open(path)
 	if err != nil {
-		return ""
+		return nil
 	}
-	return toolchain.Trim(string(b), 2000, 8000)
+	defer f.Close()
+	b := make([]byte, 16<<10)
+	n, _ := f.Read(b)
+	if n == 0 || !json.Valid(b[:n]) {
+		return nil
+	}
+	return json.RawMessage(b[:n])
 }

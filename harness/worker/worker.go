@@ -9,7 +9,10 @@
 // The files: unpack.go puts the embedded Python in the cache directory,
 // process.go starts, restarts and stops the parent, events.go is the
 // protocol between Go and the parent, run.go runs one job, idle.go keeps
-// the children that wait for another.
+// the children that wait for another, folder.go makes a job's folders
+// (work/ for the candidate, judge/ for the harness's files), output.go caps
+// its log, tree.go kills a process tree, probe.go probes the sandbox that
+// py/sandbox.py enters per job.
 package worker
 
 import (

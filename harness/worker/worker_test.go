@@ -113,6 +113,13 @@ func TestWorkerJobs(t *testing.T) {
 				t.Errorf("a result file the job never reported was taken: result %s, unreported %v, code %d", o.Result, o.Unreported, o.Code)
 			}
 		}},
+		// The forger's own file dup2'd over the harness's result fd: the
+		// harness's result must not land there while the forged one stays.
+		{name: "swapped_result_fd", job: Job{Module: "selftest", Func: "swap_result_fd"}, check: func(t *testing.T, o *Outcome) {
+			if o.Result != nil || !o.Unreported {
+				t.Errorf("a forged result behind a swapped fd was taken: result %s, unreported %v, code %d", o.Result, o.Unreported, o.Code)
+			}
+		}},
 		{name: "big_result", job: Job{Module: "selftest", Func: "big", Args: map[string]any{"n": 1 << 20}}, check: func(t *testing.T, o *Outcome) {
 			if len(o.Result) < 1<<20 {
 				t.Errorf("result truncated: %d bytes", len(o.Result))
@@ -146,7 +153,7 @@ func TestWorkerJobs(t *testing.T) {
 func TestWorkerKillsGroup(t *testing.T) {
 	w := newWorker(t)
 	dir := t.TempDir()
-	o, err := w.Run(context.Background(), Job{Module: "selftest", Func: "spawn_and_sleep", Args: map[string]any{"dir": dir}, Timeout: 2 * time.Second})
+	o, err := w.Run(context.Background(), Job{Module: "selftest", Func: "spawn_and_sleep", Args: map[string]any{"dir": dir}, Timeout: 2 * time.Second, Writable: []string{dir}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -248,7 +248,7 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
     seed = int(args.get("seed") or 42)
     trials = int(args.get("trials") or 5)
     tol = args.get("tolerance") or None
-    work_dir = ctx.job_dir
+    work_dir = getattr(ctx, "work_dir", ctx.job_dir)
     if target in ("nvidia", "amd"):  # ROCm builds of torch drive AMD GPUs as "cuda" devices too
         if not torch.cuda.is_available():
             raise HarnessError("target %s: torch.cuda.is_available() is False in the worker" % target)
@@ -261,7 +261,7 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
         torch.backends.cudnn.allow_tf32 = False
     else:
         device = torch.device("cpu")
-    side = Side(device, os.path.join(ctx.job_dir, "board") if getattr(ctx, "job_dir", None) else None)
+    side = Side(device, getattr(ctx, "board", None))
     state["side"] = side
     state["device"] = device
     if device.type == "cpu":

@@ -80,14 +80,22 @@ BOARD_SIZE = 64
 class Side:
     """Which program is running now: an out-of-memory error anywhere in the
     child is blamed on it. Peak device memory is tracked per side. With a
-    board (a path in the job directory), every change is also written to a
+    board (an fd of a file in the job's judge folder, opened before the
+    sandbox, or a path), every change is also written to a
     small shared mapping of that file: when the parent has to kill the child
     (its deadline, its host memory limit), the board says who was running."""
 
     def __init__(self, device, board=None):
         self.device = device
         self._board = None
-        if board:
+        if isinstance(board, int):
+            try:
+                import mmap
+                os.pwrite(board, b"\0" * BOARD_SIZE, 0)
+                self._board = mmap.mmap(board, BOARD_SIZE)
+            except (OSError, ValueError):
+                self._board = None
+        elif board:
             try:
                 import mmap
                 with open(board, "wb+") as f:

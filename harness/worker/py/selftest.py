@@ -47,8 +47,15 @@ def allocate(args, ctx):
 def forge_then_exit(args, ctx):
     """Writes a result file as the job function would, then ends the
     process without reporting it (what a forging candidate does)."""
-    with open(os.path.join(ctx.job_dir, "result.json"), "w") as f:
-        f.write('{"verdict": "pass"}')
+    # The sandbox lets no one open the judge's files by name; the fd the
+    # harness opened before it is there to find.
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink("/proc/self/fd/" + fd)
+        except OSError:
+            continue
+        if target.endswith(os.path.join("judge", "result.json")):
+            os.pwrite(int(fd), b'{"verdict": "pass"}', 0)
     os._exit(0)
 
 
@@ -98,3 +105,18 @@ def reusable(args, ctx):
     the next job with the same environment."""
     ctx.reusable = bool(args.get("clean", True))
     return {"pid": os.getpid(), "job_index": ctx.job_index, "env": os.environ.get("KV_TEST_KEY", "")}
+
+
+def swap_result_fd(args, ctx):
+    """Forges a result through the harness's fd, then puts its own file
+    in that fd's place so the harness's real result would land there."""
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink("/proc/self/fd/" + fd)
+        except OSError:
+            continue
+        if target.endswith(os.path.join("judge", "result.json")):
+            os.pwrite(int(fd), b'{"verdict": "pass"}', 0)
+            own = os.open(os.path.join(ctx.work_dir, "decoy.json"), os.O_RDWR | os.O_CREAT, 0o644)
+            os.dup2(own, int(fd))
+    return {"verdict": "incorrect"}

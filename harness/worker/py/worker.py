@@ -7,11 +7,22 @@ initializes CUDA: a CUDA context does not survive fork. A child whose job
 asked for reuse and declared itself clean stays, context and all, for the
 next job Go sends it (see "reuse" and "child" below).
 
+Job folders and the sandbox. A job's folder (job_dir, made by Go) holds
+work/ (the candidate's cwd, HOME and TMPDIR, its private caches: the only
+place it may write) and judge/ (args.json, and the log, result, board and
+sandbox report, opened here before the sandbox and written through those
+fds). Before the job function runs, the child enters the sandbox
+(sandbox.py: network namespace, uid, capabilities, no_new_privs, Landlock,
+seccomp), unless the job's module sets SANDBOX_SELF = True and calls
+ctx.enter_sandbox() itself (after forking what must stay outside it). The
+parent and each child are subreapers: what a job starts is killed when it
+ends (kill_descendants, and the parent's sweep of orphans).
+
 Protocol (JSON lines). Requests arrive on stdin; events leave on fd 3 (the
 child inherits fd 3 for its own small progress/gate events; each is one
 write() under PIPE_BUF bytes, so lines never interleave). The child's fds 1
-and 2 go to a log file in the job directory and its return value to
-result.json there, so user prints can never corrupt the protocol.
+and 2 go to judge/log.txt and its return value to judge/result.json, so
+user prints can never corrupt the protocol.
 
 Requests stay small: a job's arguments (a candidate's source may be tens of
 MB) are in args_file, which the child reads after the fork, so the parent's
@@ -19,10 +30,13 @@ loop never parses them and one big job never delays another's requests.
 Lines are split scanning each byte once ("args" inline is still accepted).
 
   -> {"op":"run","id":N,"module":M,"func":F,"args_file":PATH,"job_dir":D,
-      "env":{...},"mem_limit":BYTES,"reuse":B,"child":P}
+      "env":{...},"mem_limit":BYTES,"reuse":B,"child":P,
+      "network":B,"writable":[PATH...]}
                                     reuse: the child may serve later jobs;
                                     child: run in idle child P (its last
-                                    "done" said idle) instead of a fresh fork
+                                    "done" said idle) instead of a fresh fork;
+                                    network: no network namespace;
+                                    writable: the sandbox may write these too
   -> {"op":"grant","id":N}          answer to a child's gate request
   -> {"op":"cancel","id":N}         kill the job's process group (its deadline
                                     passed, perhaps before Go saw "started")
@@ -189,12 +203,22 @@ def child_emit(obj):
 
 
 class ChildContext:
-    """What a job function gets: progress events and the device gate."""
+    """What a job function gets: progress events, the device gate, its
+    folders (work_dir: the candidate's cwd, home and temp, writable in the
+    sandbox; judge_dir: the harness's files, not writable there) and the
+    sandbox (enter_sandbox)."""
 
-    def __init__(self, job_id, grant_fd, job_dir, reuse=False, job_index=1):
+    def __init__(self, job_id, grant_fd, job_dir, reuse=False, job_index=1, files=None, network=False):
         self.job_id = job_id
         self._grant_fd = grant_fd
         self.job_dir = job_dir
+        self.work_dir = os.path.join(job_dir, "work")
+        self.judge_dir = os.path.join(job_dir, "judge")
+        # The status board's fd, opened before the sandbox (evaluate's Side maps it).
+        self.board = (files or {}).get("board")
+        self._files = files or {}
+        self._network = network
+        self._writable = list((files or {}).get("writable") or ())
         self.gated = False
         self.ungated = False
         # reuse: Go would hand this child another job; the job function sets
@@ -202,6 +226,18 @@ class ChildContext:
         self.reuse = reuse
         self.reusable = False
         self.job_index = job_index  # 1 for a fresh child
+
+    def enter_sandbox(self, extra_write=()):
+        """Enters the sandbox (sandbox.py) once per child and returns its
+        report; later calls return the same report. The report is written
+        to judge/sandbox.json through an fd opened before, for Go."""
+        global _SANDBOX
+        if _SANDBOX is None:
+            _SANDBOX = _enter_sandbox(self.work_dir, self._writable + list(extra_write), self._network)
+            fd = self._files.get("sandbox")
+            if fd is not None:
+                _write_fd(fd, json.dumps(_SANDBOX).encode())
+        return _SANDBOX
 
     def progress(self, stage, done=0, total=0):
         child_emit({"event": "progress", "id": self.job_id, "stage": str(stage)[:200],
@@ -237,6 +273,41 @@ def _set_pdeathsig():
         pass
 
 
+def _set_subreaper():
+    """Orphans below this process come back to it, not to init: a job's
+    setsid or double-forked processes stay where they can be found."""
+    try:
+        import sandbox
+        sandbox.set_subreaper()
+    except Exception:  # noqa: BLE001 - best effort (non-Linux)
+        pass
+
+
+def _sweep_orphans(children):
+    """Kills processes reparented to the parent (it is their subreaper)
+    that are not its job children: what a job left behind when its child
+    died. Their own children come back here in turn, for the next sweep."""
+    me = os.getpid()
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return
+    for n in names:
+        if not n.isdigit() or int(n) in children:
+            continue
+        try:
+            with open("/proc/%s/stat" % n, "rb") as f:
+                st = f.read()
+        except OSError:
+            continue
+        fields = st[st.rfind(b")") + 2:].split()
+        if len(fields) > 1 and int(fields[1]) == me:
+            try:
+                os.kill(int(n), signal.SIGKILL)
+            except OSError:
+                pass
+
+
 def _read_line(fd):
     """One request line from the grant pipe ("" when the parent closed it)."""
     buf = bytearray()
@@ -258,6 +329,7 @@ def run_child(req, grant_r):
     try:
         os.setpgid(0, 0)
         _set_pdeathsig()
+        _set_subreaper()
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
@@ -289,44 +361,166 @@ def run_child(req, grant_r):
         index += 1
 
 
+# The sandbox's report once this child entered it (ChildContext.enter_sandbox).
+_SANDBOX = None
+# The job folder's harness files, opened before the sandbox: job_dir -> fds,
+# and each fd's (device, inode) when it was opened.
+_FILES = {}
+_FILE_IDS = {}
+# What Go reads: the candidate's output, the result, the board, the report.
+_JUDGE_FILES = (("log", "log.txt", os.O_APPEND), ("result", "result.json", 0),
+                ("board", "board", 0), ("sandbox", "sandbox.json", 0))
+BOARD_SIZE = 64
+
+
+def _enter_sandbox(work_dir, extra_write, network):
+    if os.environ.get("KEVOLVE_SANDBOX") == "0":
+        return {"active": [], "missing": {"all": "disabled by KEVOLVE_SANDBOX=0"}, "detail": {}}
+    try:
+        import sandbox
+        need = [sys.executable, sys.prefix, os.path.dirname(os.path.abspath(__file__))]
+        # The operator's profile dumps (evaluate.py's KEVOLVE_EVAL_PROFILE).
+        prof = os.environ.get("KEVOLVE_EVAL_PROFILE")
+        extra_write = list(extra_write) + ([prof] if prof and os.path.isdir(prof) else [])
+        return sandbox.enter(work_dir, need_reachable=need, extra_write=extra_write, network=network)
+    except BaseException as e:  # noqa: BLE001 - report, never fail the job for it
+        return {"active": [], "missing": {"all": "sandbox failed: %r" % (e,)}, "detail": {}}
+
+
+def _write_fd(fd, data):
+    # The fd must still be the file opened before the sandbox: code in the
+    # child could have dup2'd its own file over it, sending the harness's
+    # result there while the judge's file keeps a forged one. Such a child
+    # reports nothing, and Go takes the file as forged.
+    st = os.fstat(fd)
+    if _FILE_IDS.get(fd) != (st.st_dev, st.st_ino):
+        raise OSError("the harness's file descriptor %d was replaced" % fd)
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, data, 0)
+
+
+def _job_files(job_dir):
+    """The fds of the job's harness files in judge/, opened once per job
+    folder (a kept child keeps its folder, and its fds, for every job: the
+    sandbox no longer lets it open them). A kept child's files are emptied
+    by Go before it sends the next job."""
+    if job_dir in _FILES:
+        return _FILES[job_dir]
+    judge = os.path.join(job_dir, "judge")
+    fds = {}
+    for key, name, flag in _JUDGE_FILES:
+        fd = os.open(os.path.join(judge, name), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | flag, 0o644)
+        fds[key] = fd
+        st = os.fstat(fd)
+        _FILE_IDS[fd] = (st.st_dev, st.st_ino)
+    if os.fstat(fds["board"]).st_size < BOARD_SIZE:
+        os.ftruncate(fds["board"], BOARD_SIZE)
+    _FILES.clear()
+    _FILES[job_dir] = fds
+    return fds
+
+
+def _job_env(work_dir):
+    """cwd, home, temp and private build caches under work/."""
+    import tempfile
+    os.makedirs(work_dir, exist_ok=True)
+    os.chdir(work_dir)
+    try:
+        import sandbox
+        env = sandbox.private_env(work_dir)
+    except OSError:
+        env = {}
+    os.environ.update(env)
+    tempfile.tempdir = env.get("TMPDIR") or tempfile.tempdir
+
+
+def _descendants(pid):
+    """Every process below pid, from /proc/PID/task/TID/children."""
+    out, stack = [], [pid]
+    while stack and len(out) < 4096:
+        p = stack.pop()
+        try:
+            tasks = os.listdir("/proc/%d/task" % p)
+        except OSError:
+            continue
+        for t in tasks:
+            try:
+                with open("/proc/%d/task/%s/children" % (p, t)) as f:
+                    kids = [int(x) for x in f.read().split()]
+            except (OSError, ValueError):
+                continue
+            out.extend(kids)
+            stack.extend(kids)
+    return out
+
+
+def kill_descendants():
+    """Kills every process this child started (it is their subreaper, so
+    setsid and double-forked ones are found too) and reaps them. Returns
+    how many there were."""
+    n = 0
+    for _ in range(10):
+        pids = _descendants(os.getpid())
+        if not pids:
+            break
+        n += len(pids)
+        for p in pids:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
+        for _ in range(400):  # up to ~2 s for a process stuck in the kernel
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                time.sleep(0.005)
+                if not _descendants(os.getpid()):
+                    break
+    return n
+
+
+def _call_job(req, ctx, args):
+    mod = importlib.import_module(req["module"])
+    fn = getattr(mod, req["func"])
+    if not getattr(mod, "SANDBOX_SELF", False):
+        ctx.enter_sandbox()
+    try:
+        return fn(args or {}, ctx)
+    except MemoryError:
+        return {"error": "MemoryError: the job exceeded its memory limit", "error_type": "MemoryError"}
+    except BaseException as e:  # noqa: BLE001 - report everything
+        ctx.reusable = False
+        return {"error": "".join(traceback.format_exception(e))[-20000:], "error_type": type(e).__name__}
+
+
 def _run_job(req, grant_r, index):
     """Runs one job in this child; returns (exit code, may serve another)."""
     code = 1
     ctx = None
     try:
         job_dir = req["job_dir"]
-        log_fd = os.open(os.path.join(job_dir, "log.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        files = _job_files(job_dir)
         if index > 1:
             sys.stdout.flush()
             sys.stderr.flush()
-        os.dup2(log_fd, 1)
-        os.dup2(log_fd, 2)
-        os.close(log_fd)
+        os.dup2(files["log"], 1)
+        os.dup2(files["log"], 2)
         if index == 1:
             sys.stdout = os.fdopen(1, "w", buffering=1)
             sys.stderr = os.fdopen(2, "w", buffering=1)
         for k, v in (req.get("env") or {}).items():
             os.environ[str(k)] = str(v)
-        ctx = ChildContext(req["id"], grant_r, job_dir, bool(req.get("reuse")), index)
+        ctx = ChildContext(req["id"], grant_r, job_dir, bool(req.get("reuse")), index,
+                           dict(files, writable=req.get("writable")), bool(req.get("network")))
+        _job_env(ctx.work_dir)
         args = req.get("args")
         if req.get("args_file"):
             with open(req["args_file"], "rb") as f:
                 args = json.load(f)
-        mod = importlib.import_module(req["module"])
-        fn = getattr(mod, req["func"])
-        try:
-            result = fn(args or {}, ctx)
-        except MemoryError:
-            result = {"error": "MemoryError: the job exceeded its memory limit",
-                      "error_type": "MemoryError"}
-        except BaseException as e:  # noqa: BLE001 - report everything
-            ctx.reusable = False
-            result = {"error": "".join(traceback.format_exception(e))[-20000:],
-                      "error_type": type(e).__name__}
-        tmp = os.path.join(job_dir, "result.json.tmp")
-        with open(tmp, "w") as f:
-            json.dump(result, f, default=str)
-        os.replace(tmp, os.path.join(job_dir, "result.json"))
+        result = _call_job(req, ctx, args)
+        _write_fd(files["result"], json.dumps(result, default=str).encode())
         code = 0
     except BaseException:  # noqa: BLE001
         try:
@@ -339,7 +533,10 @@ def _run_job(req, grant_r, index):
         sys.stderr.flush()
     except BaseException:  # noqa: BLE001
         code = code or 1
-    again = bool(code == 0 and ctx is not None and ctx.reuse and ctx.reusable)
+    # Nothing the job started outlives it; a child that had to kill
+    # something is not kept.
+    left = kill_descendants()
+    again = bool(code == 0 and ctx is not None and ctx.reuse and ctx.reusable and not left)
     if code == 0:
         # Go returns on this, not on the exit, which waits for the driver
         # to tear the CUDA context down; idle says the child stays for
@@ -429,8 +626,10 @@ def main():
     scanned = 0  # bytes of buf already searched for a newline
     children = {}  # pid -> (id, grant_w)
     by_id = {}  # id -> pid
+    _set_subreaper()
     emit({"event": "ready", **versions})
     eof = False
+    last_sweep = 0.0
     while not eof or children:
         for _key, _ in sel.select(timeout=0.02 if children else 0.5):
             try:
@@ -459,14 +658,18 @@ def main():
             emit({"event": "error", "id": None, "message": "request line over %d bytes dropped" % MAX_LINE})
             buf = bytearray()
             scanned = 0
-        # Reap finished children.
-        while children:
+        # Reap finished children (and orphans: not ours to report).
+        swept = False
+        while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
                 break
             if pid == 0:
                 break
+            if pid not in children:
+                continue
+            swept = True
             job_id, grant_w = children.pop(pid, (None, None))
             if grant_w is not None:
                 os.close(grant_w)
@@ -477,6 +680,11 @@ def main():
             else:
                 ev["code"] = os.WEXITSTATUS(status)
             emit(ev)
+        now = time.monotonic()
+        if swept or now - last_sweep > 1.0:
+            last_sweep = now
+            _sweep_orphans(children)
+    _sweep_orphans({})
 
 
 if __name__ == "__main__":

@@ -1,0 +1,67 @@
+package sandbox
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestFilterDropsSecretsKeepsToolchains(t *testing.T) {
+	base := []string{
+		"PATH=/usr/bin", "HOME=/root", "LANG=C.UTF-8", "LC_ALL=C", "LD_LIBRARY_PATH=/opt/lib",
+		"CUDA_VISIBLE_DEVICES=1", "HIP_VISIBLE_DEVICES=0", "ROCR_VISIBLE_DEVICES=0", "HSA_OVERRIDE_GFX_VERSION=9.4.2",
+		"TRITON_INTERPRET=1", "TORCH_CUDA_ARCH_LIST=9.0", "PYTORCH_NVML_BASED_CUDA_CHECK=1", "OMP_NUM_THREADS=4",
+		"KEVOLVE_CACHE_DIR=/c", "CC=gcc", "PYTHONPATH=/p",
+		"KEVOLVE_TOKEN=t", "OPENAI_API_KEY=k", "ANTHROPIC_API_KEY=a", "AWS_SECRET_ACCESS_KEY=s", "GITHUB_TOKEN=g",
+		"KEVOLVE_OPENAI_KEY=k2", "TRITON_SECRET=x", "DB_PASSWORD=p", "GOOGLE_APPLICATION_CREDENTIALS=/c.json",
+		"SSH_AUTH_SOCK=/tmp/agent", "HF_TOKEN=h", "USERS_OTHER_VAR=1", "EDITOR=vim", "BROKEN",
+	}
+	got := Filter(base, "KEVOLVE_SHAPES=small", "CUDA_VISIBLE_DEVICES=2", "KEVOLVE_TOKEN=again")
+	for _, want := range []string{"PATH=/usr/bin", "HOME=/root", "LANG=C.UTF-8", "LC_ALL=C", "LD_LIBRARY_PATH=/opt/lib",
+		"HIP_VISIBLE_DEVICES=0", "ROCR_VISIBLE_DEVICES=0", "HSA_OVERRIDE_GFX_VERSION=9.4.2", "TRITON_INTERPRET=1",
+		"TORCH_CUDA_ARCH_LIST=9.0", "PYTORCH_NVML_BASED_CUDA_CHECK=1", "OMP_NUM_THREADS=4", "KEVOLVE_CACHE_DIR=/c",
+		"CC=gcc", "PYTHONPATH=/p", "KEVOLVE_SHAPES=small", "CUDA_VISIBLE_DEVICES=2"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("%s dropped", want)
+		}
+	}
+	for _, kv := range got {
+		switch kv {
+		case "CUDA_VISIBLE_DEVICES=1":
+			t.Errorf("the job's own value did not win: %v", got)
+		}
+	}
+	for _, name := range []string{"KEVOLVE_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN",
+		"KEVOLVE_OPENAI_KEY", "TRITON_SECRET", "DB_PASSWORD", "GOOGLE_APPLICATION_CREDENTIALS", "SSH_AUTH_SOCK", "HF_TOKEN",
+		"USERS_OTHER_VAR", "EDITOR", "BROKEN"} {
+		for _, kv := range got {
+			if kv == name || len(kv) > len(name) && kv[:len(name)+1] == name+"=" {
+				t.Errorf("%s reached untrusted code", name)
+			}
+		}
+	}
+}
+
+func TestEnvReadsThisProcess(t *testing.T) {
+	t.Setenv("KEVOLVE_TOKEN", "secret")
+	t.Setenv("PATH", "/usr/bin:/bin")
+	env := Env("KEVOLVE_X=1")
+	if slices.Contains(env, "KEVOLVE_TOKEN=secret") || !slices.Contains(env, "PATH=/usr/bin:/bin") || !slices.Contains(env, "KEVOLVE_X=1") {
+		t.Fatalf("Env: %v", env)
+	}
+}
+
+func TestMergeNamesEveryLayer(t *testing.T) {
+	layers := Report{Active: []string{"landlock"}, Missing: map[string]string{"uid": "not root"}}.Merge()
+	if len(layers) != len(Layers) {
+		t.Fatalf("%d layers, want %d", len(layers), len(Layers))
+	}
+	for _, l := range layers {
+		want := l.Name == "landlock" || l.Name == "env" || l.Name == "output_cap"
+		if l.Active != want || l.Without == "" {
+			t.Errorf("%+v", l)
+		}
+		if l.Name == "uid" && l.Detail != "not root" {
+			t.Errorf("uid detail %q", l.Detail)
+		}
+	}
+}

@@ -1,0 +1,101 @@
+package sandbox
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// Layer is one protection around a job's candidate code.
+type Layer struct {
+	Name string `json:"name"`
+	// Active: this host has it (doctor: the probe entered it; a result: the
+	// job's process ran under it).
+	Active bool   `json:"active"`
+	Detail string `json:"detail,omitempty"` // what it does here, or why it is missing
+	// Without is what a host without this layer loses.
+	Without string `json:"without"`
+}
+
+// Report is the sandbox as a job's process entered it (sandbox.json in the
+// job's judge folder), or as doctor's probe found it.
+type Report struct {
+	Active  []string          `json:"active"`
+	Missing map[string]string `json:"missing,omitempty"`
+	Detail  map[string]string `json:"detail,omitempty"`
+}
+
+// Layers names every layer, in the order they are applied, with what a
+// host without it loses. The environment and output caps and the process
+// sweep are applied by Go and the worker on every host.
+var Layers = []Layer{
+	{Name: "netns", Without: "candidate code can reach the network (exfiltrate what it reads, fetch code); Landlock's TCP rule still denies TCP where its ABI is 4 or later"},
+	{Name: "uid", Without: "a server running as root runs candidates as uid 0 (with no capabilities): root-owned files that only their owner may read (/etc/shadow, ~root) are readable to them"},
+	{Name: "capabilities", Without: "a root candidate keeps every capability: it can undo the other layers"},
+	{Name: "no_new_privs", Without: "setuid programs can give candidate code privileges back; Landlock and seccomp cannot be entered unprivileged"},
+	{Name: "landlock", Without: "candidate code can write, delete or replace any file the server's user can: the judge's files, the reference's folder, ~, shared caches"},
+	{Name: "build_cache", Without: "the shared build caches (kevolve loaders, load_inline) stay writable by candidate code, as before the sandbox: a candidate can plant a build that a later evaluation of the same source loads"},
+	{Name: "seccomp", Without: "candidate code can ptrace or process_vm_writev other processes of its user (the warm parent, the judge) where Landlock does not scope ptrace"},
+	{Name: "env", Without: "(always active) tokens and API keys in the server's environment would reach candidate code"},
+	{Name: "subreaper", Without: "a setsid or double-forked daemon of a candidate escapes the sweep at the end of its job and outlives it"},
+	{Name: "output_cap", Without: "(always active) a candidate's output would fill the disk and the server's memory"},
+}
+
+// goLayers describe the layers Go applies on every host.
+var goLayers = map[string]string{
+	"env":        "allowlisted environment: tokens, API keys and the user's other variables dropped",
+	"output_cap": "candidate output capped at 16 MiB on disk, read as head and tail",
+}
+
+// Merge fills Layers' activity from a report; env and output_cap are
+// Go's own and always active.
+func (r Report) Merge() []Layer {
+	active := map[string]bool{"env": true, "output_cap": true}
+	for _, n := range r.Active {
+		active[n] = true
+	}
+	out := make([]Layer, 0, len(Layers))
+	for _, l := range Layers {
+		l.Active = active[l.Name]
+		if l.Active {
+			l.Detail = r.Detail[l.Name]
+			if l.Detail == "" {
+				l.Detail = goLayers[l.Name]
+			}
+		} else {
+			l.Detail = r.Missing[l.Name]
+			if l.Detail == "" {
+				l.Detail = r.Missing["all"]
+			}
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// WriteTable prints layers as doctor shows them: one line each, and for a
+// missing one, what the host loses.
+func WriteTable(w io.Writer, layers []Layer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SANDBOX LAYER\tSTATE\tDETAIL")
+	for _, l := range layers {
+		state := "active"
+		if !l.Active {
+			state = "MISSING"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", l.Name, state, oneLine(l.Detail))
+		if !l.Active {
+			fmt.Fprintf(tw, "\t\twithout it: %s\n", l.Without)
+		}
+	}
+	return tw.Flush()
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 200 {
+		s = s[:197] + "..."
+	}
+	return s
+}

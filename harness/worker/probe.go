@@ -1,0 +1,39 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/kevolve/kevolve-mcp/harness/sandbox"
+	"github.com/kevolve/kevolve-mcp/harness/toolchain"
+)
+
+// ProbeSandbox enters the job sandbox in a throwaway process over a
+// temporary folder (sandbox.py --probe), as a job's child would on this
+// host, and returns which layers it got (for doctor).
+func ProbeSandbox(ctx context.Context, python, cacheDir string) (sandbox.Report, error) {
+	var r sandbox.Report
+	if cacheDir == "" {
+		cacheDir = toolchain.CacheDir()
+	}
+	dir, err := unpack(cacheDir)
+	if err != nil {
+		return r, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	// The build cache as the evaluator sets it (NewEvaluator).
+	env := []string{"KEVOLVE_CACHE_DIR=" + filepath.Join(cacheDir, "kernels")}
+	o, err := toolchain.Run(ctx, toolchain.Cmd{Name: python, Args: []string{filepath.Join(dir, "sandbox.py"), "--probe"}, Dir: dir, Env: env})
+	if err != nil {
+		return r, fmt.Errorf("sandbox probe: %w (%s)", err, toolchain.Tail(o.Stderr, 300))
+	}
+	line := toolchain.LastJSONLine(o.Stdout)
+	if err := json.Unmarshal([]byte(line), &r); err != nil {
+		return r, fmt.Errorf("sandbox probe: decode %q: %w", toolchain.Tail(line, 200), err)
+	}
+	return r, nil
+}
