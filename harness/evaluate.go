@@ -115,6 +115,8 @@ type pyResult struct {
 	Memory       *MemoryUse         `json:"memory"`
 	Work         *TracedWork        `json:"work"`
 	Process      *ProcessUse        `json:"process"`
+	Notes        []string           `json:"notes"`
+	VerdictKBv0  string             `json:"verdict_kernelbench_v0"`
 }
 
 // Evaluate checks and times a candidate for a problem on a leased device
@@ -126,7 +128,8 @@ type pyResult struct {
 func (e *Evaluator) Evaluate(ctx context.Context, p Problem, c Candidate, l *Lease, o Options) (Result, error) {
 	req := EvalRequest{Reference: p.Reference, Candidate: c, Target: o.Target, Device: o.Device, Trials: o.Trials,
 		Seed: o.Seed, Timeout: o.Timeout, SkipTiming: o.SkipTiming, Tolerance: p.Tolerance, SOLSeconds: o.SOLSeconds,
-		Shapes: p.Shapes, Work: p.Work, CompileReference: o.CompileReference}
+		Shapes: p.Shapes, Work: p.Work, CompileReference: o.CompileReference, KernelPolicy: o.KernelPolicy,
+		ToleranceProfile: o.ToleranceProfile}
 	r, err := e.evaluate(ctx, req, p.Dtype, l, o.Progress)
 	if err != nil {
 		return Result{}, err
@@ -145,6 +148,16 @@ func validate(req *EvalRequest) error {
 		return problem.Inputf("trials", "must be between 1 and 100 (0 = default 5), got %d", req.Trials)
 	case req.Timeout < 0 || req.Timeout > time.Hour:
 		return problem.Inputf("timeout_s", "must be between 0 and 3600 seconds, got %s", req.Timeout)
+	}
+	switch req.KernelPolicy {
+	case KernelPolicyDefault:
+		req.KernelPolicy = "" // one cache key for the default, named or not
+	case "", KernelPolicyStrict:
+	default:
+		return problem.Inputf("kernel_policy", "%q: use %s or %s", req.KernelPolicy, KernelPolicyDefault, KernelPolicyStrict)
+	}
+	if req.ToleranceProfile != "" && req.ToleranceProfile != ToleranceKernelBenchV0 {
+		return problem.Inputf("tolerance", "%q: the only tolerance profile is %s", req.ToleranceProfile, ToleranceKernelBenchV0)
 	}
 	if req.Trials == 0 {
 		req.Trials = 5
@@ -235,6 +248,12 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 	}
 	if req.Tolerance != nil {
 		args["tolerance"] = req.Tolerance
+	}
+	if req.KernelPolicy != "" {
+		args["kernel_policy"] = req.KernelPolicy
+	}
+	if req.ToleranceProfile != "" {
+		args["tolerance_profile"] = req.ToleranceProfile
 	}
 	rkey := refKey(refCode, string(tgt), dev.Name, req)
 	knownCompile := e.compileGet(ctx, rkey)
@@ -341,6 +360,7 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 		res.StageS = pr.StageS
 		res.Memory, res.Work = pr.Memory, pr.Work
 		res.Process = pr.Process
+		res.Notes, res.VerdictKernelBenchV0 = pr.Notes, pr.VerdictKBv0
 		childWork = pr.Work
 	}
 	res.Correct = res.Verdict == VerdictPass
@@ -360,7 +380,7 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 			}
 		}
 		w, err := e.workFor(ctx, req.Shapes, dtype, req.Work, traced)
-		e.applySOL(ctx, tgt, dev, res, w, err)
+		e.applySOL(ctx, tgt, dev, res, w, err, e.ownWorkFor(tgt, req.Reference, req.Candidate, req.Shapes, env))
 	}
 	setFitness(res)
 	res.WallS = time.Since(t0).Seconds()

@@ -40,6 +40,9 @@ type evolveOptions struct {
 	suite     suiteFlags    // --suite (suite.go)
 	fleet     fleetFlags    // --workers and the coordinator (evolve_fleet.go)
 	parallel  int           // --parallel: pipelines in flight (0 = default)
+
+	// kernelPolicy is the harness's reference_ops policy (--kernel-policy).
+	kernelPolicy string
 }
 
 // newEvolveCmd wires `kevolve-mcp evolve` flags to search/engine; the
@@ -88,6 +91,7 @@ is a checkpoint: a killed run continues with --resume RUN.
 	f.IntVar(&o.Config.SupervisorWindow, "supervise", 0, "switch policy or lineage after `N` evaluations without a new best (0 = off)")
 	f.Int64Var(&o.Seed, "seed", 0, "random seed (default: from the clock)")
 	f.DurationVar(&eo.evalTO, "eval-timeout", 0, "limit per evaluation (default: the harness's 180 s)")
+	f.StringVar(&eo.kernelPolicy, "kernel-policy", "default", kernelPolicyUsage)
 	f.StringVar(&eo.resume, "resume", "", "continue `RUN` (a paused or killed run; with --budget, extend a finished one)")
 	f.BoolVar(&eo.asJSON, "json", false, "end with the run summary as JSON on stdout")
 	f.BoolVar(&eo.calibrate, "calibrate", true, "on a CPU never calibrated, measure it once (quick) so % of SOL can be shown")
@@ -177,7 +181,7 @@ func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.W
 			o.Devices = []string{rep.CPU.Model}
 		}
 	}
-	adapter := &harnesseval.Adapter{Ev: ev, Timeout: eo.evalTO}
+	adapter := &harnesseval.Adapter{Ev: ev, Timeout: eo.evalTO, KernelPolicy: eo.kernelPolicy}
 	if c, err := ceilingsFor(ctx, a, eo.calibrate, stderr); err == nil {
 		adapter.Ceilings = &c
 	} else {

@@ -65,7 +65,7 @@ func evolveSuite(ctx context.Context, c *cli, a *app, eo *evolveOptions, st *sto
 	if target == "cpu" {
 		devices = []string{rep.CPU.Model}
 	}
-	adapter := &harnesseval.Adapter{Ev: ev, Timeout: eo.evalTO}
+	adapter := &harnesseval.Adapter{Ev: ev, Timeout: eo.evalTO, KernelPolicy: eo.kernelPolicy}
 	if ceil, err := ceilingsFor(ctx, a, eo.calibrate, stderr); err == nil {
 		adapter.Ceilings = &ceil
 	}
