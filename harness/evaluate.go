@@ -142,6 +142,15 @@ func (e *Evaluator) EvaluateRequest(ctx context.Context, req EvalRequest, progre
 	return e.evaluate(ctx, req, "", nil, progress)
 }
 
+// CheckKernelPolicy rejects a kernel policy the harness does not know.
+func CheckKernelPolicy(p string) error {
+	switch p {
+	case "", KernelPolicyDefault, KernelPolicyStrict:
+		return nil
+	}
+	return problem.Inputf("kernel_policy", "%q: use %s or %s", p, KernelPolicyDefault, KernelPolicyStrict)
+}
+
 func validate(req *EvalRequest) error {
 	switch {
 	case req.Trials < 0 || req.Trials > 100:
@@ -149,12 +158,11 @@ func validate(req *EvalRequest) error {
 	case req.Timeout < 0 || req.Timeout > time.Hour:
 		return problem.Inputf("timeout_s", "must be between 0 and 3600 seconds, got %s", req.Timeout)
 	}
-	switch req.KernelPolicy {
-	case KernelPolicyDefault:
+	if err := CheckKernelPolicy(req.KernelPolicy); err != nil {
+		return err
+	}
+	if req.KernelPolicy == KernelPolicyDefault {
 		req.KernelPolicy = "" // one cache key for the default, named or not
-	case "", KernelPolicyStrict:
-	default:
-		return problem.Inputf("kernel_policy", "%q: use %s or %s", req.KernelPolicy, KernelPolicyDefault, KernelPolicyStrict)
 	}
 	if req.ToleranceProfile != "" && req.ToleranceProfile != ToleranceKernelBenchV0 {
 		return problem.Inputf("tolerance", "%q: the only tolerance profile is %s", req.ToleranceProfile, ToleranceKernelBenchV0)

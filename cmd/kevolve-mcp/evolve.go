@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kevolve/kevolve-mcp/corpus"
+	"github.com/kevolve/kevolve-mcp/harness"
 	"github.com/kevolve/kevolve-mcp/harness/sol"
 	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/engine"
@@ -66,6 +67,9 @@ is a checkpoint: a killed run continues with --resume RUN.
   kevolve-mcp evolve --resume r-20261122-131958-962e33 --budget 60`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := harness.CheckKernelPolicy(eo.kernelPolicy); err != nil {
+				return err
+			}
 			return evolveRun(c, &eo, cmd.Flags(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}

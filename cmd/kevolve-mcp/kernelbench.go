@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kevolve/kevolve-mcp/harness"
 	"github.com/kevolve/kevolve-mcp/harness/kernelbench"
 )
 
@@ -64,6 +65,9 @@ them again). Here --kb is the KernelBench checkout, not a knowledge folder.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := harness.CheckKernelPolicy(kernelPolicy); err != nil {
+				return err
+			}
 			if opt.KB == "" {
 				return errors.New("kernelbench run: --kb DIR is required (a KernelBench checkout)")
 			}

@@ -512,6 +512,7 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
     same_as_ref = None
     prev = []  # fingerprints of (ref outputs, cand outputs) of earlier trials
     degen = DegenerateWatch()
+    launches0 = counter.n  # kernels launched by the candidate's forward calls count as its own, not its constructor's
     ref_mutates = False
     ref_aliases = False
     out_bytes = 0
@@ -636,10 +637,10 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
     # later checks and timing need.
     ctx.progress("integrity")
     mains = main_ops(ref_ops_all)
-    policy, own = refops.policy_of(args), counter.n > 0
+    policy, own = refops.policy_of(args), counter.n > launches0
     why, names = refops.used(mains, ref_aten, cand_ops_all, cand_aten)
     refops.judge(checks, res["notes"], policy, same_as_ref, why, names, own, mains, lambda: refops.library_share(
-        lambda timer: run_candidate(make_inputs(seed + 7), -4, timer), device, ref_aten, names))
+        lambda timer: run_candidate(make_inputs(seed + 7), -4, timer), device, ref_aten))
     if not own:
         warnings.append("no custom kernel ran (no kevolve, Triton, load_inline or cupy launch): the candidate is plain torch ops")
     res["custom_launches"] = counter.n

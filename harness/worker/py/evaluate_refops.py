@@ -73,12 +73,12 @@ def judge(checks, notes, policy, same_as_ref, why, names, own, mains, share):
     if not why:
         checks.add("reference_ops", True, "dispatched aten ops differ from the reference's; reference main ops %s not called" % sorted(mains))
         return
-    note = "library calls beside its own kernels: %s; %s" % (why, share())
+    note = "library calls beside its own kernels: the reference's %s ran through torch or a library; %s" % (names, share())
     checks.add("reference_ops", True, note)
     notes.append("reference_ops: " + note)
 
 
-def library_share(call, device, ref_aten, names):
+def library_share(call, device, ref_aten):
     """One traced call of the candidate with every aten op timed: the share
     of the call's time spent in the ops of the reference's heavy families
     (device time on a GPU, from events around each op; wall time on the
@@ -101,8 +101,8 @@ def library_share(call, device, ref_aten, names):
     where = "device time" if timer.cuda else "wall time of the call (CPU)"
     if total <= 0:
         return "their share of the %s could not be measured" % where
-    return "%s took %.0f%% of the %s (%.3g of %.3g ms, one traced call)" % (
-        names, min(100.0, 100 * lib / total), where, lib * 1e3, total * 1e3)
+    return "they took %.0f%% of the %s (%.3g of %.3g ms, one traced call)" % (
+        min(100.0, 100 * lib / total), where, lib * 1e3, total * 1e3)
 
 
 class OpTimer(TorchDispatchMode):
