@@ -80,7 +80,8 @@ func num(m, u map[string]string, name string) *float64 {
 
 // unitScale converts ncu's unit names to base units: nanoseconds for time
 // (ncu prints "us", "ms" or spelled-out "usecond"), bytes for sizes
-// ("Kbyte", "Kbyte/block", ...).
+// ("Kbyte", "Kbyte/block", ...), cycles and instructions for counts it
+// scales ("Mcycle", "Kinst").
 func unitScale(unit string) float64 {
 	u := strings.TrimSpace(unit)
 	switch u {
@@ -89,6 +90,14 @@ func unitScale(unit string) float64 {
 	case "ms", "msecond":
 		return 1e6
 	case "s", "second":
+		return 1e9
+	}
+	switch u {
+	case "Kcycle", "Kinst":
+		return 1e3
+	case "Mcycle", "Minst":
+		return 1e6
+	case "Gcycle", "Ginst":
 		return 1e9
 	}
 	switch {

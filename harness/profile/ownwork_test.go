@@ -50,3 +50,12 @@ func TestNCUArgsMetrics(t *testing.T) {
 		t.Fatalf("the profiled command must end the arguments: %q", narrow)
 	}
 }
+
+// Counts ncu scales with a prefix read in base units.
+func TestUnitScaleCounts(t *testing.T) {
+	for unit, want := range map[string]float64{"cycle": 1, "Kcycle": 1e3, "Mcycle": 1e6, "Gcycle": 1e9, "Minst": 1e6, "Mbyte": 1e6, "byte": 1} {
+		if got := unitScale(unit); got != want {
+			t.Errorf("unitScale(%q) = %g, want %g", unit, got, want)
+		}
+	}
+}
