@@ -57,7 +57,7 @@ func refKey(refCode, target, device string, req EvalRequest) string {
 // cacheKey hashes everything that decides a result.
 func cacheKey(refCode, candCode, target, device string, req EvalRequest) string {
 	return hashFields(HarnessVersion(), target, device, refCode, candCode, req.Trials, req.Seed,
-		req.SkipTiming, req.Tolerance, req.SOLSeconds, req.Shapes, req.Work, req.CountWork)
+		req.SkipTiming, req.Tolerance, req.SOLSeconds, req.Shapes, req.Work, req.CountWork, req.KernelPolicy, req.ToleranceProfile)
 }
 
 // workKey names a reference's traced work.

@@ -302,8 +302,10 @@ func evalCases() []evalCase {
 			want: VerdictPass},
 		{name: "wrong_shape", ref: refNormalize, cand: candidate("", normBody+"        return (x / n).t().contiguous()"),
 			want: VerdictIncorrect, wantCheck: "shape"},
+		// Another dense layout (transposed) holds the right values: passes
+		// with a note since issue 20 (TestFidelityLayouts has the cases).
 		{name: "non_contiguous", ref: refNormalize, cand: candidate("", normBody+"        return (x / n).t().contiguous().t()"),
-			want: VerdictIncorrect, wantCheck: "contiguity"},
+			want: VerdictPass},
 		{name: "tensor_subclass", ref: refNormalize, cand: candidate("class Lazy(torch.Tensor):\n    pass\n", normBody+"        return (x / n).as_subclass(Lazy)"),
 			want: VerdictIntegrityViolation, wantCheck: "output_type"},
 		{name: "side_thread", ref: refNormalize, cand: candidate("import threading, time", normBody+"        threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n        return x / n"),

@@ -116,6 +116,8 @@ type pyResult struct {
 	Memory       *MemoryUse         `json:"memory"`
 	Work         *TracedWork        `json:"work"`
 	Process      *ProcessUse        `json:"process"`
+	Notes        []string           `json:"notes"`
+	VerdictKBv0  string             `json:"verdict_kernelbench_v0"`
 }
 
 // Evaluate checks and times a candidate for a problem on a leased device
@@ -127,7 +129,8 @@ type pyResult struct {
 func (e *Evaluator) Evaluate(ctx context.Context, p Problem, c Candidate, l *Lease, o Options) (Result, error) {
 	req := EvalRequest{Reference: p.Reference, Candidate: c, Target: o.Target, Device: o.Device, Trials: o.Trials,
 		Seed: o.Seed, Timeout: o.Timeout, SkipTiming: o.SkipTiming, Tolerance: p.Tolerance, SOLSeconds: o.SOLSeconds,
-		Shapes: p.Shapes, Work: p.Work, CompileReference: o.CompileReference}
+		Shapes: p.Shapes, Work: p.Work, CompileReference: o.CompileReference, KernelPolicy: o.KernelPolicy,
+		ToleranceProfile: o.ToleranceProfile}
 	r, err := e.evaluate(ctx, req, p.Dtype, l, o.Progress)
 	if err != nil {
 		return Result{}, err
@@ -140,12 +143,30 @@ func (e *Evaluator) EvaluateRequest(ctx context.Context, req EvalRequest, progre
 	return e.evaluate(ctx, req, "", nil, progress)
 }
 
+// CheckKernelPolicy rejects a kernel policy the harness does not know.
+func CheckKernelPolicy(p string) error {
+	switch p {
+	case "", KernelPolicyDefault, KernelPolicyStrict:
+		return nil
+	}
+	return problem.Inputf("kernel_policy", "%q: use %s or %s", p, KernelPolicyDefault, KernelPolicyStrict)
+}
+
 func validate(req *EvalRequest) error {
 	switch {
 	case req.Trials < 0 || req.Trials > 100:
 		return problem.Inputf("trials", "must be between 1 and 100 (0 = default 5), got %d", req.Trials)
 	case req.Timeout < 0 || req.Timeout > time.Hour:
 		return problem.Inputf("timeout_s", "must be between 0 and 3600 seconds, got %s", req.Timeout)
+	}
+	if err := CheckKernelPolicy(req.KernelPolicy); err != nil {
+		return err
+	}
+	if req.KernelPolicy == KernelPolicyDefault {
+		req.KernelPolicy = "" // one cache key for the default, named or not
+	}
+	if req.ToleranceProfile != "" && req.ToleranceProfile != ToleranceKernelBenchV0 {
+		return problem.Inputf("tolerance", "%q: the only tolerance profile is %s", req.ToleranceProfile, ToleranceKernelBenchV0)
 	}
 	if req.Trials == 0 {
 		req.Trials = 5
@@ -236,6 +257,12 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 	}
 	if req.Tolerance != nil {
 		args["tolerance"] = req.Tolerance
+	}
+	if req.KernelPolicy != "" {
+		args["kernel_policy"] = req.KernelPolicy
+	}
+	if req.ToleranceProfile != "" {
+		args["tolerance_profile"] = req.ToleranceProfile
 	}
 	rkey := refKey(refCode, string(tgt), dev.Name, req)
 	knownCompile := e.compileGet(ctx, rkey)
@@ -342,6 +369,7 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 		res.StageS = pr.StageS
 		res.Memory, res.Work = pr.Memory, pr.Work
 		res.Process = pr.Process
+		res.Notes, res.VerdictKernelBenchV0 = pr.Notes, pr.VerdictKBv0
 		childWork = pr.Work
 	}
 	res.Correct = res.Verdict == VerdictPass
@@ -361,7 +389,7 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 			}
 		}
 		w, err := e.workFor(ctx, req.Shapes, dtype, req.Work, traced)
-		e.applySOL(ctx, tgt, dev, res, w, err)
+		e.applySOL(ctx, tgt, dev, res, w, err, e.ownWorkFor(tgt, req.Reference, req.Candidate, req.Shapes, env))
 	}
 	setFitness(res)
 	res.WallS = time.Since(t0).Seconds()

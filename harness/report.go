@@ -17,6 +17,9 @@ func WriteTable(w io.Writer, r *EvalResult) error {
 		verdict += " (at " + r.Stage + ")"
 	}
 	p("verdict\t%s", verdict)
+	if r.VerdictKernelBenchV0 != "" {
+		p("verdict (kernelbench-v0)\t%s", strings.ToUpper(r.VerdictKernelBenchV0))
+	}
 	p("target\t%s on %s (device %d)", r.Target, r.Device, r.DeviceIndex)
 	for _, c := range r.Checks {
 		mark := "ok  "
@@ -53,6 +56,9 @@ func WriteTable(w io.Writer, r *EvalResult) error {
 	}
 	if r.Candidate != nil {
 		p("fitness\t%.3f over eager, %.3f over torch.compile, sol_score %.3f", r.Fitness.SpeedupVsEager, r.Fitness.SpeedupVsCompile, r.Fitness.SolScore)
+	}
+	for _, n := range r.Notes {
+		p("note\t%s", oneLine(n, 200))
 	}
 	for _, wmsg := range r.Warnings {
 		p("warning\t%s", oneLine(wmsg, 120))

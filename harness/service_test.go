@@ -229,6 +229,10 @@ func TestSOLOnEveryTimedEvaluation(t *testing.T) {
 			if check.Passed || !strings.Contains(check.Detail, "faster than physically possible") || r.Fitness != (Fitness{}) || r.SpeedupVsEager != nil {
 				t.Fatalf("impossible candidate: %+v fitness %+v", check, r.Fitness)
 			}
+			// Above 100% of the traced bound: said in a note, on every target.
+			if !strings.Contains(strings.Join(r.Notes, "\n"), "above the traced speed of light") {
+				t.Fatalf("no note for a result above the traced bound: %q", r.Notes)
+			}
 			t.Logf("flagged: %s", check.Detail)
 		})
 	}

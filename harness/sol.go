@@ -158,9 +158,11 @@ func checkBound(t target.Name, w sol.Work, c sol.Ceilings, row *spec.Row) float6
 	return math.Max(tc, tm)
 }
 
-// applySOL bounds a timed result and flags a candidate faster than light.
-// work and workErr are the counting's outcome.
-func (e *Evaluator) applySOL(ctx context.Context, t target.Name, d lease.Device, res *EvalResult, w sol.Work, workErr error) {
+// applySOL bounds a timed result and flags a candidate faster than light
+// (one faster than the traced bound is judged by its own measured work
+// where own can measure it: sol_shortcut.go). work and workErr are the
+// counting's outcome.
+func (e *Evaluator) applySOL(ctx context.Context, t target.Name, d lease.Device, res *EvalResult, w sol.Work, workErr error, own ownWorkFunc) {
 	if res.Candidate == nil || res.Candidate.MedianS <= 0 {
 		return
 	}
@@ -196,11 +198,17 @@ func (e *Evaluator) applySOL(ctx context.Context, t target.Name, d lease.Device,
 	s.CheckTSolS = checkBound(t, w, ceil, row)
 	res.SOL = s
 	res.TSolS, res.PctOfSol, res.SolScore = &s.TSolS, s.PctOfSol, s.SolScore
+	aboveBoundNote(res, s)
 	med := res.Candidate.MedianS
 	if s.CheckTSolS > 0 {
 		fast := med < (1-FasterThanSOLMargin)*s.CheckTSolS
 		detail := fmt.Sprintf("median %s vs speed of light %s (%s-bound: %.4g FLOP, %.4g B, %s, %s ceilings); the check's bound, with every ceiling and count loosened for honest kernels, is %s and a candidate must stay above %.0f%% of it",
 			Seconds(med), Seconds(s.TSolS), s.Bound, w.FLOPs, w.Bytes, w.Source, ceil.Source, Seconds(s.CheckTSolS), (1-FasterThanSOLMargin)*100)
+		if fast && res.Verdict == VerdictPass {
+			var more string
+			fast, more = judgeShortcut(ctx, own, t, med, ceil, row, res)
+			detail += more
+		}
 		if fast {
 			detail = fmt.Sprintf("faster than physically possible: %s; the result skips, hides or replays work (or the problem's declared counts are wrong)", detail)
 			if res.Verdict == VerdictPass {

@@ -69,7 +69,30 @@ type EvalRequest struct {
 	// CountWork asks the child to count the reference forward's FLOPs and
 	// bytes on the real inputs (EvalResult.Work), for SOL.
 	CountWork bool `json:"count_work,omitempty"`
+	// KernelPolicy is how much of the reference's work may go through
+	// torch or a library: KernelPolicyDefault ("" too) or KernelPolicyStrict.
+	KernelPolicy string `json:"kernel_policy,omitempty"`
+	// ToleranceProfile names another project's correctness rule to report
+	// the verdict under too (EvalResult.VerdictKernelBenchV0); ours decides.
+	ToleranceProfile string `json:"tolerance_profile,omitempty"`
 }
+
+// Kernel policies (the reference_ops check, evaluate_refops.py).
+const (
+	// KernelPolicyDefault: a candidate whose own kernels run may call some
+	// of the reference's heavy ops through torch or a library (a cuBLAS
+	// GEMM with a fused epilogue of its own), with a note; one that
+	// dispatches all of the reference's compute ops, or has no kernel of
+	// its own and calls its heavy ops, is the reference.
+	KernelPolicyDefault = "default"
+	// KernelPolicyStrict: every heavy op in the candidate's own kernels.
+	KernelPolicyStrict = "strict"
+)
+
+// ToleranceKernelBenchV0 is KernelBench v0/v0.1's rule: torch.allclose
+// with atol = rtol = 1e-2 for every dtype, no relative norm (README,
+// "Tolerances").
+const ToleranceKernelBenchV0 = "kernelbench-v0"
 
 // MemoryUse is the peak device memory each side allocated while it ran
 // (torch.cuda.max_memory_allocated). On CPU the sides are null and the
@@ -122,6 +145,9 @@ type Options struct {
 	// SOLSeconds makes the child check the candidate against this bound too
 	// (see EvalRequest.SOLSeconds).
 	SOLSeconds float64
+	// KernelPolicy and ToleranceProfile: see EvalRequest.
+	KernelPolicy     string
+	ToleranceProfile string
 	// Progress receives stage events; may be nil.
 	Progress func(stage string, done, total int)
 }
@@ -171,6 +197,9 @@ type SOL struct {
 	// sol.go).
 	CheckTSolS float64  `json:"check_t_sol_s,omitempty"`
 	Notes      []string `json:"notes,omitempty"`
+	// OwnWork is the candidate's own work, measured once it beat the
+	// traced bound (NVIDIA: Nsight Compute; see sol_shortcut.go).
+	OwnWork *OwnWork `json:"own_work,omitempty"`
 }
 
 // Fitness is what a search maximizes: speedup over eager and over
@@ -208,7 +237,14 @@ type EvalResult struct {
 	SOL      *SOL     `json:"sol,omitempty"`
 	Fitness  Fitness  `json:"fitness"`
 	Warnings []string `json:"warnings,omitempty"`
-	Log      string   `json:"log,omitempty"`
+	// Notes are what a pass should still say: library calls beside the
+	// candidate's own kernels, an output in another layout, a result above
+	// 100% of the traced bound, an algorithmic shortcut.
+	Notes []string `json:"notes,omitempty"`
+	// VerdictKernelBenchV0 is the verdict under KernelBench v0's tolerance
+	// (ToleranceProfile kernelbench-v0 only).
+	VerdictKernelBenchV0 string `json:"verdict_kernelbench_v0,omitempty"`
+	Log                  string `json:"log,omitempty"`
 	// StageS is the child's seconds per stage (load_candidate, correctness, timing...).
 	StageS map[string]float64 `json:"stage_s,omitempty"`
 	// Memory is peak device memory per side and stage; Work the reference

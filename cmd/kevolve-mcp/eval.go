@@ -9,6 +9,9 @@ import (
 
 func init() { register(newEvalCmd) }
 
+// kernelPolicyUsage documents --kernel-policy (eval, kernelbench run, evolve).
+const kernelPolicyUsage = "reference_ops policy: default (library calls beside the candidate's own kernels pass with a note) or strict (every heavy op in its own kernels)"
+
 // The job commands build the very requests the MCP tools build (through the
 // tools package's validators), so the CLI and an agent see the same checks.
 
@@ -49,10 +52,12 @@ then time both. The verdict, timings and speedups are what run_kernel returns.`,
 	f.Int64Var(&in.Seed, "seed", 0, "base seed (default 42)")
 	f.BoolVar(&in.SkipTiming, "skip-timing", false, "check correctness only")
 	f.StringVar(&in.Shapes, "shapes", "", "shape set of a corpus problem: large or small")
+	f.StringVar(&in.KernelPolicy, "kernel-policy", "default", kernelPolicyUsage)
 	f.BoolVar(&asJSON, "json", false, "print the structured result the run_kernel tool returns")
 	_ = cmd.RegisterFlagCompletionFunc("ref", completeReference)
 	_ = cmd.MarkFlagFilename("candidate", "py")
 	_ = cmd.RegisterFlagCompletionFunc("target", fixedCompletion("auto", "cpu", "nvidia", "amd"))
 	_ = cmd.RegisterFlagCompletionFunc("shapes", fixedCompletion("large", "small"))
+	_ = cmd.RegisterFlagCompletionFunc("kernel-policy", fixedCompletion(harness.KernelPolicyDefault, harness.KernelPolicyStrict))
 	return cmd
 }

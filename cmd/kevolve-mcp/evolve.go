@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kevolve/kevolve-mcp/corpus"
+	"github.com/kevolve/kevolve-mcp/harness"
 	"github.com/kevolve/kevolve-mcp/harness/sol"
 	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/engine"
@@ -39,6 +40,9 @@ type evolveOptions struct {
 	suite     suiteFlags    // --suite (suite.go)
 	fleet     fleetFlags    // --workers and the coordinator (evolve_fleet.go)
 	parallel  int           // --parallel: pipelines in flight (0 = default)
+
+	// kernelPolicy is the harness's reference_ops policy (--kernel-policy).
+	kernelPolicy string
 }
 
 // newEvolveCmd wires `kevolve-mcp evolve` flags to search/engine; the
@@ -62,6 +66,9 @@ is a checkpoint: a killed run continues with --resume RUN.
   kevolve-mcp evolve --resume r-20261122-131958-962e33 --budget 60`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := harness.CheckKernelPolicy(eo.kernelPolicy); err != nil {
+				return err
+			}
 			return evolveRun(c, &eo, cmd.Flags(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -87,6 +94,7 @@ is a checkpoint: a killed run continues with --resume RUN.
 	f.IntVar(&o.Config.SupervisorWindow, "supervise", 0, "switch policy or lineage after `N` evaluations without a new best (0 = off)")
 	f.Int64Var(&o.Seed, "seed", 0, "random seed (default: from the clock)")
 	f.DurationVar(&eo.evalTO, "eval-timeout", 0, "limit per evaluation (default: the harness's 180 s)")
+	f.StringVar(&eo.kernelPolicy, "kernel-policy", "default", kernelPolicyUsage)
 	f.StringVar(&eo.resume, "resume", "", "continue `RUN` (a paused or killed run; with --budget, extend a finished one)")
 	f.BoolVar(&eo.asJSON, "json", false, "end with the run summary as JSON on stdout")
 	f.BoolVar(&eo.calibrate, "calibrate", true, "on a CPU never calibrated, measure it once (quick) so % of SOL can be shown")
@@ -163,7 +171,7 @@ func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.W
 		}
 		o.Devices = a.devices.Get(ctx, false).DeviceNames(spec.Target)
 	}
-	adapter := &harnesseval.Adapter{Ev: ev, Timeout: eo.evalTO}
+	adapter := &harnesseval.Adapter{Ev: ev, Timeout: eo.evalTO, KernelPolicy: eo.kernelPolicy}
 	if c, err := ceilingsFor(ctx, a, eo.calibrate, stderr); err == nil {
 		adapter.Ceilings = &c
 	} else {

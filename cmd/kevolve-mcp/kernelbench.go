@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kevolve/kevolve-mcp/harness"
 	"github.com/kevolve/kevolve-mcp/harness/kernelbench"
 )
 
@@ -35,6 +36,7 @@ func newKernelBenchRunCmd(c *cli) *cobra.Command {
 		summary      string
 		timeoutS     float64
 		asJSON       bool
+		kernelPolicy string
 	)
 	cmd := &cobra.Command{
 		Use:   "run --kb DIR --level 1[,2,3] (--candidates DIR|PATTERN | --reference-as-candidate)",
@@ -63,6 +65,9 @@ them again). Here --kb is the KernelBench checkout, not a knowledge folder.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := harness.CheckKernelPolicy(kernelPolicy); err != nil {
+				return err
+			}
 			if opt.KB == "" {
 				return errors.New("kernelbench run: --kb DIR is required (a KernelBench checkout)")
 			}
@@ -97,7 +102,7 @@ them again). Here --kb is the KernelBench checkout, not a knowledge folder.`,
 			}
 			ctx, cancel := signalContext()
 			defer cancel()
-			sum, runErr := kernelbench.Run(ctx, kernelbench.HarnessEvaluator{Ev: ev}, opt)
+			sum, runErr := kernelbench.Run(ctx, kernelbench.HarnessEvaluator{Ev: ev, KernelPolicy: kernelPolicy}, opt)
 			if sum == nil {
 				return runErr
 			}
@@ -142,6 +147,7 @@ them again). Here --kb is the KernelBench checkout, not a knowledge folder.`,
 	f.StringVar(&only, "only", "", "sweep only problems whose name (level1/12_...) matches this `regexp`")
 	f.BoolVar(&opt.Rerun, "rerun", false, "evaluate again pairs already in the database for this harness version")
 	f.BoolVar(&asJSON, "json", false, "print the summary as JSON instead of a table")
+	f.StringVar(&kernelPolicy, "kernel-policy", "default", kernelPolicyUsage)
 	_ = cmd.MarkFlagDirname("kb")
 	_ = cmd.RegisterFlagCompletionFunc("level", fixedCompletion("1", "2", "3", "1,2", "1,2,3"))
 	_ = cmd.RegisterFlagCompletionFunc("target", fixedCompletion("auto", "cpu", "nvidia"))

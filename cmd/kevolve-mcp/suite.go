@@ -52,7 +52,7 @@ func evolveSuite(ctx context.Context, c *cli, a *app, eo *evolveOptions, st *sto
 		return err
 	}
 	devices := rep.DeviceNames(target)
-	adapter := &harnesseval.Adapter{Ev: ev, Timeout: eo.evalTO}
+	adapter := &harnesseval.Adapter{Ev: ev, Timeout: eo.evalTO, KernelPolicy: eo.kernelPolicy}
 	if ceil, err := ceilingsFor(ctx, a, eo.calibrate, stderr); err == nil {
 		adapter.Ceilings = &ceil
 	}

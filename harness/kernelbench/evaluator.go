@@ -26,7 +26,11 @@ type Request struct {
 // HarnessEvaluator is the harness's evaluator seen by the sweep. It is the
 // one place this package calls into the evaluation API, so a change of that
 // API (an evaluation service with problems and leases) is adapted here.
-type HarnessEvaluator struct{ Ev *harness.Evaluator }
+type HarnessEvaluator struct {
+	Ev *harness.Evaluator
+	// KernelPolicy is the reference_ops policy of every pair ("" = default).
+	KernelPolicy string
+}
 
 // Evaluate runs one pair through the evaluation service: the problem file
 // is the reference, the candidate a path (read by the worker's child) or
@@ -35,7 +39,7 @@ func (h HarnessEvaluator) Evaluate(ctx context.Context, req Request) (*harness.E
 	r, err := h.Ev.Evaluate(ctx,
 		harness.Problem{Reference: harness.Source{Path: req.Pair.Problem.Path}},
 		harness.Candidate{Path: req.Pair.CandidatePath, Code: req.Pair.Code}, nil,
-		harness.Options{Target: req.Target, Timeout: req.Timeout, Progress: req.Progress})
+		harness.Options{Target: req.Target, Timeout: req.Timeout, Progress: req.Progress, KernelPolicy: h.KernelPolicy})
 	if err != nil {
 		return nil, err
 	}

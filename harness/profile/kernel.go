@@ -30,6 +30,14 @@ type Kernel struct {
 
 	SpillBytes *float64 `json:"spill_bytes,omitempty"` // local-memory traffic (register spills, local arrays)
 
+	// DRAMBytes is the launch's DRAM traffic, read plus written; FLOPs its
+	// floating-point operations on the CUDA cores (fp16, fp32, fp64 adds,
+	// multiplies and fused multiply-adds counted twice; tensor-core work
+	// is not counted). Both measured, for one launch (the speed-of-light
+	// check's "own work", sol_shortcut.go).
+	DRAMBytes *float64 `json:"dram_bytes,omitempty"`
+	FLOPs     *float64 `json:"flops,omitempty"`
+
 	Stalls []Stall `json:"top_stalls,omitempty"`
 
 	TensorPipePct *float64 `json:"tensor_pipe_pct,omitempty"`

@@ -80,7 +80,8 @@ func num(m, u map[string]string, name string) *float64 {
 
 // unitScale converts ncu's unit names to base units: nanoseconds for time
 // (ncu prints "us", "ms" or spelled-out "usecond"), bytes for sizes
-// ("Kbyte", "Kbyte/block", ...).
+// ("Kbyte", "Kbyte/block", ...), cycles and instructions for counts it
+// scales ("Mcycle", "Kinst").
 func unitScale(unit string) float64 {
 	u := strings.TrimSpace(unit)
 	switch u {
@@ -89,6 +90,14 @@ func unitScale(unit string) float64 {
 	case "ms", "msecond":
 		return 1e6
 	case "s", "second":
+		return 1e9
+	}
+	switch u {
+	case "Kcycle", "Kinst":
+		return 1e3
+	case "Mcycle", "Minst":
+		return 1e6
+	case "Gcycle", "Ginst":
 		return 1e9
 	}
 	switch {
@@ -163,6 +172,8 @@ func kernelFromNCU(m, u map[string]string) Kernel {
 	}
 
 	k.Stalls = stalls(m, u)
+	k.DRAMBytes = sumOf(first(m, u, "dram__bytes_read.sum"), first(m, u, "dram__bytes_write.sum"))
+	k.FLOPs = flops(m, u)
 
 	// Tensor pipes: the busiest of whatever tensor-pipe utilization metrics
 	// this architecture reports (hmma on Ampere/Hopper, gmma/wgmma on Hopper).
@@ -187,6 +198,41 @@ func kernelFromNCU(m, u map[string]string) Kernel {
 	k.SharedBankConflicts = sumOf(first(m, u, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"), first(m, u, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"))
 	k.SharedWavefronts = sumOf(first(m, u, "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"), first(m, u, "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"))
 	return k
+}
+
+// OwnWorkMetrics are the metrics flops and the DRAM traffic read: a profile
+// collecting only these (Options.Metrics) takes a fraction of --set full.
+var OwnWorkMetrics = func() []string {
+	ms := []string{"dram__bytes_read.sum", "dram__bytes_write.sum", "smsp__cycles_elapsed.avg", "gpu__time_duration.sum"}
+	for _, p := range []string{"h", "f", "d"} {
+		for _, op := range []string{"add", "mul", "fma"} {
+			ms = append(ms, "smsp__sass_thread_inst_executed_op_"+p+op+"_pred_on.sum.per_cycle_elapsed")
+		}
+	}
+	return ms
+}()
+
+// flops is a launch's floating-point operations on the CUDA cores, as
+// Nsight Compute's roofline counts them: per-cycle rates of the add, mul
+// and fma instructions executed (fma twice) times the elapsed cycles.
+func flops(m, u map[string]string) *float64 {
+	cycles := first(m, u, "smsp__cycles_elapsed.avg")
+	if cycles == nil {
+		return nil
+	}
+	total, seen := 0.0, false
+	for _, p := range []string{"h", "f", "d"} {
+		for op, w := range map[string]float64{"add": 1, "mul": 1, "fma": 2} {
+			if v := num(m, u, "smsp__sass_thread_inst_executed_op_"+p+op+"_pred_on.sum.per_cycle_elapsed"); v != nil {
+				total += w * *v
+				seen = true
+			}
+		}
+	}
+	if !seen {
+		return nil
+	}
+	return f64(total * *cycles)
 }
 
 // sectorUse is the share of each 32-byte global sector a warp's accesses

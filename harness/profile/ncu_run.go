@@ -19,11 +19,15 @@ const NVTXRange = "kevolve_candidate"
 // ncuArgs builds the profiling command. --clock-control none: never touch
 // the card's clocks (other jobs share it, and locked base clocks would
 // misstate what the kernel achieves in service).
-func ncuArgs(report string, launchCount int, python string, driver []string) []string {
-	a := []string{"--clock-control", "none", "--set", "full",
-		"--profile-from-start", "off",
+func ncuArgs(report string, launchCount int, metrics []string, python string, driver []string) []string {
+	what := []string{"--set", "full"}
+	if len(metrics) > 0 {
+		what = []string{"--metrics", strings.Join(metrics, ",")}
+	}
+	a := append([]string{"--clock-control", "none"}, what...)
+	a = append(a, "--profile-from-start", "off",
 		"--launch-count", strconv.Itoa(launchCount),
-		"--target-processes", "all", "-f", "-o", report, python}
+		"--target-processes", "all", "-f", "-o", report, python)
 	return append(a, driver...)
 }
 
@@ -41,7 +45,7 @@ func runNCU(ctx context.Context, ncu, ref, cand string, opt Options) (Report, er
 		return Report{}, err
 	}
 	report := filepath.Join(dir, "report")
-	args := ncuArgs(report, opt.LaunchCount, opt.Python, driverArgs(driver, "ncu", opt, ref, cand))
+	args := ncuArgs(report, opt.LaunchCount, opt.Metrics, opt.Python, driverArgs(driver, "ncu", opt, ref, cand))
 	res, runErr := run(ctx, shapesEnv(opt), ncu, args...)
 	if errors.Is(runErr, context.DeadlineExceeded) {
 		return Report{}, fmt.Errorf("ncu: %w", runErr)

@@ -13,16 +13,20 @@ import (
 
 // Options control a profiling run. Zero values pick sensible defaults.
 type Options struct {
-	Python      string        // toolchain.Python() when empty
-	PyDir       string        // the harness's py dir, put on sys.path (from kevolve import ...)
-	Backend     string        // auto | ncu | rocprof | cpu
-	NCU         string        // ncu binary; PATH, then /usr/local/cuda/bin/ncu
-	Rocprof     string        // rocprofv3 binary; PATH
-	Perf        string        // perf binary; PATH
-	LaunchCount int           // kernels profiled at most (default 20)
-	Timeout     time.Duration // whole run (default 120 s)
-	Shapes      string        // exported as KEVOLVE_SHAPES
-	RecordDir   string        // when set, raw profiler output is copied here (recording test data)
+	Python      string // toolchain.Python() when empty
+	PyDir       string // the harness's py dir, put on sys.path (from kevolve import ...)
+	Backend     string // auto | ncu | rocprof | cpu
+	NCU         string // ncu binary; PATH, then /usr/local/cuda/bin/ncu
+	Rocprof     string // rocprofv3 binary; PATH
+	Perf        string // perf binary; PATH
+	LaunchCount int    // kernels profiled at most (default 20)
+	// Metrics, when set, are the only Nsight Compute metrics collected
+	// (--metrics) instead of the full set: the speed-of-light check reads
+	// OwnWorkMetrics.
+	Metrics   []string
+	Timeout   time.Duration // whole run (default 120 s)
+	Shapes    string        // exported as KEVOLVE_SHAPES
+	RecordDir string        // when set, raw profiler output is copied here (recording test data)
 	// Env is set in the profiled process: a device lease's variables that
 	// pin it to its device (CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES).
 	Env map[string]string

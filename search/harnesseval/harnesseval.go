@@ -33,6 +33,8 @@ type Adapter struct {
 	Device string
 	// Progress, when set, sees the harness's stages.
 	Progress func(stage string, done, total int)
+	// KernelPolicy is the harness's reference_ops policy ("" = default).
+	KernelPolicy string
 }
 
 var _ search.Evaluator = (*Adapter)(nil)
@@ -50,7 +52,8 @@ func (a *Adapter) Evaluate(ctx context.Context, p search.Problem, code string) (
 	// The service bounds every timed evaluation by the speed of light of
 	// the device it ran on (and flags a candidate faster than that).
 	hr, err := a.Ev.Evaluate(ctx, prob, harness.Candidate{Code: code}, nil,
-		harness.Options{Target: p.Target, Device: a.Device, Timeout: a.Timeout, Trials: a.Trials, SkipTiming: a.SkipTiming, Progress: a.Progress})
+		harness.Options{Target: p.Target, Device: a.Device, Timeout: a.Timeout, Trials: a.Trials, SkipTiming: a.SkipTiming, Progress: a.Progress,
+			KernelPolicy: a.KernelPolicy})
 	if err != nil {
 		return nil, err
 	}

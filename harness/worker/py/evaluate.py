@@ -24,14 +24,17 @@ import torch
 from evaluate_common import (Check, HarnessError, KernelFailure, ReferenceFailure, Side, clone_tree, flatten,
                              fmt_exc, free_device_bytes, guard_changed, guard_snapshot, is_compile_exception, is_oom,
                              load_module, nbytes, overlaps, release, short_trace, tensors_of, to_device, where_in)
-from evaluate_compare import compare, nan_fill, poison_allocator
+from evaluate_compare import nan_fill, poison_allocator
+from evaluate_degenerate import DegenerateWatch
 from evaluate_fingerprint import Fingerprinter, differing_chunks, same
 from evaluate_hooks import LaunchCounter, install_launch_hooks, triton_interpreter
 from evaluate_integrity import (Auditor, InputRefresher, memoization_check, post_timing_call, private_rng,
                                 stream_work_check)
-from evaluate_ops import TRIVIAL_OPS, OpRecorder, OpTrace, heavy_aten, main_ops, same_trace, shared_work
+from evaluate_ops import TRIVIAL_OPS, OpRecorder, OpTrace, heavy_aten, main_ops, same_trace
+import evaluate_refops as refops
 from evaluate_taint import Snapshot, reusable
 from evaluate_tamper import RefGuard
+from evaluate_tolerance import TrialJudge, profile_of
 from evaluate_timing import AuditFailed, DeviceSpin, Timer, time_limit
 from evaluate_warm import warm, warm_host
 
@@ -52,7 +55,7 @@ def main(args, ctx):
 
     checks = Check()
     warnings = []
-    res = {"checks": None, "warnings": warnings, "target": args.get("target", "cpu")}
+    res = {"checks": None, "warnings": warnings, "notes": [], "target": args.get("target", "cpu")}
     stage_s = {}
     res["stage_s"] = stage_s
     last = [None, time.monotonic()]
@@ -99,18 +102,16 @@ def main(args, ctx):
         _dump_profile(prof)
     if last[0] is not None:
         stage_s[last[0]] = round(stage_s.get(last[0], 0) + time.monotonic() - last[1], 4)
+    if state.get("judge") is not None:
+        state["judge"].finish(res, checks, _verdict_of)
+    res["notes"] = list(dict.fromkeys(res["notes"]))
     res["checks"] = checks.export()
     side = state["side"]
     res["memory"] = side.memory() if side is not None else {"reference_peak_bytes": None, "candidate_peak_bytes": None}
     if "verdict" not in res:
-        v = None
-        for want in VERDICT_ORDER:
-            if any(c["_verdict"] == want for c in checks.failed()):
-                v = want
-                break
-        if v is None and checks.failed():
-            v = "incorrect"
-        res["verdict"] = v or "pass"
+        v = _verdict_of(checks)
+        res["verdict"] = v
+        v = None if v == "pass" else v
         if v and "stage" not in res:
             res["stage"] = "integrity" if v == "integrity_violation" else "correctness"
     res["correct"] = res["verdict"] == "pass"
@@ -124,6 +125,15 @@ def main(args, ctx):
         ctx.reusable = ok
         res["process"] = {"job": getattr(ctx, "job_index", 1), "kept": ok, "why": why}
     return res
+
+
+def _verdict_of(checks):
+    """The verdict the failed checks give: the worst by VERDICT_ORDER."""
+    failed = checks.failed()
+    for want in VERDICT_ORDER:
+        if any(c["_verdict"] == want for c in failed):
+            return want
+    return "incorrect" if failed else "pass"
 
 
 # KEVOLVE_EVAL_PROFILE=DIR writes a cProfile of each evaluation, as text
@@ -247,7 +257,8 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
     target = args.get("target", "cpu")
     seed = int(args.get("seed") or 42)
     trials = int(args.get("trials") or 5)
-    tol = args.get("tolerance") or None
+    judge = state["judge"] = TrialJudge(args.get("tolerance") or None, profile_of(args))
+    tol = judge.flow_tol  # the trials compare through judge; later checks with this
     work_dir = getattr(ctx, "work_dir", ctx.job_dir)
     if target in ("nvidia", "amd"):  # ROCm builds of torch drive AMD GPUs as "cuda" devices too
         if not torch.cuda.is_available():
@@ -502,6 +513,8 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
     cand_aten = set()
     same_as_ref = None
     prev = []  # fingerprints of (ref outputs, cand outputs) of earlier trials
+    degen = DegenerateWatch()
+    launches0 = counter.n  # kernels launched by the candidate's forward calls count as its own, not its constructor's
     ref_mutates = False
     ref_aliases = False
     out_bytes = 0
@@ -536,6 +549,7 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
                 ref_out = ref_forward(ref_in)
                 del ref_in
                 fp_in = fpr.of(tensors_of(inputs))
+        degen.add(fpr, fp_in, ref_out)
         if trial == 0:
             out_bytes = nbytes(ref_out)
             # Poisoned now that the inputs and the reference's outputs
@@ -587,7 +601,7 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
         trial_ok = True
         for i, (o, r) in enumerate(zip(outs, refs)):
             if isinstance(r, torch.Tensor):
-                ok, name, detail = compare(i, r, o, tol)
+                ok, name, detail = judge.compare(i, r, o, res["notes"])
                 checks.add(name, ok, ("trial %d: " % trial) + detail, "incorrect")
                 if ok and name == "allclose":
                     checks.add("relative_norm", True, "")
@@ -612,7 +626,8 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
         o = r = None
         del out, ref_out, cand_in, inputs, outs, refs
     res["trials"] = trials
-    del prev
+    degen.check(ref_path)
+    del prev, degen
     release(device)  # the poison goes before the next stage where memory is short
 
     if checks.failed():
@@ -624,28 +639,11 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
     # later checks and timing need.
     ctx.progress("integrity")
     mains = main_ops(ref_ops_all)
-
-    def ref_ops_used(ops, aten):
-        """Why a candidate's recorded calls are the reference's own work, or
-        "": one of its main torch functions, or, under any other name, one
-        of the heavy aten ops it dispatched."""
-        called = sorted(o for o in mains if o in ops)
-        if called:
-            return "it calls the reference's own op(s) %s" % called
-        shared = shared_work(ref_aten, aten, mains)
-        if shared:
-            return "it dispatches the reference's own aten op(s) %s (under another name: an alias, torch.ops, einsum)" % shared
-        return ""
-    why = ref_ops_used(cand_ops_all, cand_aten)
-    if same_as_ref:
-        checks.add("reference_ops", False, "the candidate is the reference: " + same_as_ref + "; implement the work in a kernel",
-                   "integrity_violation")
-    else:
-        checks.add("reference_ops", not why,
-                   ("the candidate's forward: %s; implement them in a kernel" % why) if why
-                   else "dispatched aten ops differ from the reference's; reference main ops %s not called" % sorted(mains),
-                   "integrity_violation")
-    if counter.n == 0:
+    policy, own = refops.policy_of(args), counter.n > launches0
+    why, names = refops.used(mains, ref_aten, cand_ops_all, cand_aten)
+    refops.judge(checks, res["notes"], policy, same_as_ref, why, names, own, mains, lambda: refops.library_share(
+        lambda timer: run_candidate(make_inputs(seed + 7), -4, timer), device, ref_aten))
+    if not own:
         warnings.append("no custom kernel ran (no kevolve, Triton, load_inline or cupy launch): the candidate is plain torch ops")
     res["custom_launches"] = counter.n
     res["launch_kinds"] = sorted(counter.kinds)
@@ -782,7 +780,10 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
         """The reference_ops check on a call made once timed: a candidate
         may compute its own way through the correctness trials and switch
         to the reference's ops afterwards."""
-        why = ref_ops_used(ops, heavy_aten(trace_ops)) or same_trace(ref_trace, trace_ops)
+        why = same_trace(ref_trace, trace_ops)
+        if not why:
+            why = refops.used(mains, ref_aten, ops, heavy_aten(trace_ops))[0]
+            why = why if refops.violates(policy, own, why) else ""
         if why:
             checks.add("reference_ops", False,
                        "%s: %s, which the correctness trials did not show; implement them in a kernel" % (where, why),

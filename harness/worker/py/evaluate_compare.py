@@ -6,6 +6,7 @@ computes in fp32 (fp64 for fp64 outputs), so its temporaries are a few
 hundred MB whatever the output size: a whole-tensor .double() of a 7.5 GB
 KernelBench output ran the H100 out of memory."""
 import contextlib
+import math
 
 import torch
 
@@ -25,19 +26,28 @@ def tolerance(dtype, override):
         atol = override.get("atol") or atol
         rtol = override.get("rtol") or rtol
         rel = override.get("rel_norm") or rel
+        if override.get("profile"):
+            # Checks after the trials under a tolerance profile
+            # (evaluate_tolerance): the looser of ours and the profile's,
+            # so they judge behaviour, not precision.
+            atol, rtol, rel = max(atol, 1e-2), max(rtol, 1e-2), math.inf
     return atol, rtol, rel
 
 
-def compare(i, ref, out, tol_override):
-    """Returns (ok, check_name, detail) for one output tensor."""
+def compare(i, ref, out, tol_override, notes=None):
+    """Returns (ok, check_name, detail) for one output tensor; a note on an
+    accepted layout goes to notes."""
     if out.shape != ref.shape:
         return False, "shape", "output %d: shape %s, expected %s" % (i, tuple(out.shape), tuple(ref.shape))
     if out.dtype != ref.dtype:
         return False, "dtype", "output %d: dtype %s, expected %s" % (i, out.dtype, ref.dtype)
     if out.device != ref.device:
         return False, "device", "output %d: on %s, expected %s" % (i, out.device, ref.device)
-    if ref.is_contiguous() and not out.is_contiguous():
-        return False, "contiguity", "output %d: not contiguous (strides %s)" % (i, out.stride())
+    bad_layout, layout_note = layout(i, ref, out)
+    if bad_layout:
+        return False, "contiguity", bad_layout
+    if layout_note and notes is not None and layout_note not in notes:
+        notes.append(layout_note)
     if ref.numel() == 0:
         return True, "allclose", ""
     if not (ref.is_floating_point() or ref.is_complex()):
@@ -95,13 +105,51 @@ def compare(i, ref, out, tol_override):
             i, nbad, n, atol, rtol, maxerr_f, int(w[1].item()), float(w[2].item()), float(w[3].item()))
     rn = float(rn2.item()) ** 0.5
     dn = float(dn2.item()) ** 0.5
-    if rn == 0.0:
+    if rel == math.inf:
+        pass  # a profile without a norm test (KernelBench's allclose alone)
+    elif rn == 0.0:
         if dn > atol:
             return False, "relative_norm", "output %d: reference is all zeros, candidate norm %.3g" % (i, dn)
     elif dn / rn > rel:
         return False, "relative_norm", ("output %d: ||out-ref||/||ref|| = %.3g > %g (||ref|| = %.3g): passes allclose only "
                                         "because the values are tiny") % (i, dn / rn, rel, rn)
     return True, "allclose", "max abs err %.3g, rel norm err %.3g" % (maxerr_f, (dn / rn) if rn else 0.0)
+
+
+def layout(i, ref, out):
+    """(failure, note) for an output's memory layout. Values are compared
+    in logical order whatever the strides, so any dense, non-overlapping
+    layout holds a correct answer: a transposed or channels-last output
+    passes with a note (PyTorch and KernelBench accept them). An expanded
+    or overlapping one (a zero stride: one stored value standing for many)
+    or one with gaps fails, unless the reference's own output is laid out
+    the same way."""
+    if out.stride() == ref.stride() or out.is_contiguous() or out.numel() <= 1:
+        return "", ""
+    if not _dense(out):
+        if not _dense(ref):
+            return "", ""
+        what = "expanded or overlapping (a zero stride)" if _overlaps(out) else "not dense (gaps between elements)"
+        return ("output %d: %s, strides %s; the reference's are %s: return a dense tensor (.contiguous())" % (
+            i, what, out.stride(), ref.stride())), ""
+    return "", ("output %d is correct in another dense layout (strides %s, the reference's %s): accepted, values compared in "
+                "logical order; a caller expecting the reference's layout gets a copy from .contiguous()") % (
+        i, out.stride(), ref.stride())
+
+
+def _dense(t):
+    """Whether t's elements fill a block of len(t) storage elements exactly
+    once: the strides, sorted, are the products of the smaller dims' sizes."""
+    want = 1
+    for st, n in sorted((st, n) for st, n in zip(t.stride(), t.shape) if n != 1):
+        if st != want:
+            return False
+        want *= n
+    return True
+
+
+def _overlaps(t):
+    return any(st == 0 and n > 1 for st, n in zip(t.stride(), t.shape))
 
 
 def compare_outputs(refs, outs, tol):
