@@ -56,7 +56,7 @@ type Worker struct {
 	idleClosed bool
 }
 
-// New unpacks the Python files; the parent starts on the first job (or Start).
+// New unpacks the Python files (verify.go); the parent starts on the first job (or Start).
 func New(cfg Config) (*Worker, error) {
 	if cfg.Python == "" {
 		return nil, errors.New("worker: no Python interpreter configured")
@@ -73,9 +73,13 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = 3 * time.Minute
 	}
-	dir, err := unpack(cfg.CacheDir)
+	// A folder that cannot be unpacked now is tried again before the
+	// parent starts, and that job's error says why.
+	dir, bad, err := unpack(cfg.CacheDir)
 	if err != nil {
-		return nil, err
+		cfg.Logger.Warn("python worker files could not be unpacked; retrying when the parent starts", "err", err)
+	} else if len(bad) > 0 {
+		cfg.Logger.Warn("python worker files differed from the embedded ones; unpacked them again", "dir", dir, "files", summarize(bad))
 	}
 	jobDir := filepath.Join(cfg.CacheDir, "jobs")
 	if err := os.MkdirAll(jobDir, 0o755); err != nil {
