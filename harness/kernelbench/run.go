@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kevolve/kevolve-mcp/harness"
+	"github.com/kevolve/kevolve-mcp/harness/problem"
 )
 
 // Options configure a sweep.
@@ -215,10 +216,10 @@ func (s *sweep) one(ctx context.Context, p Pair) (Record, bool) {
 	t0 := time.Now()
 	r := Record{Level: p.Problem.Level, ProblemID: p.Problem.ID, Problem: p.Problem.Key(), ProblemPath: p.Problem.Path,
 		Candidate: p.Candidate(), HarnessVersion: s.version, Target: s.opt.Target}
-	ref, err := os.ReadFile(p.Problem.Path)
+	ref, err := problem.ReadFile("reference", p.Problem.Path)
 	cand := []byte(p.Code)
 	if err == nil && p.CandidatePath != "" {
-		cand, err = os.ReadFile(p.CandidatePath)
+		cand, err = problem.ReadFile("candidate", p.CandidatePath)
 	}
 	if err != nil {
 		r.ToolError = err.Error()
