@@ -35,6 +35,9 @@ type Deps struct {
 	Ceilings  CeilingsProvider
 	Trace     sol.TraceOptions
 	Profile   profile.Options
+	// Workspace are the folders compile_kernel reads paths from; nil:
+	// compile.DefaultRoots (the working directory and the cache).
+	Workspace []string
 	// Runs drives the searches (evolve, evolve_start...); nil = no store.
 	Runs *runs.Manager
 }
@@ -65,7 +68,7 @@ func New(d Deps) *server.MCPServer {
 func All(d Deps) []server.ServerTool {
 	return []server.ServerTool{
 		DeviceInfo(d.Devices),
-		CompileKernel(nil),
+		CompileKernel(nil, d.Workspace...),
 		RunKernel(d.Evaluator, d.Resolve),
 		ProfileKernel(d.Profile, d.Evaluator, d.Resolve),
 		SolAnalysis(d.Ceilings, d.Trace, d.Resolve, d.Evaluator),
