@@ -53,6 +53,7 @@ func New(d Deps) *server.MCPServer {
 		server.WithRecovery(),
 		server.WithInputSchemaValidation(),
 		server.WithHooks(argumentErrorHooks(tools)), // schema rejections in words
+		server.WithToolHandlerMiddleware(limitArguments), // one size limit for every argument (limits.go)
 	)
 	s.AddTools(tools...)
 	docs, docTemplate := KnowledgeResources(d.Knowledge)
