@@ -53,7 +53,8 @@ func New(d Deps) *server.MCPServer {
 		server.WithRecovery(),
 		server.WithInputSchemaValidation(),
 		server.WithHooks(argumentErrorHooks(tools)), // schema rejections in words
-		server.WithToolHandlerMiddleware(limitArguments), // one size limit for every argument (limits.go)
+		// One size limit for every argument of every tool (limits.go).
+		server.WithToolHandlerMiddleware(limitArguments),
 	)
 	s.AddTools(tools...)
 	docs, docTemplate := KnowledgeResources(d.Knowledge)
