@@ -443,7 +443,8 @@ func (q *Queue) Heartbeat(ctx context.Context, workerID string, held []JobLease)
 // Complete records a job's result. Only the current lease holder's (or, if
 // the job was requeued and not yet claimed again, the last holder's)
 // report is recorded; once a job is done every later report is ignored,
-// so results are idempotent by job id. A report with Error puts the job
+// so results are idempotent by job id, and a rejected report changes
+// nothing but the job's count of them. A report with Error puts the job
 // back in the queue (up to MaxErrors times, then the job fails).
 func (q *Queue) Complete(ctx context.Context, r ResultRequest) (ResultResponse, error) {
 	var resp ResultResponse
@@ -459,7 +460,6 @@ func (q *Queue) Complete(ctx context.Context, r ResultRequest) (ResultResponse, 
 		if err != nil {
 			return err
 		}
-		tx.ExecContext(ctx, `UPDATE fleet_workers SET last_seen = ?, busy_s = busy_s + ? WHERE id = ?`, now, max(r.BusyS, 0), r.WorkerID)
 		switch {
 		case JobState(state) == JobDone || JobState(state) == JobFailed:
 			resp = ResultResponse{Why: "already finished: a late duplicate, ignored"}
@@ -469,10 +469,15 @@ func (q *Queue) Complete(ctx context.Context, r ResultRequest) (ResultResponse, 
 			resp = ResultResponse{Why: "lease held by another worker"}
 		}
 		if resp.Why != "" {
-			if _, err := tx.ExecContext(ctx, `UPDATE fleet_jobs SET late_results = late_results + 1 WHERE id = ?`, r.JobID); err != nil {
-				return err
-			}
-			return logJob(ctx, tx, now, r.JobID, r.WorkerID, "late", resp.Why)
+			// A rejected report changes nothing it names: not the worker's
+			// row (busy_s, last_seen), not the event log; whoever sent it
+			// (a late duplicate, or a forger with a guessed job id) only
+			// adds to the job's count of ignored reports.
+			_, err := tx.ExecContext(ctx, `UPDATE fleet_jobs SET late_results = late_results + 1 WHERE id = ?`, r.JobID)
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE fleet_workers SET last_seen = ?, busy_s = busy_s + ? WHERE id = ?`, now, max(r.BusyS, 0), r.WorkerID); err != nil {
+			return err
 		}
 		if r.Result == nil {
 			msg := r.Error
