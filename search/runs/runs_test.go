@@ -285,6 +285,12 @@ func TestStopAndErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	next(t, m, run.ID)
+	// A kernel file that is not a regular file is refused, unread.
+	for _, p := range []string{"/dev/zero", t.TempDir()} {
+		if _, err := m.Submit(ctx, SubmitRequest{RunID: run.ID, Path: p}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Fatalf("submit %s: %v", p, err)
+		}
+	}
 	// A long poll with nothing new waits its time, with heartbeats.
 	st, err := m.Status(ctx, run.ID, 0, 0, nil)
 	if err != nil || st.AwaitingNode == 0 {
