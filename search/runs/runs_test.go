@@ -274,6 +274,16 @@ func TestStopAndErrors(t *testing.T) {
 	if _, err := m.Start(ctx, StartRequest{Problem: "test/speed", Target: "cpu"}); err == nil || !strings.Contains(err.Error(), "budget") {
 		t.Fatalf("no budget: %v", err)
 	}
+	// Names and sources are bounded, and so is what a refusal says.
+	for _, req := range []StartRequest{
+		{Problem: strings.Repeat("p", 4<<20), Target: "cpu", Budget: search.Budget{Evals: 2}},
+		{ProblemSource: strings.Repeat("#", 5<<20), Target: "cpu", Budget: search.Budget{Evals: 2}},
+		{Problem: "test/speed", StartSource: "# ModelNew\n" + strings.Repeat("#", 5<<20), Target: "cpu", Budget: search.Budget{Evals: 2}},
+	} {
+		if _, err := m.Start(ctx, req); err == nil || len(err.Error()) > 1024 || !strings.Contains(err.Error(), "at most") && !strings.Contains(err.Error(), "limit") {
+			t.Fatalf("oversized start: %.300v", err)
+		}
+	}
 	if _, err := m.Start(ctx, StartRequest{Problem: "test/speed", Target: "tpu", Budget: search.Budget{Evals: 2}}); err == nil {
 		t.Fatal("bad target accepted")
 	}
