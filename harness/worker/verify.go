@@ -5,7 +5,8 @@ package worker
 // with the embedded ones. A changed, missing or extra file (a forged .pyc
 // included) is repaired by unpacking again into a fresh folder swapped in
 // place, logged with the files named, and a parent that loaded the old
-// files is restarted.
+// files is restarted. Extra folders count (a package there shadows any);
+// an extra data file (out.txt) does not: nothing imports it.
 
 import (
 	"crypto/sha256"
@@ -86,8 +87,10 @@ func checkFile(path, rel string, d fs.DirEntry, m *manifest) string {
 		return ""
 	case rel == manifestName:
 		want, ok = sha256Hex(m.text), true
-	case !ok:
+	case !ok && importable(rel):
 		return rel + ": unexpected file"
+	case !ok:
+		return "" // a data file the job left in its working folder: Python imports nothing from it
 	}
 	if !d.Type().IsRegular() {
 		return rel + ": not a regular file"
@@ -100,6 +103,18 @@ func checkFile(path, rel string, d fs.DirEntry, m *manifest) string {
 		return rel + ": modified"
 	}
 	return ""
+}
+
+// importable says whether Python could import a file of this name from a
+// folder on its path (a module, bytecode, an extension, a path file): an
+// extra one of those would be loaded instead of, or besides, the judge's.
+func importable(rel string) bool {
+	for _, ext := range []string{".py", ".pyc", ".pyw", ".so", ".pth", ".pyd", ".zip", ".egg"} {
+		if strings.HasSuffix(strings.ToLower(rel), ext) {
+			return true
+		}
+	}
+	return false
 }
 
 func sha256Hex(b []byte) string {

@@ -24,6 +24,12 @@ func TestUnpackRepairs(t *testing.T) {
 		{"extra py", func(t *testing.T, dir string) {
 			mustDo(t, os.WriteFile(filepath.Join(dir, "sitecustomize.py"), []byte("x = 1\n"), 0o644))
 		}, "sitecustomize.py: unexpected file"},
+		{"extension module", func(t *testing.T, dir string) {
+			mustDo(t, os.WriteFile(filepath.Join(dir, "evaluate_compare.cpython-312-x86_64-linux-gnu.so"), []byte("x"), 0o644))
+		}, "evaluate_compare.cpython-312-x86_64-linux-gnu.so: unexpected file"},
+		{"shadowing package", func(t *testing.T, dir string) {
+			mustDo(t, os.MkdirAll(filepath.Join(dir, "torch"), 0o755))
+		}, "torch/: unexpected folder"},
 		{"forged pyc", func(t *testing.T, dir string) {
 			mustDo(t, os.MkdirAll(filepath.Join(dir, "__pycache__"), 0o755))
 			mustDo(t, os.WriteFile(filepath.Join(dir, "__pycache__", "evaluate.cpython-312.pyc"), []byte("x"), 0o644))
@@ -129,6 +135,18 @@ func TestVerifyAfterJobRestartsParent(t *testing.T) {
 	mustDo(t, err)
 	if int(info["pid"].(float64)) == pid || alive(pid) {
 		t.Fatalf("the parent %d that loaded the edited files still serves (now %v)", pid, info["pid"])
+	}
+}
+
+// A data file a job left in its working folder is no damage: nothing
+// imports it, so the parent is not restarted for it.
+func TestUnpackIgnoresDataFiles(t *testing.T) {
+	cache := t.TempDir()
+	dir, _, err := unpack(cache)
+	mustDo(t, err)
+	mustDo(t, os.WriteFile(filepath.Join(dir, "out.txt"), []byte("x"), 0o644))
+	if _, bad, err := unpack(cache); err != nil || len(bad) != 0 {
+		t.Fatalf("a data file counted as damage: %v %v", bad, err)
 	}
 }
 
