@@ -72,9 +72,13 @@ func randomID(prefix string) string {
 // JobKey identifies an evaluation: the same code on the same problem and
 // kind is one job, whoever asks and however often (a resumed search
 // waits for the job its killed predecessor enqueued).
-func JobKey(p search.Problem, k Kind, code string, skipTiming bool) string {
+func JobKey(p search.Problem, k Kind, reference, code string, skipTiming bool) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%s", p.Key(), k.String(), search.NormalizedHash(code))
+	// The contents, not names: a reference file edited under the same
+	// path, or code that differs only where the search's normalization
+	// looks away, is another job.
+	ref, src := sha256.Sum256([]byte(reference)), sha256.Sum256([]byte(code))
+	fmt.Fprintf(h, "%s\x00%s\x00%x\x00%x", p.Key(), k.String(), ref, src)
 	if skipTiming { // an untimed result never answers for a timed one
 		h.Write([]byte("\x00untimed"))
 	}
@@ -115,7 +119,7 @@ type JobRecord struct {
 // Enqueue adds the job for (problem, kind, code) unless one exists, and
 // returns the job's id either way.
 func (q *Queue) Enqueue(ctx context.Context, p search.Problem, k Kind, reference, code string, timeout time.Duration, skipTiming bool) (string, error) {
-	key := JobKey(p, k, code, skipTiming)
+	key := JobKey(p, k, reference, code, skipTiming)
 	kind, _ := json.Marshal(k)
 	prob, _ := json.Marshal(p)
 	id := randomID("j-")

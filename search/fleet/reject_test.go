@@ -95,3 +95,28 @@ func countEvents(t *testing.T, q *Queue) int {
 	}
 	return n
 }
+
+// A job is its contents: the same problem name with another reference, or
+// code that differs only in blank lines, is another job; the same contents
+// are the same job.
+func TestJobKeyIsContent(t *testing.T) {
+	ctx := context.Background()
+	q := newTestQueue(t, nil)
+	enq := func(ref, code string) string {
+		id, err := q.Enqueue(ctx, testProblem, Kind{Target: "cpu"}, ref, code, 0, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	a := enq("ref-1", "code")
+	if enq("ref-1", "code") != a {
+		t.Fatal("the same contents made two jobs")
+	}
+	if enq("ref-2", "code") == a {
+		t.Fatal("another reference under the same problem name was answered by the old job")
+	}
+	if enq("ref-1", "code\n\n") == a {
+		t.Fatal("other code was answered by the old job")
+	}
+}
