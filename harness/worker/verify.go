@@ -18,10 +18,13 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
+
+// asideSeq names the folders damaged copies are moved to, uniquely.
+var asideSeq atomic.Int64
 
 // maxReported bounds the files a repair warning names.
 const maxReported = 20
@@ -184,7 +187,7 @@ func install(dst string, m *manifest) error {
 		if len(check(dst, m)) == 0 {
 			return nil // another process installed a good copy first
 		}
-		old := dst + ".old-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+		old := fmt.Sprintf("%s.old-%d-%d-%d", dst, os.Getpid(), time.Now().UnixNano(), asideSeq.Add(1))
 		if err := os.Rename(dst, old); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("move the damaged %s aside: %w", dst, err)
 		}

@@ -138,6 +138,30 @@ func TestVerifyAfterJobRestartsParent(t *testing.T) {
 	}
 }
 
+// Servers repairing one damaged folder at once all succeed and leave it
+// whole: the loser of a swap keeps the winner's good copy.
+func TestUnpackConcurrentRepairs(t *testing.T) {
+	cache := t.TempDir()
+	dir, _, err := unpack(cache)
+	mustDo(t, err)
+	for round := 0; round < 3; round++ {
+		mustDo(t, os.Remove(filepath.Join(dir, completeMarker)))
+		mustDo(t, os.Remove(filepath.Join(dir, "evaluate.py")))
+		errs := make(chan error, 6)
+		for i := 0; i < cap(errs); i++ {
+			go func() { _, _, err := unpack(cache); errs <- err }()
+		}
+		for i := 0; i < cap(errs); i++ {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		if bad := check(dir, mustManifest(t)); len(bad) != 0 {
+			t.Fatalf("round %d: %q", round, bad)
+		}
+	}
+}
+
 // A data file a job left in its working folder is no damage: nothing
 // imports it, so the parent is not restarted for it.
 func TestUnpackIgnoresDataFiles(t *testing.T) {
