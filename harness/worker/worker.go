@@ -7,9 +7,10 @@
 // died.
 //
 // The files: unpack.go puts the embedded Python in the cache directory,
-// process.go starts, restarts and stops the parent, events.go is the
-// protocol between Go and the parent, run.go runs one job, idle.go keeps
-// the children that wait for another.
+// verify.go checks it against the embedded files around every job and
+// unpacks it again when it changed, process.go starts, restarts and stops
+// the parent, events.go is the protocol between Go and the parent, run.go
+// runs one job, idle.go keeps the children that wait for another.
 package worker
 
 import (
