@@ -19,6 +19,8 @@ import (
 	"sync"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/kevolve/kevolve-mcp/harness/problem"
 )
 
 // Default is the problem `make run` and `evolve` use when none is named.
@@ -94,7 +96,7 @@ func (p Problem) ReferenceSource() (string, error) {
 	case SourceBuiltin:
 		return readEmbedded(p.Dir, "reference.py")
 	case SourceKernelBench:
-		b, err := os.ReadFile(p.Path)
+		b, err := problem.ReadFile("reference", p.Path)
 		if err != nil {
 			return "", fmt.Errorf("read reference of %s: %w", p.Name, err)
 		}

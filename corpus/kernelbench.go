@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/kevolve/kevolve-mcp/harness/problem"
 )
 
 func sha256Hex(b []byte) string {
@@ -63,7 +65,7 @@ func ImportKernelBench(dir string) ([]Problem, error) {
 				continue
 			}
 			p := filepath.Join(root, e.Name(), f.Name())
-			b, err := os.ReadFile(p)
+			b, err := problem.ReadFile("kernelbench", p)
 			if err != nil {
 				return nil, fmt.Errorf("import kernelbench: %w", err)
 			}

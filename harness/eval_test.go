@@ -473,8 +473,8 @@ func TestEvaluateHarnessErrors(t *testing.T) {
 		req  EvalRequest
 		want string
 	}{
-		{"missing_reference_file", EvalRequest{Reference: Source{Path: "/nonexistent/ref.py"}, Candidate: good, Target: "cpu"}, "read reference"},
-		{"missing_candidate_file", EvalRequest{Reference: Source{Code: refNormalize}, Candidate: Source{Path: "/nonexistent/c.py"}, Target: "cpu"}, "read candidate"},
+		{"missing_reference_file", EvalRequest{Reference: Source{Path: "/nonexistent/ref.py"}, Candidate: good, Target: "cpu"}, "no such file"},
+		{"missing_candidate_file", EvalRequest{Reference: Source{Code: refNormalize}, Candidate: Source{Path: "/nonexistent/c.py"}, Target: "cpu"}, "no such file"},
 		{"empty_candidate", EvalRequest{Reference: Source{Code: refNormalize}, Target: "cpu"}, "no path or code"},
 		{"bad_target", EvalRequest{Reference: Source{Code: refNormalize}, Candidate: good, Target: "tpu"}, "unknown target"},
 		// A broken reference is a verdict now (reference_error): see TestReferenceErrors.

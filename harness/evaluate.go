@@ -224,15 +224,12 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 	// the child's count arrived, so it was never cached and came back on
 	// the next evaluation, competing with the child for the host's cores.
 	trace := func(ctx context.Context) (sol.Work, error) {
-		path := refPath
-		if path == "" {
-			tmp, err := writeTemp(e.cfg.CacheDir, refCode)
-			if err != nil {
-				return sol.Work{}, err
-			}
-			defer os.Remove(tmp)
-			path = tmp
+		// The code read and hashed, not the file, which may have changed since.
+		path, err := writeTemp(e.cfg.CacheDir, refCode)
+		if err != nil {
+			return sol.Work{}, err
 		}
+		defer os.Remove(path)
 		return e.tracedWork(ctx, workKey(refCode, req.Shapes), func(ctx context.Context) (sol.Work, error) {
 			return sol.Trace(ctx, path, sol.TraceOptions{Python: e.cfg.Python, Shapes: req.Shapes, Timeout: 120 * time.Second})
 		})
@@ -400,11 +397,12 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 	return res, nil
 }
 
-// sourceArg ships a program once: its path where the child can read the
-// file (imports beside it keep working), else its code.
+// sourceArg ships a program as the code that was read and hashed: the child
+// runs these bytes, not the file again. A file's path goes with it: its
+// folder stays importable and its __file__ is kept (load_module).
 func sourceArg(path, code string) map[string]string {
 	if path != "" {
-		return map[string]string{"path": path}
+		return map[string]string{"path": path, "code": code}
 	}
 	return map[string]string{"code": code}
 }

@@ -46,7 +46,8 @@ func TestServiceInputErrors(t *testing.T) {
 	}{
 		{"both_forms", ref, Candidate{Code: "x", Path: "/y.py"}, Options{Target: "cpu"}, "candidate", "not both", false},
 		{"no_candidate", ref, Candidate{}, Options{Target: "cpu"}, "candidate", "no path or code", false},
-		{"missing_file", ref, Candidate{Path: "/nonexistent/c.py"}, Options{Target: "cpu"}, "candidate", "read candidate", false},
+		{"missing_file", ref, Candidate{Path: "/nonexistent/c.py"}, Options{Target: "cpu"}, "candidate", "no such file", false},
+		{"device_file", ref, Candidate{Path: "/dev/zero"}, Options{Target: "cpu"}, "candidate", "not a regular file", false},
 		{"inline_over_cap", ref, Candidate{Code: big}, Options{Target: "cpu"}, "candidate", "4 MiB limit", false},
 		{"file_over_cap", ref, Candidate{Path: bigFile}, Options{Target: "cpu"}, "candidate", "4 MiB limit", false},
 		{"reference_over_cap", Problem{Reference: Source{Code: big}}, good, Options{Target: "cpu"}, "reference", "4 MiB limit", false},

@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -31,10 +30,16 @@ type CompileKernelInput struct {
 const maxCompileTimeout = 600 * time.Second
 
 // CompileKernel returns the compile_kernel tool. compileFn is the compiler
-// entry point (compile.Compile in the server; injectable for tests).
-func CompileKernel(compileFn func(context.Context, compile.Request) (*compile.Result, error)) server.ServerTool {
+// entry point (compile.Compile in the server; injectable for tests); a path
+// is read only under roots (default compile.DefaultRoots: the working
+// directory and the cache), since the MCP client is not trusted to name the
+// server's files.
+func CompileKernel(compileFn func(context.Context, compile.Request) (*compile.Result, error), roots ...string) server.ServerTool {
 	if compileFn == nil {
 		compileFn = compile.Compile
+	}
+	if len(roots) == 0 {
+		roots = compile.DefaultRoots()
 	}
 	tool := mcp.NewTool("compile_kernel",
 		mcp.WithDescription("Compile one bare kernel source without running it and report what decides its speed before you time it: "+
@@ -55,7 +60,7 @@ func CompileKernel(compileFn func(context.Context, compile.Request) (*compile.Re
 		mcp.WithOpenWorldHintAnnotation(false),
 	)
 	return server.ServerTool{Tool: tool, Handler: mcp.NewTypedToolHandler(func(ctx context.Context, _ mcp.CallToolRequest, in CompileKernelInput) (*mcp.CallToolResult, error) {
-		req, msg := compileRequest(in)
+		req, msg := compileRequest(in, roots)
 		if msg != "" {
 			return toolErrorf("%s", msg), nil
 		}
@@ -67,8 +72,9 @@ func CompileKernel(compileFn func(context.Context, compile.Request) (*compile.Re
 	})}
 }
 
-// compileRequest validates the arguments; a non-empty message is a tool error.
-func compileRequest(in CompileKernelInput) (compile.Request, string) {
+// compileRequest validates the arguments; a non-empty message is a tool
+// error. A path is read only under roots (nil: anywhere).
+func compileRequest(in CompileKernelInput, roots []string) (compile.Request, string) {
 	req := compile.Request{
 		Lang: in.Language, Arch: in.Arch, Flags: in.Flags, Kernel: in.Kernel, Signature: in.Signature,
 		Constants: in.Constants, NumWarps: in.NumWarps, NumStages: in.NumStages, Divisible16: in.Divisible16,
@@ -79,13 +85,16 @@ func compileRequest(in CompileKernelInput) (compile.Request, string) {
 	case in.Source == "" && in.Path == "":
 		return req, "give the kernel as source (inline) or path (a file)"
 	case in.Path != "":
-		b, err := os.ReadFile(in.Path)
+		src, err := compile.ReadSource(in.Path, roots)
 		if err != nil {
 			return req, fmt.Sprintf("cannot read path: %v", err)
 		}
-		req.Source = string(b)
+		req.Source = src
 	default:
 		req.Source = in.Source
+	}
+	if err := compile.CheckFlags(in.Flags); err != nil {
+		return req, err.Error()
 	}
 	if in.TimeoutS < 0 || time.Duration(in.TimeoutS*float64(time.Second)) > maxCompileTimeout {
 		return req, fmt.Sprintf("timeout_s must be between 0 and %d, got %g", int(maxCompileTimeout.Seconds()), in.TimeoutS)
@@ -99,5 +108,5 @@ func compileRequest(in CompileKernelInput) (compile.Request, string) {
 
 // CompileRequest validates compile_kernel's arguments into a request, so the
 // CLI's compile command applies the same checks; a non-empty message is the
-// error to show.
-func CompileRequest(in CompileKernelInput) (compile.Request, string) { return compileRequest(in) }
+// error to show. The file is the CLI user's own choice: read wherever it is.
+func CompileRequest(in CompileKernelInput) (compile.Request, string) { return compileRequest(in, nil) }

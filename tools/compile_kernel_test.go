@@ -20,11 +20,11 @@ import (
 // always, nvcc when found (KEVOLVE_TEST_STRICT=1 requires it).
 func TestCompileKernelOverMCP(t *testing.T) {
 	t.Setenv("KEVOLVE_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
 	srv := server.NewMCPServer("test", "0", server.WithToolCapabilities(false), server.WithInputSchemaValidation())
-	srv.AddTools(CompileKernel(nil))
+	srv.AddTools(CompileKernel(nil, dir))
 	c := toolstest.Connect(t, srv)
 
-	dir := t.TempDir()
 	cfile := filepath.Join(dir, "k.c")
 	if err := os.WriteFile(cfile, []byte("void scale(float* restrict y, const float* restrict x, long n) {\n  for (long i = 0; i < n; ++i) y[i] = 2.0f * x[i];\n}\n"), 0o644); err != nil {
 		t.Fatal(err)

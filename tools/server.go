@@ -35,6 +35,9 @@ type Deps struct {
 	Ceilings  CeilingsProvider
 	Trace     sol.TraceOptions
 	Profile   profile.Options
+	// Workspace are the folders compile_kernel reads paths from; nil:
+	// compile.DefaultRoots (the working directory and the cache).
+	Workspace []string
 	// Runs drives the searches (evolve, evolve_start...); nil = no store.
 	Runs *runs.Manager
 }
@@ -50,6 +53,8 @@ func New(d Deps) *server.MCPServer {
 		server.WithRecovery(),
 		server.WithInputSchemaValidation(),
 		server.WithHooks(argumentErrorHooks(tools)), // schema rejections in words
+		// One size limit for every argument of every tool (limits.go).
+		server.WithToolHandlerMiddleware(limitArguments),
 	)
 	s.AddTools(tools...)
 	docs, docTemplate := KnowledgeResources(d.Knowledge)
@@ -65,7 +70,7 @@ func New(d Deps) *server.MCPServer {
 func All(d Deps) []server.ServerTool {
 	return []server.ServerTool{
 		DeviceInfo(d.Devices),
-		CompileKernel(nil),
+		CompileKernel(nil, d.Workspace...),
 		RunKernel(d.Evaluator, d.Resolve),
 		ProfileKernel(d.Profile, d.Evaluator, d.Resolve),
 		SolAnalysis(d.Ceilings, d.Trace, d.Resolve, d.Evaluator),

@@ -30,6 +30,8 @@ type globalFlags struct {
 	embedder string
 	// hostMemGiB is --eval-host-mem: 0 the harness default, < 0 no limit.
 	hostMemGiB float64
+	// workspaces are the folders compile_kernel reads paths from (--workspace).
+	workspaces []string
 }
 
 // cli is what every command shares. Its fields are filled when cobra has
@@ -111,6 +113,7 @@ The subcommands run the same jobs from a shell. Global flags (--db, --python,
 	sf.StringVar(&g.httpAddr, "http", "", "serve streamable HTTP on `HOST:PORT` instead of stdio")
 	sf.StringVar(&g.token, "token", "", "bearer `token` required from HTTP clients (default $KEVOLVE_TOKEN)")
 	sf.StringVar(&g.origins, "allow-origin", "", "comma-separated extra browser `origins` allowed over HTTP")
+	sf.StringArrayVar(&g.workspaces, "workspace", nil, "`dir` whose files compile_kernel may read by path (repeatable; default: the working directory), besides the cache")
 	addFleetFlags(sf, &c.fleet)
 	// The rest are global: accepted before or after any subcommand.
 	pf := root.PersistentFlags()

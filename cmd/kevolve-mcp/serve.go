@@ -16,6 +16,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/kevolve/kevolve-mcp/harness/compile"
 	"github.com/kevolve/kevolve-mcp/harness/profile"
 	"github.com/kevolve/kevolve-mcp/harness/sol"
 	"github.com/kevolve/kevolve-mcp/search/fleet"
@@ -39,6 +40,7 @@ func deps(ctx context.Context, c *cli) (tools.Deps, func(), error) {
 		Trace:   sol.TraceOptions{Python: a.python},
 		Profile: profile.Options{Python: a.python},
 	}
+	d.Workspace = compile.Roots(g.workspaces) // what compile_kernel may read by path
 	if err := a.openDB(); err != nil {
 		logger.Error("database unavailable: knowledge search, caches and calibration are off", "err", err)
 	}

@@ -137,6 +137,9 @@ func Compile(ctx context.Context, req Request) (*Result, error) {
 	if strings.TrimSpace(req.Source) == "" {
 		return nil, errors.New("compile: empty source")
 	}
+	if err := CheckFlags(req.Flags); err != nil {
+		return nil, fmt.Errorf("compile: %w", err)
+	}
 	if req.Timeout <= 0 {
 		req.Timeout = DefaultTimeout
 	}

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/kevolve/kevolve-mcp/harness/problem"
 )
 
 // Pair is one evaluation of the sweep: a problem and one candidate for it.
@@ -53,7 +55,7 @@ func RenameModel(src string) string { return modelName.ReplaceAllString(src, "Mo
 func ReferencePairs(problems []Problem) (Matching, error) {
 	var m Matching
 	for _, p := range problems {
-		b, err := os.ReadFile(p.Path)
+		b, err := problem.ReadFile("reference", p.Path)
 		if err != nil {
 			return Matching{}, fmt.Errorf("read problem %s: %w", p.Key(), err)
 		}

@@ -1,6 +1,7 @@
 package kernelbench
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kevolve/kevolve-mcp/harness"
+	"github.com/kevolve/kevolve-mcp/harness/problem"
 )
 
 // Options configure a sweep.
@@ -215,10 +217,10 @@ func (s *sweep) one(ctx context.Context, p Pair) (Record, bool) {
 	t0 := time.Now()
 	r := Record{Level: p.Problem.Level, ProblemID: p.Problem.ID, Problem: p.Problem.Key(), ProblemPath: p.Problem.Path,
 		Candidate: p.Candidate(), HarnessVersion: s.version, Target: s.opt.Target}
-	ref, err := os.ReadFile(p.Problem.Path)
+	ref, err := problem.ReadFile("reference", p.Problem.Path)
 	cand := []byte(p.Code)
 	if err == nil && p.CandidatePath != "" {
-		cand, err = os.ReadFile(p.CandidatePath)
+		cand, err = problem.ReadFile("candidate", p.CandidatePath)
 	}
 	if err != nil {
 		r.ToolError = err.Error()
@@ -247,6 +249,9 @@ func (s *sweep) one(ctx context.Context, p Pair) (Record, bool) {
 	if ctx.Err() != nil {
 		return r, false
 	}
+	if err == nil {
+		err = unchanged(p, ref, cand)
+	}
 	if err != nil {
 		r.ToolError = err.Error()
 	} else {
@@ -259,6 +264,23 @@ func (s *sweep) one(ctx context.Context, p Pair) (Record, bool) {
 	}
 	s.finish(r)
 	return r, true
+}
+
+// unchanged checks that the pair's files still hold the bytes its key was
+// made of: a result is stored only under the contents that ran (an earlier
+// candidate of the sweep could have rewritten a later one's file).
+func unchanged(p Pair, ref, cand []byte) error {
+	files := map[string][]byte{p.Problem.Path: ref}
+	if p.CandidatePath != "" {
+		files[p.CandidatePath] = cand
+	}
+	for path, was := range files {
+		now, err := problem.ReadFile("file", path)
+		if err != nil || !bytes.Equal(now, was) {
+			return fmt.Errorf("%s changed while the pair was evaluated: its result is not kept", path)
+		}
+	}
+	return nil
 }
 
 // evaluate calls the harness and turns a panic in it into a tool error:

@@ -9,7 +9,6 @@ package problem
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,18 +122,22 @@ func Resolve(ctx context.Context, ref Ref, r Resolver) (Problem, error) {
 	case ref.Reference == "":
 		return Problem{}, Inputf("reference", "required: a KernelBench-format file, a corpus problem name (e.g. llm/rmsnorm), or reference_source")
 	}
-	if st, err := os.Stat(ref.Reference); err == nil && !st.IsDir() {
-		if err := checkSize("reference", int(min64(st.Size(), MaxSourceBytes+1))); err != nil {
+	if len(ref.Reference) > MaxPathBytes {
+		return Problem{}, Inputf("reference", "%q is too long: a path or corpus name, at most %d bytes", Clip(ref.Reference), MaxPathBytes)
+	}
+	if _, err := os.Stat(ref.Reference); err == nil {
+		// A file (a device, fifo or folder is refused here, unread).
+		if _, err := ReadFile("reference", ref.Reference); err != nil {
 			return Problem{}, err
 		}
 		return Problem{Reference: Source{Path: ref.Reference}, Shapes: ref.Shapes}, nil
 	}
-	if r == nil || strings.HasSuffix(ref.Reference, ".py") {
-		return Problem{}, Inputf("reference", "%q: no such file", ref.Reference)
+	if r == nil || strings.HasSuffix(ref.Reference, ".py") || len(ref.Reference) > MaxNameBytes {
+		return Problem{}, Inputf("reference", "%q: no such file", Clip(ref.Reference))
 	}
 	p, err := r.Problem(ctx, ref.Reference, ref.Shapes)
 	if err != nil {
-		return Problem{}, Inputf("reference", "%q is neither a file nor a known corpus problem: %v", ref.Reference, err)
+		return Problem{}, Inputf("reference", "%q is neither a file nor a known corpus problem: %v", Clip(ref.Reference), err)
 	}
 	return p, nil
 }
@@ -167,23 +170,13 @@ func ParseCandidate(path, source string) (Candidate, error) {
 		}
 		return Candidate{Code: source}, nil
 	case path != "":
-		st, err := os.Stat(path)
-		if err != nil || st.IsDir() {
-			return Candidate{}, Inputf("candidate", "%q: no such file", path)
-		}
-		if err := checkSize("candidate", int(min64(st.Size(), MaxSourceBytes+1))); err != nil {
+		// Checked here, read again (once) by the evaluation that hashes it.
+		if _, err := ReadFile("candidate", path); err != nil {
 			return Candidate{}, err
 		}
 		return Candidate{Path: path}, nil
 	}
 	return Candidate{}, Inputf("candidate", "required: a file defining ModelNew, or candidate_source")
-}
-
-func min64(a, b int64) int64 {
-	if a < b {
-		return a
-	}
-	return b
 }
 
 func checkSize(arg string, n int) error {
@@ -194,7 +187,8 @@ func checkSize(arg string, n int) error {
 }
 
 // Read returns a source's code and, for a file, its absolute path; arg
-// names the argument in errors ("reference", "candidate").
+// names the argument in errors ("reference", "candidate"). A file is read
+// once (ReadFile): its code is what the caller hashes and runs.
 func Read(s Source, arg string) (code, path string, err error) {
 	switch {
 	case s.Code != "" && s.Path != "":
@@ -207,23 +201,11 @@ func Read(s Source, arg string) (code, path string, err error) {
 	case s.Path != "":
 		abs, err := filepath.Abs(s.Path)
 		if err != nil {
-			return "", "", Inputf(arg, "path %q: %v", s.Path, err)
+			return "", "", Inputf(arg, "path %q: %v", Clip(s.Path), err)
 		}
-		f, err := os.Open(abs)
+		b, err := ReadFile(arg, abs)
 		if err != nil {
-			return "", "", Inputf(arg, "read %s: %v", arg, err)
-		}
-		defer f.Close()
-		st, err := f.Stat()
-		if err != nil || st.IsDir() {
-			return "", "", Inputf(arg, "%q is not a file", s.Path)
-		}
-		if err := checkSize(arg, int(min64(st.Size(), MaxSourceBytes+1))); err != nil {
 			return "", "", err
-		}
-		b := make([]byte, st.Size())
-		if _, err := io.ReadFull(f, b); err != nil {
-			return "", "", Inputf(arg, "read %s: %v", arg, err)
 		}
 		return string(b), abs, nil
 	}

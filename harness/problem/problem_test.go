@@ -85,7 +85,7 @@ func TestParseCandidateAndRead(t *testing.T) {
 	for _, tc := range []struct{ path, src, arg, msg string }{
 		{cand, "x", "candidate", "not both"},
 		{"", "", "candidate", "required"},
-		{dir, "", "candidate", "no such file"},
+		{dir, "", "candidate", "a folder, not a regular file"},
 		{"", string(make([]byte, MaxSourceBytes+1)), "candidate_source", "4 MiB"},
 	} {
 		_, err := ParseCandidate(tc.path, tc.src)
@@ -98,7 +98,7 @@ func TestParseCandidateAndRead(t *testing.T) {
 	if err != nil || code != "class ModelNew: pass\n" || abs != cand {
 		t.Fatalf("Read: %q %q %v", code, abs, err)
 	}
-	if _, _, err := Read(Source{Path: filepath.Join(dir, "none.py")}, "candidate"); err == nil || !strings.Contains(err.Error(), "read candidate") {
+	if _, _, err := Read(Source{Path: filepath.Join(dir, "none.py")}, "candidate"); err == nil || !strings.Contains(err.Error(), "no such file") {
 		t.Fatalf("Read missing: %v", err)
 	}
 }

@@ -74,8 +74,8 @@ func driverArgs(driver string, mode string, opt Options, ref, cand string) []str
 	return a
 }
 
-// shapesEnv is the profiled process's environment: the shape set and the
-// lease's variables that pin it to its device.
+// shapesEnv is the profiled process's environment: the shape set, the
+// lease's variables that pin it to its device, no bytecode writing.
 func shapesEnv(opt Options) []string {
 	var env []string
 	keys := make([]string, 0, len(opt.Env))
@@ -89,7 +89,9 @@ func shapesEnv(opt Options) []string {
 	if opt.Shapes != "" {
 		env = append(env, "KEVOLVE_SHAPES="+opt.Shapes)
 	}
-	return env
+	// The harness's py dir is on its sys.path: a __pycache__ written there
+	// would be taken for tampering and the judge unpacked again.
+	return append(env, "PYTHONDONTWRITEBYTECODE=1")
 }
 
 // Target is the device target a backend profiles on (auto: the best found).

@@ -19,7 +19,7 @@ func ProbeSandbox(ctx context.Context, python, cacheDir string) (sandbox.Report,
 	if cacheDir == "" {
 		cacheDir = toolchain.CacheDir()
 	}
-	dir, err := unpack(cacheDir)
+	dir, _, err := unpack(cacheDir)
 	if err != nil {
 		return r, err
 	}

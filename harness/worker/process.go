@@ -38,6 +38,11 @@ func (w *Worker) get(ctx context.Context) (*proc, error) {
 	if w.closed {
 		return nil, errors.New("worker: closed")
 	}
+	// The judge's files are checked before every job: a parent that loaded
+	// changed files is stopped here and a fresh one started below.
+	if err := w.verifyLocked(); err != nil {
+		return nil, err
+	}
 	if w.proc != nil {
 		select {
 		case <-w.proc.dead:

@@ -83,8 +83,17 @@ const exitWait = 5 * time.Second
 
 // Run runs one job in a fresh child and waits for it. A Go error means the
 // harness failed (could not start Python, parent died); whatever the job's
-// code did (crash, hang, exception) is in the Outcome.
+// code did (crash, hang, exception) is in the Outcome. The judge's files
+// are verified before and after it (verify.go).
 func (w *Worker) Run(ctx context.Context, job Job) (*Outcome, error) {
+	out, err := w.run(ctx, job)
+	if verr := w.Verify(); verr != nil {
+		w.log.Error("python worker files could not be repaired after a job", "err", verr)
+	}
+	return out, err
+}
+
+func (w *Worker) run(ctx context.Context, job Job) (*Outcome, error) {
 	p, err := w.get(ctx)
 	if err != nil {
 		return nil, err

@@ -1,7 +1,9 @@
 package worker
 
 // Unpacking the embedded Python into the cache directory, once per content
-// hash, so a running server never sees a half-written copy.
+// hash, so a running server never sees a half-written copy. The unpacked
+// files are the judge: verify.go checks them against the embedded ones and
+// unpacks them again when anything changed.
 
 import (
 	"crypto/sha256"
@@ -13,6 +15,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // The Python side: worker.py (the parent loop), evaluate.py (the evaluation
@@ -21,90 +24,127 @@ import (
 //go:embed all:py
 var pyFS embed.FS
 
+// Marker files of an unpacked folder besides the embedded ones: .complete
+// says it was fully written; the manifest lists each file's SHA-256 (in
+// sha256sum's format, so `sha256sum -c` checks it by hand). Verification
+// compares with the embedded files, never with the manifest on disk.
+const (
+	completeMarker = ".complete"
+	manifestName   = "MANIFEST.sha256"
+)
+
+// manifest is the embedded Python: every file's SHA-256 and every folder.
+type manifest struct {
+	hash  string            // SourceHash
+	files map[string]string // slash path under py/ -> hex SHA-256
+	dirs  map[string]bool   // slash paths of the folders under py/
+	text  []byte            // the manifest file's content
+}
+
+var (
+	manOnce sync.Once
+	man     *manifest
+	manErr  error
+)
+
+// embedded returns the manifest of the embedded files, hashed once.
+func embedded() (*manifest, error) {
+	manOnce.Do(func() { man, manErr = buildManifest() })
+	return man, manErr
+}
+
 // SourceHash is the content hash of the embedded Python files; it names
 // the unpacked directory and is part of the harness version.
 func SourceHash() string {
-	h, _ := hashFS()
-	return h
+	m, err := embedded()
+	if err != nil {
+		return ""
+	}
+	return m.hash
 }
 
-func hashFS() (string, error) {
+func buildManifest() (*manifest, error) {
+	m := &manifest{files: map[string]string{}, dirs: map[string]bool{}}
 	var files []string
 	err := fs.WalkDir(pyFS, "py", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && d.Name() == "__pycache__" {
+		rel := strings.TrimPrefix(strings.TrimPrefix(p, "py"), "/")
+		switch {
+		case d.IsDir() && d.Name() == "__pycache__":
 			return fs.SkipDir
-		}
-		if !d.IsDir() && !strings.HasSuffix(p, ".pyc") {
+		case d.IsDir():
+			if rel != "" {
+				m.dirs[rel] = true
+			}
+		case !strings.HasSuffix(p, ".pyc"):
 			files = append(files, p)
 		}
 		return nil
 	})
 	if err != nil {
-		return "", fmt.Errorf("walk embedded python: %w", err)
+		return nil, fmt.Errorf("walk embedded python: %w", err)
 	}
 	sort.Strings(files)
 	h := sha256.New()
+	var text strings.Builder
 	for _, f := range files {
 		b, err := pyFS.ReadFile(f)
 		if err != nil {
-			return "", fmt.Errorf("read embedded %s: %w", f, err)
+			return nil, fmt.Errorf("read embedded %s: %w", f, err)
 		}
 		fmt.Fprintf(h, "%s\x00%d\x00", f, len(b))
 		h.Write(b)
+		sum := sha256.Sum256(b)
+		rel := strings.TrimPrefix(f, "py/")
+		m.files[rel] = hex.EncodeToString(sum[:])
+		fmt.Fprintf(&text, "%s  %s\n", m.files[rel], rel)
 	}
-	return hex.EncodeToString(h.Sum(nil))[:16], nil
+	m.hash = hex.EncodeToString(h.Sum(nil))[:16]
+	m.text = []byte(text.String())
+	return m, nil
 }
 
-// unpack writes the embedded py folder to <cache>/worker/<hash>, once.
-func unpack(cache string) (string, error) {
-	hash, err := hashFS()
-	if err != nil {
-		return "", err
+// writeTree writes the embedded files into dir (which exists), read-only
+// (0444): a plain open-for-append is refused even to the owner. Folders
+// stay 0755: 0555 would stop nobody but the owner, who can chmod it back,
+// yet would break every os.RemoveAll of a cache (test temp folders
+// included) for a user other than root; another user cannot write 0755.
+func writeTree(dir string, m *manifest) error {
+	rels := make([]string, 0, len(m.files))
+	for rel := range m.files {
+		rels = append(rels, rel)
 	}
-	dst := filepath.Join(cache, "worker", hash)
-	if _, err := os.Stat(filepath.Join(dst, ".complete")); err == nil {
-		return dst, nil
+	sort.Strings(rels)
+	for rel := range m.dirs {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(rel)), 0o755); err != nil {
+			return err
+		}
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return "", fmt.Errorf("create worker cache dir: %w", err)
-	}
-	tmp, err := os.MkdirTemp(filepath.Dir(dst), hash+".tmp-")
-	if err != nil {
-		return "", fmt.Errorf("create temp worker dir: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	err = fs.WalkDir(pyFS, "py", func(p string, d fs.DirEntry, err error) error {
+	for _, rel := range rels {
+		b, err := pyFS.ReadFile("py/" + rel)
 		if err != nil {
 			return err
 		}
-		rel := strings.TrimPrefix(strings.TrimPrefix(p, "py"), "/")
-		if d.IsDir() {
-			if d.Name() == "__pycache__" {
-				return fs.SkipDir
-			}
-			return os.MkdirAll(filepath.Join(tmp, rel), 0o755)
-		}
-		b, err := pyFS.ReadFile(p)
-		if err != nil {
+		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(rel)), b, 0o444); err != nil {
 			return err
 		}
-		return os.WriteFile(filepath.Join(tmp, rel), b, 0o644)
+	}
+	if err := os.WriteFile(filepath.Join(dir, manifestName), m.text, 0o444); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, completeMarker), nil, 0o444)
+}
+
+// removeTree removes a tree; a folder someone made read-only is made
+// writable first.
+func removeTree(root string) {
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o755)
+		}
+		return nil
 	})
-	if err != nil {
-		return "", fmt.Errorf("unpack worker python: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(tmp, ".complete"), nil, 0o644); err != nil {
-		return "", fmt.Errorf("mark worker dir: %w", err)
-	}
-	if err := os.Rename(tmp, dst); err != nil {
-		// Another process won the race; its copy is identical.
-		if _, serr := os.Stat(filepath.Join(dst, ".complete")); serr == nil {
-			return dst, nil
-		}
-		return "", fmt.Errorf("install worker dir: %w", err)
-	}
-	return dst, nil
+	_ = os.RemoveAll(root)
 }

@@ -7,12 +7,13 @@
 // died.
 //
 // The files: unpack.go puts the embedded Python in the cache directory,
-// process.go starts, restarts and stops the parent, events.go is the
-// protocol between Go and the parent, run.go runs one job, idle.go keeps
-// the children that wait for another, folder.go makes a job's folders
-// (work/ for the candidate, judge/ for the harness's files), output.go caps
-// its log, tree.go kills a process tree, probe.go probes the sandbox that
-// py/sandbox.py enters per job.
+// verify.go checks it against the embedded files around every job and
+// unpacks it again when it changed, process.go starts, restarts and stops
+// the parent, events.go is the protocol between Go and the parent, run.go
+// runs one job, idle.go keeps the children that wait for another,
+// folder.go makes a job's folders (work/ for the candidate, judge/ for the
+// harness's files), output.go caps its log, tree.go kills a process tree,
+// probe.go probes the sandbox that py/sandbox.py enters per job.
 package worker
 
 import (
@@ -59,7 +60,7 @@ type Worker struct {
 	idleClosed bool
 }
 
-// New unpacks the Python files; the parent starts on the first job (or Start).
+// New unpacks the Python files (verify.go); the parent starts on the first job (or Start).
 func New(cfg Config) (*Worker, error) {
 	if cfg.Python == "" {
 		return nil, errors.New("worker: no Python interpreter configured")
@@ -76,9 +77,13 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = 3 * time.Minute
 	}
-	dir, err := unpack(cfg.CacheDir)
+	// A folder that cannot be unpacked now is tried again before the
+	// parent starts, and that job's error says why.
+	dir, bad, err := unpack(cfg.CacheDir)
 	if err != nil {
-		return nil, err
+		cfg.Logger.Warn("python worker files could not be unpacked; retrying when the parent starts", "err", err)
+	} else if len(bad) > 0 {
+		cfg.Logger.Warn("python worker files differed from the embedded ones; unpacked them again", "dir", dir, "files", summarize(bad))
 	}
 	jobDir := filepath.Join(cfg.CacheDir, "jobs")
 	if err := os.MkdirAll(jobDir, 0o755); err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kevolve/kevolve-mcp/corpus"
+	"github.com/kevolve/kevolve-mcp/harness/problem"
 	"github.com/kevolve/kevolve-mcp/harness/target"
 	"github.com/kevolve/kevolve-mcp/search"
 )
@@ -39,11 +40,21 @@ func ResolveProblem(ctx context.Context, reg *corpus.Registry, s ProblemSpec) (s
 	if err != nil {
 		return search.Problem{}, "", err
 	}
+	if len(s.Name) > problem.MaxPathBytes {
+		return search.Problem{}, "", fmt.Errorf("problem %q is too long: a corpus name or a file, at most %d bytes", problem.Clip(s.Name), problem.MaxPathBytes)
+	}
+	// The start file is read once: the code detected, hashed and run.
+	var startFile string
+	if s.StartFile != "" {
+		b, err := problem.ReadFile("start", s.StartFile)
+		if err != nil {
+			return search.Problem{}, "", fmt.Errorf("start kernel: %w", err)
+		}
+		startFile = string(b)
+	}
 	lang := s.Language
 	if lang == "" && s.StartFile != "" {
-		if b, err := os.ReadFile(s.StartFile); err == nil {
-			lang = DetectLanguage(string(b))
-		}
+		lang = DetectLanguage(startFile)
 	}
 	if lang == "" {
 		lang = tg.DefaultLanguage()
@@ -60,6 +71,9 @@ func ResolveProblem(ctx context.Context, reg *corpus.Registry, s ProblemSpec) (s
 	if st, err := os.Stat(s.Name); err == nil && !st.IsDir() && strings.HasSuffix(s.Name, ".py") {
 		abs, err := filepath.Abs(s.Name)
 		if err != nil {
+			return p, "", err
+		}
+		if _, err := problem.ReadFile("problem", abs); err != nil {
 			return p, "", err
 		}
 		p.Name, p.ReferencePath = abs, abs
@@ -91,11 +105,7 @@ func ResolveProblem(ctx context.Context, reg *corpus.Registry, s ProblemSpec) (s
 		}
 	}
 	if s.StartFile != "" {
-		b, err := os.ReadFile(s.StartFile)
-		if err != nil {
-			return p, "", fmt.Errorf("start kernel: %w", err)
-		}
-		start = string(b)
+		start = startFile
 		if !strings.Contains(start, "ModelNew") {
 			return p, "", fmt.Errorf("start kernel %s defines no ModelNew", s.StartFile)
 		}

@@ -140,6 +140,7 @@ func (c *Coordinator) Handler() http.Handler {
 		return HeartbeatResponse{Lost: lost}, err
 	}))
 	mux.HandleFunc("POST "+PathResult, handle(c, func(ctx context.Context, r *ResultRequest) (any, error) {
+		redactResult(r, c.Token) // nothing stored holds the token (secrets.go)
 		return c.Queue.Complete(ctx, *r)
 	}))
 	mux.HandleFunc("POST "+PathRelease, handle(c, func(ctx context.Context, r *ReleaseRequest) (any, error) {

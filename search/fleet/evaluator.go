@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
+	"github.com/kevolve/kevolve-mcp/harness/problem"
 	"github.com/kevolve/kevolve-mcp/harness/spec"
 	"github.com/kevolve/kevolve-mcp/harness/target"
 	"github.com/kevolve/kevolve-mcp/search"
@@ -48,7 +48,7 @@ func (e *Evaluator) kinds(p search.Problem) []Kind {
 
 // Evaluate enqueues (or finds) the jobs for code and waits for them.
 func (e *Evaluator) Evaluate(ctx context.Context, p search.Problem, code string) (*search.Result, error) {
-	ref, err := os.ReadFile(p.ReferencePath)
+	ref, err := problem.ReadFile("reference", p.ReferencePath)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: reference: %w", err)
 	}

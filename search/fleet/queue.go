@@ -72,9 +72,13 @@ func randomID(prefix string) string {
 // JobKey identifies an evaluation: the same code on the same problem and
 // kind is one job, whoever asks and however often (a resumed search
 // waits for the job its killed predecessor enqueued).
-func JobKey(p search.Problem, k Kind, code string, skipTiming bool) string {
+func JobKey(p search.Problem, k Kind, reference, code string, skipTiming bool) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%s", p.Key(), k.String(), search.NormalizedHash(code))
+	// The contents, not names: a reference file edited under the same
+	// path, or code that differs only where the search's normalization
+	// looks away, is another job.
+	ref, src := sha256.Sum256([]byte(reference)), sha256.Sum256([]byte(code))
+	fmt.Fprintf(h, "%s\x00%s\x00%x\x00%x", p.Key(), k.String(), ref, src)
 	if skipTiming { // an untimed result never answers for a timed one
 		h.Write([]byte("\x00untimed"))
 	}
@@ -115,7 +119,7 @@ type JobRecord struct {
 // Enqueue adds the job for (problem, kind, code) unless one exists, and
 // returns the job's id either way.
 func (q *Queue) Enqueue(ctx context.Context, p search.Problem, k Kind, reference, code string, timeout time.Duration, skipTiming bool) (string, error) {
-	key := JobKey(p, k, code, skipTiming)
+	key := JobKey(p, k, reference, code, skipTiming)
 	kind, _ := json.Marshal(k)
 	prob, _ := json.Marshal(p)
 	id := randomID("j-")
@@ -443,7 +447,8 @@ func (q *Queue) Heartbeat(ctx context.Context, workerID string, held []JobLease)
 // Complete records a job's result. Only the current lease holder's (or, if
 // the job was requeued and not yet claimed again, the last holder's)
 // report is recorded; once a job is done every later report is ignored,
-// so results are idempotent by job id. A report with Error puts the job
+// so results are idempotent by job id, and a rejected report changes
+// nothing but the job's count of them. A report with Error puts the job
 // back in the queue (up to MaxErrors times, then the job fails).
 func (q *Queue) Complete(ctx context.Context, r ResultRequest) (ResultResponse, error) {
 	var resp ResultResponse
@@ -459,7 +464,6 @@ func (q *Queue) Complete(ctx context.Context, r ResultRequest) (ResultResponse, 
 		if err != nil {
 			return err
 		}
-		tx.ExecContext(ctx, `UPDATE fleet_workers SET last_seen = ?, busy_s = busy_s + ? WHERE id = ?`, now, max(r.BusyS, 0), r.WorkerID)
 		switch {
 		case JobState(state) == JobDone || JobState(state) == JobFailed:
 			resp = ResultResponse{Why: "already finished: a late duplicate, ignored"}
@@ -469,10 +473,15 @@ func (q *Queue) Complete(ctx context.Context, r ResultRequest) (ResultResponse, 
 			resp = ResultResponse{Why: "lease held by another worker"}
 		}
 		if resp.Why != "" {
-			if _, err := tx.ExecContext(ctx, `UPDATE fleet_jobs SET late_results = late_results + 1 WHERE id = ?`, r.JobID); err != nil {
-				return err
-			}
-			return logJob(ctx, tx, now, r.JobID, r.WorkerID, "late", resp.Why)
+			// A rejected report changes nothing it names: not the worker's
+			// row (busy_s, last_seen), not the event log; whoever sent it
+			// (a late duplicate, or a forger with a guessed job id) only
+			// adds to the job's count of ignored reports.
+			_, err := tx.ExecContext(ctx, `UPDATE fleet_jobs SET late_results = late_results + 1 WHERE id = ?`, r.JobID)
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE fleet_workers SET last_seen = ?, busy_s = busy_s + ? WHERE id = ?`, now, max(r.BusyS, 0), r.WorkerID); err != nil {
+			return err
 		}
 		if r.Result == nil {
 			msg := r.Error

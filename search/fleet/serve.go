@@ -80,6 +80,7 @@ func ServeWorker(ctx context.Context, o WorkerOptions) error {
 	if perGPU == 0 {
 		perGPU = lease.DefaultMaxHolders
 	}
+	dropTokenEnv() // before the evaluation service starts its Python (secrets.go)
 	cfg := harness.EvalConfig{Python: o.Python, CacheDir: o.CacheDir, Logger: o.Log, HostMemLimit: o.HostMemLimit}
 	for i := range devs {
 		if devs[i].Target != "cpu" {

@@ -312,6 +312,7 @@ func (w *Worker) runJob(ctx context.Context, h *heldJob) {
 		req.Result, req.Error = nil, err.Error()
 		w.log().Warn("job not evaluated", "job", h.job.ID, "err", err)
 	}
+	redactResult(&req, w.Token)
 	w.report(ctx, req)
 }
 

@@ -3,10 +3,10 @@ package runs
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
+	"github.com/kevolve/kevolve-mcp/harness/problem"
 	"github.com/kevolve/kevolve-mcp/search"
 )
 
@@ -160,7 +160,7 @@ func (m *Manager) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, 
 	case req.Code != "" && req.Path != "":
 		return res, fmt.Errorf("give code or path, not both")
 	case req.Path != "":
-		b, err := os.ReadFile(req.Path)
+		b, err := problem.ReadFile("path", req.Path)
 		if err != nil {
 			return res, fmt.Errorf("kernel file: %w", err)
 		}

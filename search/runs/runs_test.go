@@ -275,6 +275,16 @@ func TestStopAndErrors(t *testing.T) {
 	if _, err := m.Start(ctx, StartRequest{Problem: "test/speed", Target: "cpu"}); err == nil || !strings.Contains(err.Error(), "budget") {
 		t.Fatalf("no budget: %v", err)
 	}
+	// Names and sources are bounded, and so is what a refusal says.
+	for _, req := range []StartRequest{
+		{Problem: strings.Repeat("p", 4<<20), Target: "cpu", Budget: search.Budget{Evals: 2}},
+		{ProblemSource: strings.Repeat("#", 5<<20), Target: "cpu", Budget: search.Budget{Evals: 2}},
+		{Problem: "test/speed", StartSource: "# ModelNew\n" + strings.Repeat("#", 5<<20), Target: "cpu", Budget: search.Budget{Evals: 2}},
+	} {
+		if _, err := m.Start(ctx, req); err == nil || len(err.Error()) > 1024 || !strings.Contains(err.Error(), "at most") && !strings.Contains(err.Error(), "limit") {
+			t.Fatalf("oversized start: %.300v", err)
+		}
+	}
 	if _, err := m.Start(ctx, StartRequest{Problem: "test/speed", Target: "tpu", Budget: search.Budget{Evals: 2}}); err == nil {
 		t.Fatal("bad target accepted")
 	}
@@ -286,6 +296,12 @@ func TestStopAndErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	next(t, m, run.ID)
+	// A kernel file that is not a regular file is refused, unread.
+	for _, p := range []string{"/dev/zero", t.TempDir()} {
+		if _, err := m.Submit(ctx, SubmitRequest{RunID: run.ID, Path: p}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Fatalf("submit %s: %v", p, err)
+		}
+	}
 	// A long poll with nothing new waits its time, with heartbeats.
 	st, err := m.Status(ctx, run.ID, 0, 0, nil)
 	if err != nil || st.AwaitingNode == 0 {

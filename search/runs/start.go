@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kevolve/kevolve-mcp/harness/problem"
 	"github.com/kevolve/kevolve-mcp/harness/target"
 	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/engine"
@@ -119,6 +120,17 @@ func (m *Manager) evaluator(ctx context.Context) (search.Evaluator, error) {
 // sources to files (the harness and the report read files).
 func (m *Manager) spec(ctx context.Context, req StartRequest) (engine.ProblemSpec, error) {
 	s := engine.ProblemSpec{Name: req.Problem, Language: req.Language, StartFile: req.Start, ShapeSet: req.Shapes}
+	// The same limits as every other source and name (harness/problem).
+	for arg, src := range map[string]string{"problem_source": req.ProblemSource, "start_source": req.StartSource} {
+		if len(src) > problem.MaxSourceBytes {
+			return s, fmt.Errorf("%s is %d bytes, over the %d MiB limit for a source", arg, len(src), problem.MaxSourceBytes>>20)
+		}
+	}
+	for arg, name := range map[string]string{"problem": req.Problem, "start": req.Start} {
+		if len(name) > problem.MaxPathBytes {
+			return s, fmt.Errorf("%s %q is too long: at most %d bytes", arg, problem.Clip(name), problem.MaxPathBytes)
+		}
+	}
 	switch {
 	case req.Problem != "" && req.ProblemSource != "":
 		return s, errors.New("give problem or problem_source, not both")

@@ -2,9 +2,9 @@ package runs
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
+	"github.com/kevolve/kevolve-mcp/harness/problem"
 	"github.com/kevolve/kevolve-mcp/search"
 )
 
@@ -107,7 +107,7 @@ func buildTask(c search.Context, ticket int64) *Task {
 			Dtype: c.Problem.Dtype, FLOPs: c.Problem.FLOPs, Bytes: c.Problem.Bytes, ReferencePath: c.Problem.ReferencePath},
 		Parent: viewOf(parent), SOLGap: solGap(parent), Budget: c.Budget, EvalsLeft: -1,
 		Siblings: []Attempt{}, Lineage: []Attempt{}}
-	if b, err := os.ReadFile(c.Problem.ReferencePath); err == nil && len(b) <= maxReference {
+	if b, err := problem.ReadFile("reference", c.Problem.ReferencePath); err == nil && len(b) <= maxReference {
 		t.Problem.Reference = string(b)
 	}
 	if c.Budget.EvalLimit > 0 {

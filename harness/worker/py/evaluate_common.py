@@ -321,20 +321,28 @@ def is_compile_exception(e):
 
 
 def load_module(src, name, work_dir):
-    """Imports a source ({"path"} or {"code"}) as a fresh module. Inline code
-    is written to a file first: Triton and inspect need the source on disk.
-    Returns (module, path)."""
-    path = src.get("path")
-    if not path:
-        path = os.path.join(work_dir, name + ".py")
-        with open(path, "w") as f:
-            f.write(src.get("code") or "")
-    path = os.path.abspath(path)
-    d = os.path.dirname(path)
-    if d not in sys.path:
-        sys.path.insert(0, d)
+    """Imports a source ({"code"}, with the "path" it was read from if it
+    came from a file) as a fresh module. The code runs from a read-only copy
+    in the job folder (Triton and inspect need the source on disk): the bytes
+    the server hashed, not a file that may have changed since. A file keeps
+    its folder on sys.path and its __file__, for what lies beside it.
+    Returns (module, path run)."""
+    orig = src.get("path")
+    code = src.get("code")
+    if code is None and orig:
+        with open(orig) as f:
+            code = f.read()
+    path = os.path.abspath(os.path.join(work_dir, name + ".py"))
+    with open(path, "w") as f:
+        f.write(code or "")
+    os.chmod(path, 0o444)
+    for d in (os.path.dirname(path), os.path.dirname(os.path.abspath(orig or path))):
+        if d not in sys.path:
+            sys.path.insert(0, d)
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
+    if orig:
+        mod.__file__ = os.path.abspath(orig)
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod, path

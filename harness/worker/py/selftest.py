@@ -120,3 +120,12 @@ def swap_result_fd(args, ctx):
             own = os.open(os.path.join(ctx.work_dir, "decoy.json"), os.O_RDWR | os.O_CREAT, 0o644)
             os.dup2(own, int(fd))
     return {"verdict": "incorrect"}
+
+
+def append_file(args, ctx):
+    """Appends a line to a file, making it writable first as its owner can:
+    what a candidate that edits the judge's files does."""
+    os.chmod(args["path"], 0o644)
+    with open(args["path"], "a") as f:
+        f.write(args["line"])
+    return {}
