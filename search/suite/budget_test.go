@@ -107,3 +107,18 @@ func TestNoBudgetNoTurn(t *testing.T) {
 		t.Error("an ended run got a turn")
 	}
 }
+
+func TestBudgeterWeights(t *testing.T) {
+	b := Budgeter{Total: 40, Chunk: 4, Weights: map[string]float64{"big": 3, "small": 1}}
+	states := []State{{Name: "big"}, {Name: "small"}}
+	for {
+		i, n, ok := b.Next(states)
+		if !ok {
+			break
+		}
+		states[i].Used += n
+	}
+	if states[0].Used != 30 || states[1].Used != 10 {
+		t.Fatalf("weighted 3:1 over 40 evaluations: got %d and %d, want 30 and 10", states[0].Used, states[1].Used)
+	}
+}

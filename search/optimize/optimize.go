@@ -1,0 +1,189 @@
+// Package optimize is the model flow: a whole model in, a faster model out.
+// It profiles the model (the worker's model_profile job), ranks its
+// operators by the time the whole model would save at their speed of
+// light, extracts the hot regions as problems (corpus/extract), searches
+// them as one suite weighted by that saving (search/suite), deploys only
+// kernels faster than what they replace into the registry (search/deploy),
+// and verifies the patched model end to end (the model_verify job) beside
+// the speedup Amdahl predicted.
+package optimize
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+
+	"github.com/kevolve/kevolve-mcp/corpus/extract"
+	"github.com/kevolve/kevolve-mcp/harness"
+	"github.com/kevolve/kevolve-mcp/harness/sol"
+	"github.com/kevolve/kevolve-mcp/search"
+	"github.com/kevolve/kevolve-mcp/search/deploy"
+	"github.com/kevolve/kevolve-mcp/search/suite"
+)
+
+// Jobs runs the worker's whole-model jobs (harness.Evaluator does).
+type Jobs interface {
+	ModelJob(ctx context.Context, r harness.ModelJobRequest, out any) error
+}
+
+// Options are one optimize job's settings.
+type Options struct {
+	Model    string // a KernelBench-format model file
+	Target   string // cpu or nvidia (resolved by the caller)
+	Language string // start kernels' language (c on cpu, cuda on nvidia)
+	DataDir  string // extracted problems go under DataDir/extracted
+	Export   string // write kevolve_kernels here ("" = only a temporary copy, for verification)
+	// MinShare leaves out regions under this share of the model's time
+	// (default 0.02).
+	MinShare float64
+	// Tuner: the operator is the offline tuner, which can only tune a
+	// start kernel: regions without a bundled one are listed, not searched.
+	Tuner    bool
+	Compile  bool // time torch.compile of the original too
+	Ceilings *sol.Ceilings
+	SuiteID  string
+	Iters    int // profiler iterations (default 10)
+	Log      *slog.Logger
+}
+
+// Summary is what optimize reports (--json).
+type Summary struct {
+	Model     string           `json:"model"`
+	Device    string           `json:"device"`
+	Arch      string           `json:"arch"`
+	ForwardUs float64          `json:"forward_us"`
+	TimeBasis string           `json:"time_basis"`
+	Suite     string           `json:"suite,omitempty"`
+	Ops       []Op             `json:"ops"`
+	Deployed  []deploy.Entry   `json:"deployed"`
+	Rejected  []string         `json:"rejected,omitempty"`
+	EndToEnd  *EndToEnd        `json:"end_to_end,omitempty"`
+	Search    *suite.Report    `json:"search,omitempty"`
+	Export    string           `json:"export,omitempty"`
+	Notes     []string         `json:"notes,omitempty"`
+	WallS     float64          `json:"wall_s"`
+	Profile   *extract.Profile `json:"-"`
+}
+
+var safeID = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// Run is the whole job. runner carries the search (engine, operator, the
+// whole job's budget in Budget.Total); its Budget.Weights is set here.
+func Run(ctx context.Context, jobs Jobs, db *sql.DB, runner *suite.Runner, o Options) (*Summary, error) {
+	t0 := time.Now()
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.MinShare == 0 {
+		o.MinShare = 0.02
+	}
+	abs, err := filepath.Abs(o.Model)
+	if err != nil {
+		return nil, err
+	}
+	o.Model = abs
+	prof, err := profile(ctx, jobs, db, o)
+	if err != nil {
+		return nil, err
+	}
+	s := &Summary{Model: o.Model, Device: prof.Device, Arch: prof.Arch, ForwardUs: prof.ForwardUs, TimeBasis: prof.TimeBasis, Profile: prof}
+	s.Ops = Rank(prof, o.Ceilings)
+	probs, weights := pick(s, o)
+	reg, err := deploy.Open(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	if len(probs) > 0 && runner != nil && runner.Budget.Total > 0 {
+		s.Suite = o.SuiteID
+		if s.Suite == "" {
+			s.Suite = "opt-" + safeID.ReplaceAllString(time.Now().UTC().Format("20060102-150405"), "")
+		}
+		runner.Budget.Weights = weights
+		rep, err := runner.Run(ctx, s.Suite, probs)
+		if rep == nil {
+			return nil, fmt.Errorf("optimize: search: %w", err)
+		}
+		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("optimize: search: %w", err)
+		}
+		s.Search = rep
+		if err := deployBest(ctx, runner.Engine.Store, reg, s, o); err != nil {
+			return nil, err
+		}
+	}
+	if err := verify(ctx, jobs, reg, s, o); err != nil {
+		return nil, err
+	}
+	s.WallS = time.Since(t0).Seconds()
+	return s, nil
+}
+
+func profile(ctx context.Context, jobs Jobs, db *sql.DB, o Options) (*extract.Profile, error) {
+	dir, err := extract.Dir(o.DataDir, o.Model)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("optimize: %w", err)
+	}
+	iters := o.Iters
+	if iters <= 0 {
+		iters = 10
+	}
+	var p extract.Profile
+	if err := jobs.ModelJob(ctx, harness.ModelJobRequest{Module: "model_profile", Target: o.Target,
+		Args: map[string]any{"model_file": o.Model, "out_dir": dir, "iters": iters}}, &p); err != nil {
+		return nil, fmt.Errorf("optimize: profile: %w", err)
+	}
+	if err := extract.Store(ctx, db, o.Model, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// pick chooses the regions to search, most saving first, and their budget
+// weights; the ops it leaves out say why.
+func pick(s *Summary, o Options) ([]suite.Problem, map[string]float64) {
+	var probs []suite.Problem
+	weights := map[string]float64{}
+	for i := range s.Ops {
+		op := &s.Ops[i]
+		r := op.region
+		switch {
+		case r == nil:
+			continue
+		case op.Share < o.MinShare:
+			op.Note = fmt.Sprintf("not searched: %.1f%% of the model's time, under %.0f%%", 100*op.Share, 100*o.MinShare)
+			continue
+		}
+		start := extract.Start(*r, o.Language)
+		if start == "" && o.Tuner {
+			op.Note = "needs an LLM or agent operator: no bundled " + o.Language + " start kernel for " + r.Sig + " (the tuner only tunes one)"
+			continue
+		}
+		if start == "" {
+			b, err := os.ReadFile(r.File)
+			if err != nil {
+				op.Note = "not searched: " + err.Error()
+				continue
+			}
+			start = modelRe.ReplaceAllString(string(b), "ModelNew")
+			op.Note = "starts from its reference; the operator drafts the first kernel"
+		} else {
+			op.Note = "starts from the bundled " + r.Bundled + " kernel"
+		}
+		op.Searched = true
+		p := search.Problem{Name: r.File, ReferencePath: r.File, Target: o.Target, Language: o.Language, Dtype: r.Dtype, FLOPs: r.FLOPs, Bytes: r.Bytes}
+		probs = append(probs, suite.Problem{Problem: p, Start: start})
+		weights[p.Name] = max(op.Saving, 1e-3)
+	}
+	return probs, weights
+}
+
+var modelRe = regexp.MustCompile(`\bModel\b`)
