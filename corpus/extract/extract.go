@@ -13,9 +13,12 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/kevolve/kevolve-mcp/corpus"
@@ -99,7 +102,9 @@ func Store(ctx context.Context, db *sql.DB, model string, p *Profile) error {
 		location TEXT NOT NULL,
 		bundled TEXT NOT NULL DEFAULT '',
 		dtype TEXT NOT NULL,
+		arch TEXT NOT NULL,        -- the device arch it was profiled on
 		path TEXT NOT NULL,
+		region TEXT NOT NULL,      -- JSON Region: shapes, constants, share
 		created_at TEXT NOT NULL)`); err != nil {
 		return fmt.Errorf("extract: migrate: %w", err)
 	}
@@ -111,10 +116,41 @@ func Store(ctx context.Context, db *sql.DB, model string, p *Profile) error {
 		}
 		h := sha256.Sum256(b)
 		r.ID = hex.EncodeToString(h[:6])
-		if _, err := db.ExecContext(ctx, `INSERT OR REPLACE INTO extracted_problems (id, model, sig, location, bundled, dtype, path, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, r.ID, model, r.Sig, r.Where, r.Bundled, r.Dtype, r.File, time.Now().UTC().Format(time.RFC3339)); err != nil {
+		js, _ := json.Marshal(r)
+		if _, err := db.ExecContext(ctx, `INSERT OR REPLACE INTO extracted_problems (id, model, sig, location, bundled, dtype, arch, path, region, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, r.ID, model, r.Sig, r.Where, r.Bundled, r.Dtype, p.Arch, r.File, string(js), time.Now().UTC().Format(time.RFC3339)); err != nil {
 			return fmt.Errorf("extract: store %s: %w", r.File, err)
 		}
 	}
 	return nil
+}
+
+// ErrNotExtracted is a problem file no optimize job extracted.
+var ErrNotExtracted = errors.New("not an extracted problem")
+
+// ByPath finds the region a problem file was extracted from, and the arch
+// it was profiled on.
+func ByPath(ctx context.Context, db *sql.DB, path string) (Region, string, error) {
+	var js, arch string
+	err := db.QueryRowContext(ctx, `SELECT region, arch FROM extracted_problems WHERE path = ? ORDER BY created_at DESC LIMIT 1`, path).Scan(&js, &arch)
+	if errors.Is(err, sql.ErrNoRows) || (err != nil && strings.Contains(err.Error(), "no such table")) {
+		return Region{}, "", fmt.Errorf("%s: %w (run optimize or model_profile on its model first)", path, ErrNotExtracted)
+	}
+	if err != nil {
+		return Region{}, "", fmt.Errorf("extract: %w", err)
+	}
+	var r Region
+	if err := json.Unmarshal([]byte(js), &r); err != nil {
+		return Region{}, "", fmt.Errorf("extract: %s: %w", path, err)
+	}
+	return r, arch, nil
+}
+
+// Model is the model file a problem file was extracted from.
+func Model(ctx context.Context, db *sql.DB, path string) (string, error) {
+	var m string
+	if err := db.QueryRowContext(ctx, `SELECT model FROM extracted_problems WHERE path = ? ORDER BY created_at DESC LIMIT 1`, path).Scan(&m); err != nil {
+		return "", fmt.Errorf("extract: model of %s: %w", path, err)
+	}
+	return m, nil
 }

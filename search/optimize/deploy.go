@@ -2,9 +2,13 @@ package optimize
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 
+	"github.com/kevolve/kevolve-mcp/corpus/extract"
 	"github.com/kevolve/kevolve-mcp/harness"
 	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/deploy"
@@ -43,9 +47,25 @@ func bestNode(nodes []*search.Node) *search.Node {
 	return best
 }
 
+// Spread is the relative spread of a measured speedup (a ratio of two
+// medians): twice the combined standard error of the two medians, each
+// 1.2533·cv/sqrt(iterations) (cv the robust one). Without the harness's
+// raw timings, twice the candidate's cv.
+func Spread(r *search.Result) float64 {
+	var raw struct {
+		Candidate *harness.Stats `json:"candidate"`
+		RefEager  *harness.Stats `json:"ref_eager"`
+	}
+	if json.Unmarshal(r.Raw, &raw) != nil || raw.Candidate == nil || raw.RefEager == nil || raw.Candidate.Iters == 0 || raw.RefEager.Iters == 0 {
+		return 2 * r.CV
+	}
+	se := func(s *harness.Stats) float64 { return 1.2533 * s.CV / math.Sqrt(float64(s.Iters)) }
+	return 2 * math.Hypot(se(raw.Candidate), se(raw.RefEager))
+}
+
 // deployBest puts each searched region's best kernel into the registry if
 // it beats what it replaces beyond the measurement's spread.
-func deployBest(ctx context.Context, st search.Store, reg *deploy.Registry, s *Summary, o Options) error {
+func deployBest(ctx context.Context, st search.Store, reg *deploy.Registry, s *Summary) error {
 	byFile := map[string]*Op{}
 	for i := range s.Ops {
 		if s.Ops[i].region != nil {
@@ -61,26 +81,63 @@ func deployBest(ctx context.Context, st search.Store, reg *deploy.Registry, s *S
 		if err != nil {
 			return fmt.Errorf("optimize: %s: %w", row.RunID, err)
 		}
-		n := bestNode(nodes)
-		if n == nil {
-			s.Rejected = append(s.Rejected, op.Name+": no correct kernel")
-			continue
-		}
-		// The candidate's robust cv, counted for both sides of the ratio.
-		spread := 2 * n.Result.CV
-		if ok, why := deploy.Deployable(n.Result.SpeedupVsEager, spread); !ok {
-			s.Rejected = append(s.Rejected, op.Name+": "+why)
-			continue
-		}
-		r := op.region
-		e := deploy.Entry{Op: r.Sig, Shapes: r.Shapes, Dtype: r.Dtype, Init: r.Init, Arch: s.Arch, Device: n.Result.Device,
-			Speedup: n.Result.SpeedupVsEager, Spread: spread, PctOfSOL: n.Result.PctOfSOL, Model: s.Model,
-			RunID: row.RunID, NodeID: n.ID, Problem: r.File, Source: n.Code}
-		if _, err := reg.Put(ctx, e); err != nil {
+		if _, why, err := deployNodes(ctx, reg, *op.region, s.Arch, s.Model, row.RunID, nodes); err != nil {
 			return err
+		} else if why != "" {
+			s.Rejected = append(s.Rejected, op.Name+": "+why)
 		}
 	}
 	return nil
+}
+
+// deployNodes puts a run's best node into the registry for a region if it
+// is faster than what it replaces beyond the measurement's spread; why says
+// why not otherwise.
+func deployNodes(ctx context.Context, reg *deploy.Registry, r extract.Region, arch, model, runID string, nodes []*search.Node) (*deploy.Entry, string, error) {
+	n := bestNode(nodes)
+	if n == nil {
+		return nil, "no correct kernel", nil
+	}
+	spread := Spread(n.Result)
+	if ok, why := deploy.Deployable(n.Result.SpeedupVsEager, spread); !ok {
+		return nil, why, nil
+	}
+	e := deploy.Entry{Op: r.Sig, Shapes: r.Shapes, Dtype: r.Dtype, Init: r.Init, Arch: arch, Device: n.Result.Device,
+		Speedup: n.Result.SpeedupVsEager, Spread: spread, PctOfSOL: n.Result.PctOfSOL, Model: model,
+		RunID: runID, NodeID: n.ID, Problem: r.File, Source: n.Code}
+	stored, err := reg.Put(ctx, e)
+	if err != nil {
+		return nil, "", err
+	}
+	if !stored {
+		return nil, "the registry holds a faster kernel for the same op, shapes, dtype and arch", nil
+	}
+	e.ID = e.Key()
+	return &e, "", nil
+}
+
+// DeployRun puts a run's best kernel into the registry (the deploy tool):
+// the run must search a problem an optimize job extracted, whose region
+// gives the entry's guard (op, shapes, dtype, constants, arch).
+func DeployRun(ctx context.Context, db *sql.DB, st search.Store, runID string) (*deploy.Entry, string, error) {
+	run, err := st.Run(ctx, runID)
+	if err != nil {
+		return nil, "", err
+	}
+	r, arch, err := extract.ByPath(ctx, db, run.Problem.ReferencePath)
+	if err != nil {
+		return nil, "", err
+	}
+	nodes, err := st.Nodes(ctx, runID)
+	if err != nil {
+		return nil, "", err
+	}
+	reg, err := deploy.Open(ctx, db)
+	if err != nil {
+		return nil, "", err
+	}
+	model, _ := extract.Model(ctx, db, r.File)
+	return deployNodes(ctx, reg, r, arch, model, runID, nodes)
 }
 
 // forModel are the registry's entries a model's regions can use on arch,

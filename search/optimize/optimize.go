@@ -49,7 +49,10 @@ type Options struct {
 	Ceilings *sol.Ceilings
 	SuiteID  string
 	Iters    int // profiler iterations (default 10)
-	Log      *slog.Logger
+	// SearchTime bounds the search (0 = its budget alone): deployment and
+	// verification still run after it.
+	SearchTime time.Duration
+	Log        *slog.Logger
 }
 
 // Summary is what optimize reports (--json).
@@ -77,43 +80,16 @@ var safeID = regexp.MustCompile(`[^a-z0-9-]+`)
 // whole job's budget in Budget.Total); its Budget.Weights is set here.
 func Run(ctx context.Context, jobs Jobs, db *sql.DB, runner *suite.Runner, o Options) (*Summary, error) {
 	t0 := time.Now()
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
-	if o.MinShare == 0 {
-		o.MinShare = 0.02
-	}
-	abs, err := filepath.Abs(o.Model)
+	s, probs, weights, err := profileRanked(ctx, jobs, db, &o)
 	if err != nil {
 		return nil, err
 	}
-	o.Model = abs
-	prof, err := profile(ctx, jobs, db, o)
-	if err != nil {
-		return nil, err
-	}
-	s := &Summary{Model: o.Model, Device: prof.Device, Arch: prof.Arch, ForwardUs: prof.ForwardUs, TimeBasis: prof.TimeBasis, Profile: prof}
-	s.Ops = Rank(prof, o.Ceilings)
-	probs, weights := pick(s, o)
 	reg, err := deploy.Open(ctx, db)
 	if err != nil {
 		return nil, err
 	}
 	if len(probs) > 0 && runner != nil && runner.Budget.Total > 0 {
-		s.Suite = o.SuiteID
-		if s.Suite == "" {
-			s.Suite = "opt-" + safeID.ReplaceAllString(time.Now().UTC().Format("20060102-150405"), "")
-		}
-		runner.Budget.Weights = weights
-		rep, err := runner.Run(ctx, s.Suite, probs)
-		if rep == nil {
-			return nil, fmt.Errorf("optimize: search: %w", err)
-		}
-		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("optimize: search: %w", err)
-		}
-		s.Search = rep
-		if err := deployBest(ctx, runner.Engine.Store, reg, s, o); err != nil {
+		if err := searchAndDeploy(ctx, runner, reg, s, probs, weights, o); err != nil {
 			return nil, err
 		}
 	}
@@ -122,6 +98,92 @@ func Run(ctx context.Context, jobs Jobs, db *sql.DB, runner *suite.Runner, o Opt
 	}
 	s.WallS = time.Since(t0).Seconds()
 	return s, nil
+}
+
+// ProfileModel profiles a model and extracts its regions as problems,
+// ranked, without searching (the model_profile tool). Each op's note says
+// how a search would start on it.
+func ProfileModel(ctx context.Context, jobs Jobs, db *sql.DB, o Options) (*Summary, error) {
+	t0 := time.Now()
+	s, _, _, err := profileRanked(ctx, jobs, db, &o)
+	if err != nil {
+		return nil, err
+	}
+	for i := range s.Ops {
+		s.Ops[i].Searched = false
+	}
+	s.WallS = time.Since(t0).Seconds()
+	return s, nil
+}
+
+// VerifyModel profiles a model (for its regions' shares) and verifies it
+// patched with the registry's entries against the original (the
+// verify_model tool); with o.Export, the package stays there.
+func VerifyModel(ctx context.Context, jobs Jobs, db *sql.DB, o Options) (*Summary, error) {
+	t0 := time.Now()
+	s, _, _, err := profileRanked(ctx, jobs, db, &o)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := deploy.Open(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	if err := verify(ctx, jobs, reg, s, o); err != nil {
+		return nil, err
+	}
+	s.WallS = time.Since(t0).Seconds()
+	return s, nil
+}
+
+func profileRanked(ctx context.Context, jobs Jobs, db *sql.DB, o *Options) (*Summary, []suite.Problem, map[string]float64, error) {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.MinShare == 0 {
+		o.MinShare = 0.02
+	}
+	if o.Language == "" {
+		o.Language = map[bool]string{true: "cuda", false: "c"}[o.Target == "nvidia"]
+	}
+	abs, err := filepath.Abs(o.Model)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	o.Model = abs
+	prof, err := profile(ctx, jobs, db, *o)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	s := &Summary{Model: o.Model, Device: prof.Device, Arch: prof.Arch, ForwardUs: prof.ForwardUs, TimeBasis: prof.TimeBasis, Profile: prof}
+	s.Ops = Rank(prof, o.Ceilings)
+	probs, weights := pick(s, *o)
+	return s, probs, weights, nil
+}
+
+func searchAndDeploy(ctx context.Context, runner *suite.Runner, reg *deploy.Registry, s *Summary, probs []suite.Problem, weights map[string]float64, o Options) error {
+	s.Suite = o.SuiteID
+	if s.Suite == "" {
+		s.Suite = "opt-" + safeID.ReplaceAllString(time.Now().UTC().Format("20060102-150405"), "")
+	}
+	runner.Budget.Weights = weights
+	sctx, cancel := ctx, context.CancelFunc(func() {})
+	if o.SearchTime > 0 {
+		sctx, cancel = context.WithTimeout(ctx, o.SearchTime)
+	}
+	rep, err := runner.Run(sctx, s.Suite, probs)
+	cancel()
+	if rep == nil {
+		return fmt.Errorf("optimize: search: %w", err)
+	}
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("optimize: search: %w", err)
+	}
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("optimize: search: %w", err)
+	}
+	s.Search = rep
+	return deployBest(ctx, runner.Engine.Store, reg, s)
 }
 
 func profile(ctx context.Context, jobs Jobs, db *sql.DB, o Options) (*extract.Profile, error) {

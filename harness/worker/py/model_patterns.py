@@ -200,6 +200,8 @@ def _gemm_region(gm, n):
                 return Region("gemm_bias_gelu", [lin_node, n], [x, w, b], [], lin_node.target)
             return Region("linear_" + act, [lin_node, n], [x], [w, b], lin_node.target)
     lin = _linear(gm, n)
+    if lin is not None and len(n.users) == 1 and _act_of(gm, next(iter(n.users))) is not None:
+        return None  # claimed with its epilogue at the activation
     if lin is not None:
         return Region("linear", [n], [("node", n.args[0])], [("param", n.target + ".weight"), _bias(n, lin)], n.target)
     return None
