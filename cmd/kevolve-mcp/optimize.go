@@ -73,6 +73,7 @@ the kevolve_kernels package: import it and call kevolve_kernels.patch(model).`,
 	f.IntVar(&oo.parallel, "parallel", 0, "pipelines in flight per problem (default 1)")
 	f.Float64Var(&oo.o.MinShare, "min-share", 0.02, "search regions with at least this share of the model's time")
 	f.StringVar(&oo.o.Export, "export", "", "write the kevolve_kernels package into `DIR`")
+	f.StringVar(&oo.o.ReportDir, "report-dir", "", "where the model's report page goes (default: runs/model-NAME beside the database)")
 	f.StringVar(&oo.o.SuiteID, "suite-id", "", "the search's suite id; give an earlier one to resume it")
 	f.BoolVar(&oo.o.Compile, "compile-baseline", false, "also time torch.compile of the model (default on a GPU; slow on a CPU)")
 	f.DurationVar(&oo.evalTO, "eval-timeout", 0, "limit per evaluation (default: the harness's 180 s)")
@@ -133,6 +134,10 @@ func optimizeRun(c *cli, oo *optimizeOptions, stdout, stderr io.Writer) error {
 	}
 	o.Tuner = op.Name() == "tuner"
 	o.DataDir = filepath.Dir(c.g.db)
+	if o.ReportDir == "" {
+		// Beside the run reports: runs/<model file's name>.
+		o.ReportDir = filepath.Join(o.DataDir, "runs", "model-"+strings.TrimSuffix(filepath.Base(o.Model), ".py"))
+	}
 	o.Log = c.logger
 	r := &suite.Runner{Engine: &engine.Engine{Store: st, Eval: adapter, Operator: op, Log: c.logger, Parallel: oo.parallel},
 		Budget: suite.Budgeter{Total: oo.budget, Chunk: oo.chunk, Epsilon: 0.1, Plateau: 8}, Policy: oo.policy, Devices: devices,
@@ -168,6 +173,9 @@ func writeOptimizeTable(w io.Writer, s *optimize.Summary) error {
 	}
 	if s.Export != "" {
 		fmt.Fprintf(tw, "export\t%s (import kevolve_kernels; kevolve_kernels.patch(model))\n", s.Export)
+	}
+	if s.Report != "" {
+		fmt.Fprintf(tw, "report\t%s\n", s.Report)
 	}
 	fmt.Fprintf(tw, "wall\t%.0f s\n", s.WallS)
 	return tw.Flush()

@@ -49,6 +49,8 @@ type Options struct {
 	Ceilings *sol.Ceilings
 	SuiteID  string
 	Iters    int // profiler iterations (default 10)
+	// ReportDir, when set, gets the model's report page (model.html).
+	ReportDir string
 	// SearchTime bounds the search (0 = its budget alone): deployment and
 	// verification still run after it.
 	SearchTime time.Duration
@@ -69,6 +71,7 @@ type Summary struct {
 	EndToEnd  *EndToEnd        `json:"end_to_end,omitempty"`
 	Search    *suite.Report    `json:"search,omitempty"`
 	Export    string           `json:"export,omitempty"`
+	Report    string           `json:"report,omitempty"`
 	Notes     []string         `json:"notes,omitempty"`
 	WallS     float64          `json:"wall_s"`
 	Profile   *extract.Profile `json:"-"`
@@ -97,6 +100,11 @@ func Run(ctx context.Context, jobs Jobs, db *sql.DB, runner *suite.Runner, o Opt
 		return nil, err
 	}
 	s.WallS = time.Since(t0).Seconds()
+	if o.ReportDir != "" {
+		if s.Report, err = WriteReport(o.ReportDir, s); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
 }
 

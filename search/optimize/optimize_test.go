@@ -59,9 +59,18 @@ func (e *env) optimizeCPU(t *testing.T, model string, budget int) *Summary {
 		Budget: suite.Budgeter{Total: budget, Chunk: 2}, Seed: 1, Devices: []string{"cpu"}}
 	t0 := time.Now()
 	s, err := Run(context.Background(), e.ev, e.db, r, Options{Model: model, Target: "cpu", Language: "c", DataDir: e.dir,
-		Export: filepath.Join(e.dir, "export"), Tuner: true, Iters: 5})
+		Export: filepath.Join(e.dir, "export"), ReportDir: filepath.Join(e.dir, "report"), Tuner: true, Iters: 5})
 	if err != nil {
 		t.Fatal(err)
+	}
+	page, err := os.ReadFile(s.Report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range s.Deployed {
+		if !strings.Contains(string(page), d.ID) {
+			t.Errorf("the model's report page lacks entry %s", d.ID)
+		}
 	}
 	b, _ := json.MarshalIndent(s, "", " ")
 	t.Logf("optimize %s in %s:\n%s", filepath.Base(model), time.Since(t0).Round(time.Second), b)
