@@ -63,23 +63,25 @@ def _node_spec(name, v):
     return (name, tuple(v.shape), str(v.dtype).replace("torch.", ""), int(v.min()), int(v.max()))
 
 
-def render(gm, rec, region, model_file, data_name):
-    """(source, data dict, call meta) of a region's problem."""
+def render(gm, values, region, model_file, data_name):
+    """(source, data dict, call meta) of a region's problem. values holds the
+    region's input and output values from a real forward (by graph node, or
+    "x" and "out" for a module-level region)."""
     sig = mp.SIGS[region.sig]
     data, inputs, meta = {}, [], []
     for name, (kind, ref) in zip(sig["args"], region.call):
         if kind == "node":
-            v = rec.values[ref]
+            v = values[ref]
             inputs.append(_node_spec(name, v))
         else:
-            v = mp.param(gm, ref).detach().cpu().clone()
+            v = mp.tensor_of(gm, region, (kind, ref)).detach().cpu().clone()
             data[name] = v
             inputs.append(name)
         meta.append((tuple(v.shape), v.dtype))
     init = []
     for name, v in zip(sig["init"], mp.resolved_init(region, meta[0][1])):
-        if isinstance(v, tuple) and v[0] == "param":
-            data[name] = mp.param(gm, v[1]).detach().cpu().clone()
+        if isinstance(v, tuple):
+            data[name] = mp.tensor_of(gm, region, v).detach().cpu().clone()
             init.append(name)
         else:
             init.append(v)
@@ -95,19 +97,19 @@ def render(gm, rec, region, model_file, data_name):
     return src, data, meta
 
 
-def describe(gm, rec, region, index, time_us, total_us, out_dir, model_file):
+def describe(gm, values, region, index, time_us, total_us, out_dir, model_file):
     """Writes the region's problem (and its data) into out_dir and returns
     its row: signature, bundled operator, shapes, dtype, work, time."""
     base = "%02d_%s" % (index, region.sig)
-    src, data, meta = render(gm, rec, region, model_file, base + ".pt")
+    src, data, meta = render(gm, values, region, model_file, base + ".pt")
     path = os.path.join(out_dir, base + ".py")
     with open(path, "w") as f:
         f.write(src)
     if data:
         torch.save(data, os.path.join(out_dir, base + ".pt"))
-    out_v = rec.values[region.out]
+    out_v = values[region.out]
     flops, byts = region_work(region, meta, (tuple(out_v.shape), out_v.dtype))
-    return {"sig": region.sig, "where": region.where, "nodes": [n.name for n in region.nodes],
+    return {"sig": region.sig, "where": region.where, "nodes": [n.name for n in region.nodes] or [region.where],
             "bundled": mp.SIGS[region.sig].get("bundled", ""),
             "shapes": [list(s) for s, _ in meta], "dtype": str(meta[0][1]).replace("torch.", ""),
             "init": [v if not isinstance(v, tuple) else v[1] for v in mp.resolved_init(region, meta[0][1])],

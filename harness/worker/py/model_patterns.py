@@ -54,15 +54,21 @@ class Region:
     output), call (("node", fx.Node) | ("param", qualname)) and init
     (numbers or ("param", qualname))."""
 
-    def __init__(self, sig, nodes, call, init, where):
+    def __init__(self, sig, nodes, call, init, where, module=None):
         self.sig, self.nodes, self.call, self.init, self.where = sig, nodes, call, init, where
+        # module: the module of a module-level region (module_regions), whose
+        # weights ("mparam", name) refer to.
+        self.module = module
 
     @property
     def out(self):
-        return self.nodes[-1]
+        return self.nodes[-1] if self.nodes else "out"
 
     def inputs(self):
-        """The graph values the region reads (its fallback's arguments)."""
+        """The graph values the region reads (its fallback's arguments); a
+        module-level region reads its module's one input, "x"."""
+        if not self.nodes:
+            return ["x"]
         inside, seen, out = set(self.nodes), set(), []
         for n in self.nodes:
             for a in n.all_input_nodes:
@@ -243,6 +249,30 @@ def fallback_module(gm, region):
 def param(root, qualname):
     mod, _, name = qualname.rpartition(".")
     return getattr(root.get_submodule(mod) if mod else root, name)
+
+
+def tensor_of(root, region, ref):
+    """A weight a region's call or init names: ("param", qualname in root)
+    or ("mparam", attribute of region.module)."""
+    kind, v = ref
+    return getattr(region.module, v) if kind == "mparam" else param(root, v)
+
+
+def module_regions(model):
+    """The fallback when torch.fx cannot trace a model (data-dependent
+    control flow, math on sizes): each normalization and Linear module is a
+    region of its own, found by module rather than by graph, so chains and
+    epilogues are not seen."""
+    out = []
+    for name, m in model.named_modules():
+        kind = norm_kind(m)
+        if kind is not None:
+            call = [("node", "x"), ("mparam", "weight")] + ([("mparam", "bias")] if kind == "layernorm" else [])
+            out.append(Region(kind, [], call, [module_eps(m)], name, module=m))
+        elif type(m) is nn.Linear:
+            init = [("mparam", "weight"), ("mparam", "bias") if m.bias is not None else None]
+            out.append(Region("linear", [], [("node", "x")], init, name, module=m))
+    return out
 
 
 def device_arch(device):

@@ -75,17 +75,23 @@ def forward_time_us(model, inputs, device, iters):
     return ts[len(ts) // 2] * 1e6
 
 
-def node_times_us(gm, inputs, device, iters):
+def _profiled(run, device, iters):
     from torch.profiler import ProfilerActivity, profile
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
-    rec = Recorder(gm, label=True)
     with torch.no_grad():
-        rec.run(*inputs)
+        run()
         _sync(device)
         with profile(activities=acts) as prof:
             for _ in range(iters):
-                rec.run(*inputs)
+                run()
             _sync(device)
+    return label_times(prof, device, iters)
+
+
+def label_times(prof, device, iters):
+    """Microseconds per forward inside each kv:: label: the device time of
+    the kernels launched inside it on a GPU, the CPU time of the operators
+    called inside it (not the label's own overhead) on the CPU."""
     out = {}
     for e in prof.events():
         if not e.name.startswith("kv::"):
@@ -98,40 +104,82 @@ def node_times_us(gm, inputs, device, iters):
     return out
 
 
+def fx_regions(model, inputs, device, iters):
+    """Regions of the traced graph, each with its values and time, and the
+    timed nodes outside every region."""
+    gm = mp.trace(model)
+    rec = Recorder(gm)
+    with torch.no_grad():
+        rec.run(*inputs)
+    regions = mp.find_regions(gm)
+    labelled = Recorder(gm, label=True)
+    times = _profiled(lambda: labelled.run(*inputs), device, iters)
+    inside = {n.name for r in regions for n in r.nodes}
+    others = [(n.name, str(n.target), times[n.name]) for n in gm.graph.nodes if n.name in times and n.name not in inside]
+    return gm, [(r, rec.values, sum(times.get(n.name, 0.0) for n in r.nodes)) for r in regions], others
+
+
+class _Label:
+    """Forward hooks that wrap a module's call in a profiler label."""
+
+    def __init__(self, name):
+        self.name, self.rf = "kv::" + name, None
+
+    def pre(self, m, args):
+        self.rf = torch.profiler.record_function(self.name)
+        self.rf.__enter__()
+
+    def post(self, m, args, out):
+        self.rf.__exit__(None, None, None)
+
+
+def module_level_regions(model, inputs, device, iters):
+    """The fallback when torch.fx cannot trace: normalization and Linear
+    modules, their values captured by forward hooks."""
+    regions = mp.module_regions(model)
+    values = [{} for _ in regions]
+    hooks = []
+    for r, v in zip(regions, values):
+        hooks.append(r.module.register_forward_hook(lambda m, a, o, v=v: v.update(x=a[0], out=o) if not v else None))
+    with torch.no_grad():
+        model(*inputs)
+    for h in hooks:
+        h.remove()
+    hooks = []
+    for r in regions:
+        lab = _Label(r.where)
+        hooks += [r.module.register_forward_pre_hook(lab.pre), r.module.register_forward_hook(lab.post)]
+    try:
+        times = _profiled(lambda: model(*inputs), device, iters)
+    finally:
+        for h in hooks:
+            h.remove()
+    return model, [(r, v, times.get(r.where, 0.0)) for r, v in zip(regions, values) if "x" in v], []
+
+
 def main(args, ctx):
     torch.set_num_threads(max(1, min(os.cpu_count() or 1, 8)))
     device = torch.device(args.get("device") or "cpu")
     iters = int(args.get("iters") or 10)
     ctx.progress("loading", 0, 3)
     mod, model, inputs = load_model(args["model_file"], device)
-    note = ""
-    try:
-        gm = mp.trace(model)
-    except Exception as e:  # noqa: BLE001 - data-dependent control flow
-        return {"error": "torch.fx could not trace the model (%s: %s): no regions" % (type(e).__name__, e)}
-    rec = Recorder(gm)
-    with torch.no_grad():
-        rec.run(*inputs)
-    regions = mp.find_regions(gm)
     ctx.progress("profiling", 1, 3)
     fwd = forward_time_us(model, inputs, device, iters)
-    times = node_times_us(gm, inputs, device, iters)
-    attributed = sum(times.values())
+    note = ""
+    try:
+        root, found, others = fx_regions(model, inputs, device, iters)
+    except Exception as e:  # noqa: BLE001 - data-dependent control flow, math on sizes
+        note = "torch.fx could not trace the model (%s: %s): normalization and Linear modules only, no chains" % (type(e).__name__, str(e)[:200])
+        root, found, others = module_level_regions(model, inputs, device, iters)
+    attributed = sum(t for _, _, t in found) + sum(t for _, _, t in others)
     total = max(fwd, attributed)
     ctx.progress("extracting", 2, 3)
     os.makedirs(args["out_dir"], exist_ok=True)
     import model_extract
-    in_region = set()
-    out_regions = []
-    for i, r in enumerate(regions):
-        in_region |= {n.name for n in r.nodes}
-        t = sum(times.get(n.name, 0.0) for n in r.nodes)
-        out_regions.append(model_extract.describe(gm, rec, r, i, t, total, args["out_dir"], args["model_file"]))
-    nodes = []
-    for n in gm.graph.nodes:
-        if n.name in times and n.name not in in_region:
-            nodes.append({"name": n.name, "target": str(n.target), "time_us": times[n.name], "share": times[n.name] / total})
+    regions = [model_extract.describe(root, values, r, i, t, total, args["out_dir"], args["model_file"])
+               for i, (r, values, t) in enumerate(found)]
+    nodes = [{"name": n, "target": tg, "time_us": t, "share": t / total} for n, tg, t in others]
     return {"device": str(device), "arch": mp.device_arch(device), "forward_us": fwd, "attributed_us": attributed,
             "total_us": total, "note": note,
             "time_basis": "device time of each node's kernels" if device.type == "cuda" else "CPU time of each node's operators",
-            "regions": out_regions, "nodes": nodes}
+            "regions": regions, "nodes": nodes}

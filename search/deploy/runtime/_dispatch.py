@@ -1,4 +1,5 @@
 """Guarded dispatch of a model's regions to evolved kernels (kevolve_kernels)."""
+import copy
 import importlib.util
 import math
 import os
@@ -35,7 +36,7 @@ class Guarded(nn.Module):
         self.fallback = fallback
         self.sig, self.where = region.sig, region.where
         ins = region.inputs()
-        self._call = [("in", ins.index(ref)) if kind == "node" else ("param", ref) for kind, ref in region.call]
+        self._call = [("in", ins.index(ref)) if kind == "node" else (kind, ref) for kind, ref in region.call]
         self._init = region.init
         self._root = weakref.ref(root)
         self._entries = entries
@@ -44,11 +45,17 @@ class Guarded(nn.Module):
         self.hits = 0
         self.fallbacks = 0
 
+    def _tensor(self, kind, ref, inputs):
+        if kind == "in":
+            return inputs[ref]
+        if kind == "mparam":  # a module-level region: the weight of the module it wraps
+            return getattr(self.fallback, ref)
+        return mp.param(self._root(), ref)
+
     def _value(self, ref):
-        kind, v = ref if isinstance(ref, tuple) else (None, ref)
-        if kind == "param":
-            return mp.param(self._root(), v)
-        return v
+        if isinstance(ref, tuple):
+            return self._tensor(ref[0], ref[1], ())
+        return ref
 
     def _match(self, args):
         if torch.is_grad_enabled() and any(a.requires_grad for a in args):
@@ -67,7 +74,7 @@ class Guarded(nn.Module):
         return None
 
     def forward(self, *inputs):
-        args = [inputs[r] if k == "in" else mp.param(self._root(), r) for k, r in self._call]
+        args = [self._tensor(k, r, inputs) for k, r in self._call]
         m = self._match(args) if all(isinstance(a, torch.Tensor) for a in args) else None
         if m is None:
             self.fallbacks += 1
@@ -89,8 +96,11 @@ def patch_with(model, reg, base, arch=None):
     """model traced, each region with entries for its signature replaced by
     a Guarded (arch: keep only entries of this arch; None = all, the guard
     picks by the tensors' device)."""
-    gm = mp.trace(model)
     entries = [e for e in reg.get("entries", []) if arch is None or e["arch"] == arch]
+    try:
+        gm = mp.trace(model)
+    except Exception:  # noqa: BLE001 - not traceable: the optimizer fell back to modules too
+        return _patch_modules(copy.deepcopy(model), entries, base)
     for k, r in enumerate(mp.find_regions(gm)):
         mine = [e for e in entries if e["op"] == r.sig]
         if not mine:
@@ -100,6 +110,19 @@ def patch_with(model, reg, base, arch=None):
     gm.graph.lint()
     gm.recompile()
     return gm
+
+
+def _patch_modules(model, entries, base):
+    """Module replacement, for a model torch.fx cannot trace: each
+    normalization or Linear module with entries is wrapped in a Guarded
+    whose fallback is the module itself."""
+    for r in mp.module_regions(model):
+        mine = [e for e in entries if e["op"] == r.sig]
+        parent, _, child = r.where.rpartition(".")
+        if not mine or not child:
+            continue
+        setattr(model.get_submodule(parent) if parent else model, child, Guarded(model, r, r.module, mine, base))
+    return model
 
 
 def stats(model):
