@@ -24,6 +24,7 @@ import (
 	"github.com/kevolve/kevolve-mcp/harness/sol"
 	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/deploy"
+	"github.com/kevolve/kevolve-mcp/search/engine"
 	"github.com/kevolve/kevolve-mcp/search/suite"
 )
 
@@ -165,8 +166,36 @@ func profileRanked(ctx context.Context, jobs Jobs, db *sql.DB, o *Options) (*Sum
 	}
 	s := &Summary{Model: o.Model, Device: prof.Device, Arch: prof.Arch, ForwardUs: prof.ForwardUs, TimeBasis: prof.TimeBasis, Profile: prof}
 	s.Ops = Rank(prof, o.Ceilings)
-	probs, weights := pick(s, *o)
+	prior, err := priorKernels(ctx, db, prof.Arch, o.Language)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	probs, weights := pick(s, *o, prior)
 	return s, probs, weights, nil
+}
+
+// priorKernels is cross-run memory: for each op, the fastest kernel the
+// registry holds on this arch in the job's language (from any model or
+// shapes), which a new search of that op starts from.
+func priorKernels(ctx context.Context, db *sql.DB, arch, language string) (map[string]deploy.Entry, error) {
+	reg, err := deploy.Open(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	es, err := reg.List(ctx, deploy.Filter{Arch: arch})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]deploy.Entry{}
+	for _, e := range es {
+		if engine.DetectLanguage(e.Source) != language {
+			continue
+		}
+		if old, ok := out[e.Op]; !ok || e.Speedup > old.Speedup {
+			out[e.Op] = e
+		}
+	}
+	return out, nil
 }
 
 func searchAndDeploy(ctx context.Context, runner *suite.Runner, reg *deploy.Registry, s *Summary, probs []suite.Problem, weights map[string]float64, o Options) error {
@@ -219,7 +248,7 @@ func profile(ctx context.Context, jobs Jobs, db *sql.DB, o Options) (*extract.Pr
 
 // pick chooses the regions to search, most saving first, and their budget
 // weights; the ops it leaves out say why.
-func pick(s *Summary, o Options) ([]suite.Problem, map[string]float64) {
+func pick(s *Summary, o Options, prior map[string]deploy.Entry) ([]suite.Problem, map[string]float64) {
 	var probs []suite.Problem
 	weights := map[string]float64{}
 	for i := range s.Ops {
@@ -232,7 +261,10 @@ func pick(s *Summary, o Options) ([]suite.Problem, map[string]float64) {
 			op.Note = fmt.Sprintf("not searched: %.1f%% of the model's time, under %.0f%%", 100*op.Share, 100*o.MinShare)
 			continue
 		}
-		start := extract.Start(*r, o.Language)
+		start, from := extract.Start(*r, o.Language), "the bundled "+r.Bundled+" kernel"
+		if e, ok := prior[r.Sig]; ok {
+			start, from = e.Source, fmt.Sprintf("registry entry %s (%.2fx on %v)", e.ID, e.Speedup, e.Shapes)
+		}
 		if start == "" && o.Tuner {
 			op.Note = "needs an LLM or agent operator: no bundled " + o.Language + " start kernel for " + r.Sig + " (the tuner only tunes one)"
 			continue
@@ -246,7 +278,7 @@ func pick(s *Summary, o Options) ([]suite.Problem, map[string]float64) {
 			start = modelRe.ReplaceAllString(string(b), "ModelNew")
 			op.Note = "starts from its reference; the operator drafts the first kernel"
 		} else {
-			op.Note = "starts from the bundled " + r.Bundled + " kernel"
+			op.Note = "starts from " + from
 		}
 		op.Searched = true
 		p := search.Problem{Name: r.File, ReferencePath: r.File, Target: o.Target, Language: o.Language, Dtype: r.Dtype, FLOPs: r.FLOPs, Bytes: r.Bytes}
