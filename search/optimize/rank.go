@@ -20,8 +20,9 @@ type Op struct {
 	// t/t_SOL; Saving the share of the whole model's time it would save at
 	// the speed of light (share x (1 - 1/headroom)), what ops are ranked by;
 	// Amdahl the whole model's bound if it took no time (1/(1-share)).
+	// Headroom 0: unknown (no ceilings, or not a region).
 	SOLUs     float64 `json:"sol_us,omitempty"`
-	Headroom  float64 `json:"headroom,omitempty"`
+	Headroom  float64 `json:"headroom"`
 	Saving    float64 `json:"saving"`
 	Amdahl    float64 `json:"amdahl_bound"`
 	ProblemID string  `json:"problem_id,omitempty"`
