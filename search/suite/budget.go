@@ -48,7 +48,10 @@ type Budgeter struct {
 	Weights map[string]float64
 }
 
-// shareOf is problem k's fixed share of Total.
+// shareOf is problem k's fixed share of Total. With weights, every
+// problem first gets minWeighted evaluations (its start kernel and one
+// step beyond it; fewer when Total cannot give that much to each), so a
+// light problem is never starved, and the rest is split by weight.
 func (b Budgeter) shareOf(states []State, k int) int {
 	sum := 0.0
 	for _, s := range states {
@@ -57,8 +60,13 @@ func (b Budgeter) shareOf(states []State, k int) int {
 	if len(b.Weights) == 0 || sum <= 0 {
 		return b.Share(len(states))
 	}
-	return int(float64(b.Total) * b.Weights[states[k].Name] / sum)
+	base := min(minWeighted, b.Share(len(states)))
+	rest := b.Total - base*len(states)
+	return base + int(float64(rest)*b.Weights[states[k].Name]/sum)
 }
+
+// minWeighted is the least a weighted problem gets.
+const minWeighted = 2
 
 // Share is the fixed per-problem budget: Total split evenly.
 func (b Budgeter) Share(n int) int {
