@@ -166,6 +166,9 @@ func profileRanked(ctx context.Context, jobs Jobs, db *sql.DB, o *Options) (*Sum
 	}
 	s := &Summary{Model: o.Model, Device: prof.Device, Arch: prof.Arch, ForwardUs: prof.ForwardUs, TimeBasis: prof.TimeBasis, Profile: prof}
 	s.Ops = Rank(prof, o.Ceilings)
+	if prof.Note != "" {
+		s.Notes = append(s.Notes, prof.Note)
+	}
 	prior, err := priorKernels(ctx, db, prof.Arch, o.Language)
 	if err != nil {
 		return nil, nil, nil, err
