@@ -12,6 +12,7 @@ import (
 	"github.com/kevolve/kevolve-mcp/harness/profile"
 	"github.com/kevolve/kevolve-mcp/harness/sol"
 	"github.com/kevolve/kevolve-mcp/retrieval"
+	"github.com/kevolve/kevolve-mcp/search/optimize"
 	"github.com/kevolve/kevolve-mcp/search/runs"
 )
 
@@ -40,6 +41,9 @@ type Deps struct {
 	Workspace []string
 	// Runs drives the searches (evolve, evolve_start...); nil = no store.
 	Runs *runs.Manager
+	// Model is the model flow (model_profile, deploy, verify_model); nil:
+	// those tools answer that the server lacks the worker or the database.
+	Model *optimize.Service
 }
 
 // New builds the MCP server with every tool and resource registered.
@@ -83,5 +87,8 @@ func All(d Deps) []server.ServerTool {
 		EvolveStop(d.Runs),
 		EvolveResume(d.Runs),
 		EvolveBest(d.Runs),
+		ModelProfile(d.Model),
+		Deploy(d.Model),
+		VerifyModel(d.Model),
 	}
 }

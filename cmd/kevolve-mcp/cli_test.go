@@ -60,7 +60,8 @@ func TestHelpForEveryCommand(t *testing.T) {
 		})
 	})
 	for _, want := range []string{"doctor", "eval", "sol", "profile", "calibrate", "corpus", "corpus list",
-		"corpus import-kernelbench", "kb", "kb search", "kb list", "demo", "kernelbench", "kernelbench run", "completion", "completion bash"} {
+		"corpus import-kernelbench", "kb", "kb search", "kb list", "demo", "kernelbench", "kernelbench run", "completion", "completion bash",
+		"optimize", "registry", "registry list", "registry show", "registry remove", "evolve export"} {
 		if !seen["kevolve-mcp "+want] {
 			t.Errorf("no command %q", want)
 		}

@@ -108,7 +108,8 @@ is a checkpoint: a killed run continues with --resume RUN.
 	_ = cmd.RegisterFlagCompletionFunc("operator", fixedCompletion("tuner", "claude", "codex", "cmd:", "openai:"))
 	_ = cmd.RegisterFlagCompletionFunc("baseline", fixedCompletion("eager", "compile"))
 	_ = cmd.MarkFlagFilename("start", "py")
-	cmd.AddCommand(newEvolveListCmd(c), newEvolveInspectCmd(c, "show"), newEvolveInspectCmd(c, "best"), newEvolveInspectCmd(c, "report"))
+	cmd.AddCommand(newEvolveListCmd(c), newEvolveInspectCmd(c, "show"), newEvolveInspectCmd(c, "best"), newEvolveInspectCmd(c, "report"),
+		newEvolveExportCmd(c))
 	return cmd
 }
 

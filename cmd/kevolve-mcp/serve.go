@@ -87,6 +87,7 @@ func deps(ctx context.Context, c *cli) (tools.Deps, func(), error) {
 		closeRest := closeAll
 		d.Runs, closeAll = m, func() { m.Close(); closeRest() }
 	}
+	d.Model = modelService(a, d)
 	return d, closeAll, nil
 }
 

@@ -42,7 +42,31 @@ type Budgeter struct {
 	// (0 = off).
 	Epsilon float64
 	Plateau int
+	// Weights, when set (by problem name), split Total in proportion
+	// instead of evenly: optimize weights a model's problems by the time
+	// the whole model would save.
+	Weights map[string]float64
 }
+
+// shareOf is problem k's fixed share of Total. With weights, every
+// problem first gets minWeighted evaluations (its start kernel and one
+// step beyond it; fewer when Total cannot give that much to each), so a
+// light problem is never starved, and the rest is split by weight.
+func (b Budgeter) shareOf(states []State, k int) int {
+	sum := 0.0
+	for _, s := range states {
+		sum += b.Weights[s.Name]
+	}
+	if len(b.Weights) == 0 || sum <= 0 {
+		return b.Share(len(states))
+	}
+	base := min(minWeighted, b.Share(len(states)))
+	rest := b.Total - base*len(states)
+	return base + int(float64(rest)*b.Weights[states[k].Name]/sum)
+}
+
+// minWeighted is the least a weighted problem gets.
+const minWeighted = 2
 
 // Share is the fixed per-problem budget: Total split evenly.
 func (b Budgeter) Share(n int) int {
@@ -86,15 +110,14 @@ func (b Budgeter) Next(states []State) (i, evals int, ok bool) {
 	if left <= 0 {
 		return -1, 0, false
 	}
-	share := b.Share(len(states))
 	best := -1
 	for k, s := range states {
-		if s.Stopped == "" && s.Used < share && (best < 0 || s.Used < states[best].Used) {
+		if s.Stopped == "" && s.Used < b.shareOf(states, k) && (best < 0 || s.Used < states[best].Used) {
 			best = k
 		}
 	}
 	if best >= 0 {
-		return best, min(chunk, share-states[best].Used, left), true
+		return best, min(chunk, b.shareOf(states, best)-states[best].Used, left), true
 	}
 	for k, s := range states {
 		if s.Stopped == "" && (best < 0 || s.Headroom() > states[best].Headroom()) {
@@ -111,9 +134,8 @@ func (b Budgeter) Next(states []State) (i, evals int, ok bool) {
 // per-problem budget: for each problem stopped at the speed of light, its
 // share minus what it used.
 func (b Budgeter) Saved(states []State) (sol, plateau int) {
-	share := b.Share(len(states))
-	for _, s := range states {
-		d := max(share-s.Used, 0)
+	for k, s := range states {
+		d := max(b.shareOf(states, k)-s.Used, 0)
 		switch s.Stopped {
 		case "at the speed of light":
 			sol += d

@@ -107,3 +107,32 @@ func TestNoBudgetNoTurn(t *testing.T) {
 		t.Error("an ended run got a turn")
 	}
 }
+
+func TestBudgeterWeights(t *testing.T) {
+	b := Budgeter{Total: 40, Chunk: 4, Weights: map[string]float64{"big": 3, "small": 1}}
+	states := []State{{Name: "big"}, {Name: "small"}}
+	for {
+		i, n, ok := b.Next(states)
+		if !ok {
+			break
+		}
+		states[i].Used += n
+	}
+	// Two each first, then the other 36 split 3:1.
+	if states[0].Used != 29 || states[1].Used != 11 {
+		t.Fatalf("weighted 3:1 over 40 evaluations: got %d and %d, want 29 and 11", states[0].Used, states[1].Used)
+	}
+	// A light problem is not starved by a small budget: each gets two.
+	b = Budgeter{Total: 4, Chunk: 2, Weights: map[string]float64{"big": 40, "small": 1}}
+	states = []State{{Name: "big"}, {Name: "small"}}
+	for {
+		i, n, ok := b.Next(states)
+		if !ok {
+			break
+		}
+		states[i].Used += n
+	}
+	if states[0].Used != 2 || states[1].Used != 2 {
+		t.Fatalf("weighted 40:1 over 4 evaluations: got %d and %d, want 2 and 2", states[0].Used, states[1].Used)
+	}
+}

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kevolve/kevolve-mcp/harness/sol"
+	"github.com/kevolve/kevolve-mcp/search/engine"
+	"github.com/kevolve/kevolve-mcp/search/harnesseval"
+	"github.com/kevolve/kevolve-mcp/search/optimize"
+	"github.com/kevolve/kevolve-mcp/search/store"
+	"github.com/kevolve/kevolve-mcp/search/suite"
+	"github.com/kevolve/kevolve-mcp/tools"
+)
+
+func init() { register(newOptimizeCmd) }
+
+// optimizeOptions are `optimize`'s flags.
+type optimizeOptions struct {
+	o         optimize.Options
+	operator  string
+	ops       operatorFlags
+	budget    int
+	chunk     int
+	policy    string
+	parallel  int
+	evalTO    time.Duration
+	asJSON    bool
+	calibrate bool
+	compile   bool // --compile-baseline given
+}
+
+// newOptimizeCmd wires `kevolve-mcp optimize` to search/optimize.
+func newOptimizeCmd(c *cli) *cobra.Command {
+	var oo optimizeOptions
+	cmd := &cobra.Command{
+		Use:   "optimize --model FILE [--target] [--operator] [--budget N] [--time D] [--export DIR] [--json]",
+		Short: "Model in, faster model out: profile, extract, evolve, deploy and verify a whole model",
+		Long: `Profile a KernelBench-format model (Model, get_inputs, get_init_inputs) on the
+target, rank its operators by the time the whole model would save at their speed of
+light (beside Amdahl's bound), extract the hot regions (a normalization, an
+activation chain, a GEMM with its epilogue) as problems with the model's shapes,
+dtypes and weights, search them as one suite under --budget (weighted by that
+saving; a region matching a bundled operator starts from its kernel, so the tuner
+can tune it), deploy only kernels faster than what they replace into the registry
+(kevolve-mcp registry), and verify the patched model end to end. --export writes
+the kevolve_kernels package: import it and call kevolve_kernels.patch(model).`,
+		Example: `  kevolve-mcp optimize --model my_model.py --budget 40 --export out/
+  kevolve-mcp optimize --model level3/44_MiniGPTBlock.py --operator claude --budget 200 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			oo.compile = cmd.Flags().Changed("compile-baseline")
+			return optimizeRun(c, &oo, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&oo.o.Model, "model", "", "KernelBench-format model `file`")
+	f.StringVar(&oo.o.Target, "target", "auto", "cpu, nvidia or auto")
+	f.StringVar(&oo.o.Language, "language", "", "kernel language: c, cuda or triton (default c on cpu, cuda on nvidia)")
+	f.StringVar(&oo.operator, "operator", "tuner", "operator: tuner, cmd:COMMAND, claude, codex or openai:MODEL[@URL][,...]")
+	registerOperatorFlags(f, &oo.ops)
+	f.IntVar(&oo.budget, "budget", 24, "evaluations for the whole job")
+	f.DurationVar(&oo.o.SearchTime, "time", 0, "wall-clock bound on the search, e.g. 30m (deploy and verify follow)")
+	f.IntVar(&oo.chunk, "chunk", 4, "evaluations a problem gets per turn")
+	f.StringVar(&oo.policy, "policy", "greedy", "selection policy: greedy, uct or evolve")
+	f.IntVar(&oo.parallel, "parallel", 0, "pipelines in flight per problem (default 1)")
+	f.Float64Var(&oo.o.MinShare, "min-share", 0.02, "search regions with at least this share of the model's time")
+	f.StringVar(&oo.o.Export, "export", "", "write the kevolve_kernels package into `DIR`")
+	f.StringVar(&oo.o.ReportDir, "report-dir", "", "where the model's report page goes (default: runs/model-NAME beside the database)")
+	f.StringVar(&oo.o.SuiteID, "suite-id", "", "the search's suite id; give an earlier one to resume it")
+	f.BoolVar(&oo.o.Compile, "compile-baseline", false, "also time torch.compile of the model (default on a GPU; slow on a CPU)")
+	f.DurationVar(&oo.evalTO, "eval-timeout", 0, "limit per evaluation (default: the harness's 180 s)")
+	f.BoolVar(&oo.asJSON, "json", false, "end with the summary as JSON on stdout")
+	f.BoolVar(&oo.calibrate, "calibrate", true, "on a CPU never calibrated, measure it once (quick) for the SOL ranking")
+	_ = cmd.MarkFlagRequired("model")
+	_ = cmd.MarkFlagFilename("model", "py")
+	return cmd
+}
+
+func optimizeRun(c *cli, oo *optimizeOptions, stdout, stderr io.Writer) error {
+	a := c.newApp()
+	defer a.close()
+	ctx, cancel := signalContext()
+	defer cancel()
+	if err := a.openDB(); err != nil {
+		return err
+	}
+	st, err := store.New(ctx, a.db)
+	if err != nil {
+		return err
+	}
+	ev, err := a.evaluator()
+	if err != nil {
+		return err
+	}
+	rep := a.devices.Get(ctx, false)
+	o := oo.o
+	o.Target = strings.ToLower(o.Target)
+	if o.Target == "auto" || o.Target == "" || o.Target == "cuda" {
+		o.Target = "cpu"
+		if oo.o.Target == "cuda" || (rep.Python != nil && rep.Python.CUDAUsable) {
+			o.Target = "nvidia"
+		}
+	}
+	if o.Language == "" {
+		o.Language = map[bool]string{true: "cuda", false: "c"}[o.Target == "nvidia"]
+	}
+	if o.Target == "nvidia" && !oo.compile {
+		o.Compile = true
+	}
+	devices := []string{rep.CPU.Model}
+	if o.Target != "cpu" {
+		devices = nil
+		for _, gpu := range rep.GPUs {
+			devices = append(devices, gpu.Name)
+		}
+	}
+	adapter := &harnesseval.Adapter{Ev: ev, Timeout: oo.evalTO}
+	if ceil, err := ceilingsFor(ctx, a, oo.calibrate, stderr); err == nil {
+		adapter.Ceilings, o.Ceilings = &ceil, &ceil
+	} else {
+		fmt.Fprintf(stderr, "no speed-of-light figures (ranking by share alone): %v\n", err)
+	}
+	op, err := operatorWithContext(ctx, a, oo.operator, &oo.ops, o.Target, devices, adapter.Ceilings, nil)
+	if err != nil {
+		return err
+	}
+	o.Tuner = op.Name() == "tuner"
+	o.DataDir = filepath.Dir(c.g.db)
+	if o.ReportDir == "" {
+		// Beside the run reports: runs/<model file's name>.
+		o.ReportDir = filepath.Join(o.DataDir, "runs", "model-"+strings.TrimSuffix(filepath.Base(o.Model), ".py"))
+	}
+	o.Log = c.logger
+	r := &suite.Runner{Engine: &engine.Engine{Store: st, Eval: adapter, Operator: op, Log: c.logger, Parallel: oo.parallel},
+		Budget: suite.Budgeter{Total: oo.budget, Chunk: oo.chunk, Epsilon: 0.1, Plateau: 8}, Policy: oo.policy, Devices: devices,
+		OnTurn: func(s suite.State) {
+			fmt.Fprintf(stderr, "optimize: %s: %d evaluations, best %.2fx\n", filepath.Base(s.Name), s.Used, s.BestFitness)
+		}}
+	fmt.Fprintf(stderr, "optimize %s on %s: profiling...\n", o.Model, o.Target)
+	sum, err := optimize.Run(ctx, ev, a.db, r, o)
+	if err != nil {
+		return err
+	}
+	if oo.asJSON {
+		return printJSON(stdout, sum)
+	}
+	return writeOptimizeTable(stdout, sum)
+}
+
+func writeOptimizeTable(w io.Writer, s *optimize.Summary) error {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "model\t%s on %s (%s), forward %.0f us\n", s.Model, s.Device, s.Arch, s.ForwardUs)
+	fmt.Fprintln(tw, "op\tshare\theadroom\tsaving\tamdahl\tproblem\tnote")
+	for _, op := range s.Ops {
+		fmt.Fprintf(tw, "%s\t%.1f%%\t%.1fx\t%.1f%%\t%.2fx\t%s\t%s\n", op.Name, 100*op.Share, op.Headroom, 100*op.Saving, op.Amdahl, op.ProblemID, op.Note)
+	}
+	for _, d := range s.Deployed {
+		fmt.Fprintf(tw, "deployed\t%s %v %s on %s: %.2fx (entry %s)\n", d.Op, d.Shapes, d.Dtype, d.Arch, d.Speedup, d.ID)
+	}
+	for _, r := range s.Rejected {
+		fmt.Fprintf(tw, "not deployed\t%s\n", r)
+	}
+	if e := s.EndToEnd; e != nil {
+		fmt.Fprintf(tw, "end to end\tcorrect %v, %.3fx vs eager, %.3fx vs torch.compile, %.3fx predicted %s\n", e.Correct, e.SpeedupVsEager, e.SpeedupVsCompile, e.PredictedSpeedup, e.Detail)
+	}
+	if s.Export != "" {
+		fmt.Fprintf(tw, "export\t%s (import kevolve_kernels; kevolve_kernels.patch(model))\n", s.Export)
+	}
+	if s.Report != "" {
+		fmt.Fprintf(tw, "report\t%s\n", s.Report)
+	}
+	fmt.Fprintf(tw, "wall\t%.0f s\n", s.WallS)
+	return tw.Flush()
+}
+
+// modelService wires the model flow's tools (model_profile, deploy,
+// verify_model) to the server's worker, database and search store; nil
+// when the worker or the database is missing (the tools say so).
+func modelService(a *app, d tools.Deps) *optimize.Service {
+	if d.Evaluator == nil || a.db == nil {
+		return nil
+	}
+	svc := &optimize.Service{Jobs: d.Evaluator, DB: a.db, DataDir: filepath.Dir(a.g.db),
+		Ceilings: func(ctx context.Context) *sol.Ceilings {
+			if c, err := sol.ForDevice(ctx, a.db, a.devices.Get(ctx, false), ""); err == nil {
+				return &c
+			}
+			return nil
+		}}
+	if st, err := store.New(context.Background(), a.db); err == nil {
+		svc.Store = st
+	}
+	return svc
+}

@@ -1,0 +1,42 @@
+package tools
+
+import (
+	"context"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/kevolve/kevolve-mcp/search/optimize"
+)
+
+// VerifyModelInput is verify_model's arguments.
+type VerifyModelInput struct {
+	Model   string `json:"model" jsonschema:"Path to the KernelBench-format model file."`
+	Target  string `json:"target,omitempty" jsonschema:"auto (default), cpu or nvidia."`
+	Export  string `json:"export,omitempty" jsonschema:"Write the verified kevolve_kernels package into this folder (import kevolve_kernels; kevolve_kernels.patch(model))."`
+	Compile bool   `json:"compile,omitempty" jsonschema:"Also time torch.compile of the original (slow on a CPU)."`
+}
+
+// VerifyModel returns the verify_model tool.
+func VerifyModel(svc *optimize.Service) server.ServerTool {
+	tool := mcp.NewTool("verify_model",
+		mcp.WithDescription("The model patched with the registry's kernels (the kevolve_kernels package, exactly as exported) against the original on "+
+			"fresh inputs: correct within the harness's tolerance for the output dtype, timed like the harness (eager, and torch.compile when asked), "+
+			"beside the speedup Amdahl predicted from the deployed entries' speedups and their regions' shares; the gap is reported. stats counts "+
+			"each region's kernel calls and fallbacks. Takes ~30-120 s."),
+		mcp.WithInputSchema[VerifyModelInput](),
+		mcp.WithOutputSchema[optimize.Summary](),
+		mcp.WithTitleAnnotation("Verify a patched model end to end"),
+		mcp.WithReadOnlyHintAnnotation(false), // writes the export and the problem files
+		mcp.WithDestructiveHintAnnotation(false),
+		mcp.WithIdempotentHintAnnotation(true),
+		mcp.WithOpenWorldHintAnnotation(false),
+	)
+	return server.ServerTool{Tool: tool, Handler: mcp.NewTypedToolHandler(func(ctx context.Context, req mcp.CallToolRequest, in VerifyModelInput) (*mcp.CallToolResult, error) {
+		s, err := svc.Verify(ctx, in.Model, targetOrAuto(in.Target), in.Export, in.Compile)
+		if err != nil {
+			return toolErrorf("verify_model: %v", err), nil
+		}
+		return structured(s), nil
+	})}
+}
