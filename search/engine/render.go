@@ -86,6 +86,9 @@ func WriteSummary(w io.Writer, s search.Summary) error {
 		p("best kernel\tnone correct")
 	}
 	p("time\t%.1f s (evaluation %.1f s, operator %.2f s)", s.ElapsedS, s.EvalS, s.OperatorS)
+	if s.Tokens > 0 || s.Rejected > 0 {
+		p("tokens\t%d (%d of them in %d rejected proposals)", s.Tokens, s.RejectedTokens, s.Rejected)
+	}
 	return tw.Flush()
 }
 
