@@ -540,6 +540,45 @@ func TestEvaluateFilesAndCache(t *testing.T) {
 	if n != 2 {
 		t.Fatalf("eval_cache rows = %d, want 2", n)
 	}
+	retimeMeasuresAgain(t, ev, req)
+}
+
+// retimeMeasuresAgain: a timed request answered from the cache keeps the
+// time it was measured; with Retime it is measured again (a new time and
+// timing record), and the fresh result is what the cache answers next.
+func retimeMeasuresAgain(t *testing.T, ev *Evaluator, req EvalRequest) {
+	req.SkipTiming, req.Seed = false, 0
+	get := func(retime bool) *EvalResult {
+		t.Helper()
+		req.Retime = retime
+		r, err := ev.EvaluateRequest(context.Background(), req, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Verdict != VerdictPass || r.Candidate == nil || r.MeasuredAt == "" {
+			t.Fatalf("retime=%v: %+v", retime, r)
+		}
+		return r
+	}
+	first, cached := get(false), get(false)
+	if !cached.Cached || cached.MeasuredAt != first.MeasuredAt || *cached.Candidate != *first.Candidate {
+		t.Fatalf("not answered from the cache: %+v", cached)
+	}
+	fresh := get(true)
+	if fresh.Cached || fresh.MeasuredAt <= first.MeasuredAt {
+		t.Fatalf("--retime served %q measured at %s (first %s)", map[bool]string{true: "a cached result", false: "a result"}[fresh.Cached], fresh.MeasuredAt, first.MeasuredAt)
+	}
+	if after := get(false); !after.Cached || after.MeasuredAt != fresh.MeasuredAt {
+		t.Fatalf("the cache still answers the old measurement (%s, fresh %s)", after.MeasuredAt, fresh.MeasuredAt)
+	}
+	var b strings.Builder
+	if err := WriteTable(&b, fresh); err != nil {
+		t.Fatal(err)
+	}
+	// The CPU does not time torch.compile: the figure is absent, not 0.
+	if fresh.RefCompile == nil && (fresh.Fitness.SpeedupVsCompile != nil || strings.Contains(b.String(), "over torch.compile")) {
+		t.Errorf("an unmeasured torch.compile speedup is shown:\n%s", b.String())
+	}
 }
 
 // Timing repeatability on the GPU: a memory-bound row normalization of

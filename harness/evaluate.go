@@ -126,7 +126,7 @@ type pyResult struct {
 func (e *Evaluator) Evaluate(ctx context.Context, p Problem, c Candidate, l *Lease, o Options) (Result, error) {
 	req := EvalRequest{Reference: p.Reference, Candidate: c, Target: o.Target, Device: o.Device, Trials: o.Trials,
 		Seed: o.Seed, Timeout: o.Timeout, SkipTiming: o.SkipTiming, Tolerance: p.Tolerance, SOLSeconds: o.SOLSeconds,
-		Shapes: p.Shapes, Work: p.Work, CompileReference: o.CompileReference}
+		Shapes: p.Shapes, Work: p.Work, CompileReference: o.CompileReference, Retime: o.Retime}
 	r, err := e.evaluate(ctx, req, p.Dtype, l, o.Progress)
 	if err != nil {
 		return Result{}, err
@@ -186,7 +186,7 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 		req.Shapes = "small"
 	}
 	key := cacheKey(refCode, candCode, string(tgt), dev.Name, req)
-	if r := e.cacheGet(ctx, key); r != nil {
+	if r := e.cacheGet(ctx, key); r != nil && !req.Retime {
 		r.Cached = true
 		r.Shapes = req.Shapes // part of the key; results cached before the field existed lack it
 		r.DeviceIndex, r.DeviceUUID = dev.Index, dev.UUID
@@ -237,7 +237,10 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 		args["tolerance"] = req.Tolerance
 	}
 	rkey := refKey(refCode, string(tgt), dev.Name, req)
-	knownCompile := e.compileGet(ctx, rkey)
+	var knownCompile *Stats
+	if !req.Retime {
+		knownCompile = e.compileGet(ctx, rkey)
+	}
 	if knownCompile != nil || tgt == target.CPU || (req.CompileReference != nil && !*req.CompileReference) {
 		// Measured before (or CPU, where inductor's C++ build is too slow to pay per evaluation).
 		args["compile_reference"] = false
@@ -270,7 +273,7 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 		return nil, fmt.Errorf("evaluate: %w", err)
 	}
 	res := &EvalResult{Target: string(tgt), Shapes: req.Shapes, Device: dev.Name, DeviceIndex: dev.Index, DeviceUUID: dev.UUID,
-		HarnessVersion: HarnessVersion(), Log: out.Log, Checks: []Check{}}
+		HarnessVersion: HarnessVersion(), Log: out.Log, Checks: []Check{}, MeasuredAt: t0.UTC().Format(time.RFC3339Nano)}
 	switch {
 	case out.RSSExceeded > 0:
 		// Killed by the host memory limit: the board says which program ran.
@@ -398,6 +401,10 @@ func setSpeedups(res *EvalResult) {
 // faster_than_sol flag included), the SOL score beside them.
 func setFitness(res *EvalResult) {
 	res.Fitness = Fitness{}
+	if res.RefCompile != nil {
+		zero := 0.0
+		res.Fitness.SpeedupVsCompile = &zero
+	}
 	if !res.Correct || res.Verdict != VerdictPass {
 		res.SpeedupVsEager, res.SpeedupVsCompile = nil, nil
 		return
@@ -405,8 +412,9 @@ func setFitness(res *EvalResult) {
 	if res.SpeedupVsEager != nil {
 		res.Fitness.SpeedupVsEager = *res.SpeedupVsEager
 	}
-	if res.SpeedupVsCompile != nil {
-		res.Fitness.SpeedupVsCompile = *res.SpeedupVsCompile
+	if s := res.SpeedupVsCompile; s != nil {
+		v := *s
+		res.Fitness.SpeedupVsCompile = &v
 	}
 	if res.SolScore != nil {
 		res.Fitness.SolScore = *res.SolScore

@@ -68,6 +68,10 @@ type EvalRequest struct {
 	// CountWork asks the child to count the reference forward's FLOPs and
 	// bytes on the real inputs (EvalResult.Work), for SOL.
 	CountWork bool `json:"count_work,omitempty"`
+	// Retime measures again instead of answering from the evaluation
+	// cache (and times torch.compile of the reference again); the fresh
+	// result replaces the cached one.
+	Retime bool `json:"retime,omitempty"`
 }
 
 // MemoryUse is the peak device memory each side allocated while it ran
@@ -121,6 +125,9 @@ type Options struct {
 	// SOLSeconds makes the child check the candidate against this bound too
 	// (see EvalRequest.SOLSeconds).
 	SOLSeconds float64
+	// Retime measures again rather than answering from the cache (see
+	// EvalRequest.Retime).
+	Retime bool
 	// Progress receives stage events; may be nil.
 	Progress func(stage string, done, total int)
 }
@@ -174,10 +181,12 @@ type SOL struct {
 
 // Fitness is what a search maximizes: speedup over eager and over
 // torch.compile, 0 for anything not passing; the SOL score beside it.
+// SpeedupVsCompile is absent when torch.compile was not timed (the CPU,
+// compile_reference false): a figure never measured is not a 0.
 type Fitness struct {
-	SpeedupVsEager   float64 `json:"speedup_vs_eager"`
-	SpeedupVsCompile float64 `json:"speedup_vs_compile"`
-	SolScore         float64 `json:"sol_score"`
+	SpeedupVsEager   float64  `json:"speedup_vs_eager"`
+	SpeedupVsCompile *float64 `json:"speedup_vs_compile,omitempty"`
+	SolScore         float64  `json:"sol_score"`
 }
 
 // EvalResult is everything an agent needs to fix or accept a kernel.
@@ -212,11 +221,14 @@ type EvalResult struct {
 	StageS map[string]float64 `json:"stage_s,omitempty"`
 	// Memory is peak device memory per side and stage; Work the reference
 	// forward's FLOPs and bytes as the child counted them (count_work).
-	Memory         *MemoryUse  `json:"memory,omitempty"`
-	Work           *TracedWork `json:"work,omitempty"`
-	WallS          float64     `json:"wall_s"`
-	Cached         bool        `json:"cached"`
-	HarnessVersion string      `json:"harness_version"`
+	Memory *MemoryUse  `json:"memory,omitempty"`
+	Work   *TracedWork `json:"work,omitempty"`
+	WallS  float64     `json:"wall_s"`
+	Cached bool        `json:"cached"`
+	// MeasuredAt is when this result's evaluation ran (UTC, RFC 3339): a
+	// cached answer keeps the time it was measured.
+	MeasuredAt     string `json:"measured_at,omitempty"`
+	HarnessVersion string `json:"harness_version"`
 	// Process says which process ran the evaluation (nil: a fresh one that
 	// was not asked to stay).
 	Process *ProcessUse `json:"process,omitempty"`

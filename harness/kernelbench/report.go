@@ -21,7 +21,11 @@ func (s *Summary) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "  %-10s %-18s %-18s\n", "", "vs eager", "vs torch.compile")
 	for i, p := range Thresholds {
 		name := fmt.Sprintf("fast_%g", p)
-		fmt.Fprintf(w, "  %-10s %-18s %-18s\n", name, frac(m.FastEager[i]), frac(m.FastCompile[i]))
+		compile := frac(m.FastCompile[i])
+		if m.Correct > 0 && m.Compile == nil && p > 0 {
+			compile = "not measured" // no correct pair has a torch.compile timing
+		}
+		fmt.Fprintf(w, "  %-10s %-18s %-18s\n", name, frac(m.FastEager[i]), compile)
 	}
 	fmt.Fprintf(w, "geomean speedup over the %d correct pairs: eager %s, torch.compile %s\n", m.Correct, geo(m.Eager), geo(m.Compile))
 	fmt.Fprintf(w, "verdicts:")

@@ -380,6 +380,12 @@ func (d *driver) evaluate(ctx context.Context, n *search.Node) error {
 	if err != nil {
 		return err
 	}
+	start := len(n.Parents) == 0
+	if start && dup != nil && dup.RunID != d.run.ID {
+		// The start node's timing is the run's baseline: measured in this
+		// run, not taken from an earlier run's node.
+		dup = nil
+	}
 	for dup == nil {
 		// The same code in flight in another slot: wait for its result
 		// rather than evaluate it twice.
@@ -418,7 +424,7 @@ func (d *driver) evaluate(ctx context.Context, n *search.Node) error {
 	t0 := time.Now()
 	problem := d.run.Problem
 	d.mu.Unlock()
-	res, err := d.e.Eval.Evaluate(ctx, problem, n.Code)
+	res, err := d.measure(ctx, problem, n.Code, start)
 	d.mu.Lock()
 	evalS := time.Since(t0).Seconds()
 	if err != nil {
@@ -439,6 +445,15 @@ func (d *driver) evaluate(ctx context.Context, n *search.Node) error {
 	res.Fitness = d.fitness(res)
 	n.Result, n.State, n.Cost.EvalS = res, search.NodeDone, evalS
 	return d.finishNode(ctx, n, search.EventEvaluated, describe(n))
+}
+
+// measure evaluates code; the start node fresh, never from the
+// evaluation service's cache, where the service can tell them apart.
+func (d *driver) measure(ctx context.Context, p search.Problem, code string, start bool) (*search.Result, error) {
+	if fe, ok := d.e.Eval.(search.FreshEvaluator); ok && start {
+		return fe.EvaluateFresh(ctx, p, code)
+	}
+	return d.e.Eval.Evaluate(ctx, p, code)
 }
 
 // recentFailures counts the evaluation service's failures at the end of
