@@ -98,3 +98,13 @@ def reusable(args, ctx):
     the next job with the same environment."""
     ctx.reusable = bool(args.get("clean", True))
     return {"pid": os.getpid(), "job_index": ctx.job_index, "env": os.environ.get("KV_TEST_KEY", "")}
+
+
+def spin_cpu(args, ctx):
+    """Burns cpu_s seconds of CPU time on one CPU (the load test pins
+    competing spinners there): its wall time is mostly waiting for the CPU."""
+    os.sched_setaffinity(0, {int(args["cpu"])})
+    t0, end = time.monotonic(), time.process_time() + float(args["cpu_s"])
+    while time.process_time() < end:
+        pass
+    return {"wall_s": time.monotonic() - t0}
