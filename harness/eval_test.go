@@ -475,6 +475,7 @@ func TestEvaluateHarnessErrors(t *testing.T) {
 		{"missing_candidate_file", EvalRequest{Reference: Source{Code: refNormalize}, Candidate: Source{Path: "/nonexistent/c.py"}, Target: "cpu"}, "read candidate"},
 		{"empty_candidate", EvalRequest{Reference: Source{Code: refNormalize}, Target: "cpu"}, "no path or code"},
 		{"bad_target", EvalRequest{Reference: Source{Code: refNormalize}, Candidate: good, Target: "tpu"}, "unknown target"},
+		{"bad_tolerance_rule", EvalRequest{Reference: Source{Code: refNormalize}, Candidate: good, Target: "cpu", ToleranceRule: "kernelbench-v9"}, "tolerance_rule"},
 		// A broken reference is a verdict now (reference_error): see TestReferenceErrors.
 	}
 	for _, tc := range cases {

@@ -106,6 +106,7 @@ type pyResult struct {
 	ErrorType    string `json:"error_type"`
 	Verdict      string `json:"verdict"`
 	Stage        string `json:"stage"`
+	VerdictKBV0  string `json:"verdict_kernelbench_v0"`
 	Checks       []Check
 	Warnings     []string
 	Candidate    *Stats             `json:"candidate"`
@@ -126,7 +127,7 @@ type pyResult struct {
 func (e *Evaluator) Evaluate(ctx context.Context, p Problem, c Candidate, l *Lease, o Options) (Result, error) {
 	req := EvalRequest{Reference: p.Reference, Candidate: c, Target: o.Target, Device: o.Device, Trials: o.Trials,
 		Seed: o.Seed, Timeout: o.Timeout, SkipTiming: o.SkipTiming, Tolerance: p.Tolerance, SOLSeconds: o.SOLSeconds,
-		Shapes: p.Shapes, Work: p.Work, CompileReference: o.CompileReference, Retime: o.Retime}
+		Shapes: p.Shapes, Work: p.Work, CompileReference: o.CompileReference, Retime: o.Retime, ToleranceRule: o.ToleranceRule}
 	r, err := e.evaluate(ctx, req, p.Dtype, l, o.Progress)
 	if err != nil {
 		return Result{}, err
@@ -145,6 +146,8 @@ func validate(req *EvalRequest) error {
 		return problem.Inputf("trials", "must be between 1 and 100 (0 = default 5), got %d", req.Trials)
 	case req.Timeout < 0 || req.Timeout > time.Hour:
 		return problem.Inputf("timeout_s", "must be between 0 and 3600 seconds, got %s", req.Timeout)
+	case req.ToleranceRule != "" && req.ToleranceRule != ToleranceDefault && req.ToleranceRule != ToleranceKernelBenchV0:
+		return problem.Inputf("tolerance_rule", "must be %s or %s, got %q", ToleranceDefault, ToleranceKernelBenchV0, req.ToleranceRule)
 	}
 	if req.Trials == 0 {
 		req.Trials = 5
@@ -235,6 +238,9 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 	}
 	if req.Tolerance != nil {
 		args["tolerance"] = req.Tolerance
+	}
+	if req.ToleranceRule != "" && req.ToleranceRule != ToleranceDefault {
+		args["tolerance_rule"] = req.ToleranceRule
 	}
 	rkey := refKey(refCode, string(tgt), dev.Name, req)
 	var knownCompile *Stats
@@ -327,7 +333,7 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 			}
 			return nil, fmt.Errorf("evaluate: the harness's Python failed: %s", pr.Error)
 		}
-		res.Verdict, res.Stage = pr.Verdict, pr.Stage
+		res.Verdict, res.Stage, res.VerdictKernelBenchV0 = pr.Verdict, pr.Stage, pr.VerdictKBV0
 		if pr.Checks != nil {
 			res.Checks = pr.Checks
 		}

@@ -43,6 +43,15 @@ type (
 	Lease      = lease.Lease
 )
 
+// Tolerance rules (EvalRequest.ToleranceRule). The harness's own is
+// dtype-aware with a relative norm beside allclose; KernelBench today
+// uses 1e-4 for fp32 and 1e-2 for fp16/bf16, and its v0 and v0.1 (under
+// which CUDA-L1 and the public leaderboard reported) 1e-2 for fp32 too.
+const (
+	ToleranceDefault       = "default"
+	ToleranceKernelBenchV0 = "kernelbench-v0"
+)
+
 // EvalRequest is one candidate against one reference, as flat fields (the
 // form tests and older callers use); Evaluate is the service's call.
 type EvalRequest struct {
@@ -68,6 +77,12 @@ type EvalRequest struct {
 	// CountWork asks the child to count the reference forward's FLOPs and
 	// bytes on the real inputs (EvalResult.Work), for SOL.
 	CountWork bool `json:"count_work,omitempty"`
+	// ToleranceRule asks the worker to judge the outputs under a named rule
+	// beside the harness's own: "" or "default" (ours only), or
+	// "kernelbench-v0" (KernelBench v0/v0.1: atol = rtol = 1e-2 for every
+	// dtype), whose verdict comes back in EvalResult.VerdictKernelBenchV0.
+	// (EvalRequest.Tolerance already names the problem's tolerance.)
+	ToleranceRule string `json:"tolerance_rule,omitempty"`
 	// Retime measures again instead of answering from the evaluation
 	// cache (and times torch.compile of the reference again); the fresh
 	// result replaces the cached one.
@@ -128,6 +143,8 @@ type Options struct {
 	// Retime measures again rather than answering from the cache (see
 	// EvalRequest.Retime).
 	Retime bool
+	// ToleranceRule: see EvalRequest.ToleranceRule.
+	ToleranceRule string
 	// Progress receives stage events; may be nil.
 	Progress func(stage string, done, total int)
 }
@@ -195,6 +212,9 @@ type EvalResult struct {
 	Correct bool   `json:"correct"`
 	Stage   string `json:"stage,omitempty"` // the stage that failed
 	Target  string `json:"target"`
+	// VerdictKernelBenchV0 is the verdict under KernelBench v0's tolerance
+	// (ToleranceRule kernelbench-v0), where the worker gave one.
+	VerdictKernelBenchV0 string `json:"verdict_kernelbench_v0,omitempty"`
 	// Shapes is the shape set the evaluation ran ("" = the problem's default):
 	// a SOL analysis of the same run must count the same shapes.
 	Shapes string `json:"shapes,omitempty"`
