@@ -297,7 +297,7 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 		res.Verdict = VerdictTimeout
 		res.Stage = out.Stage
 		res.Checks = append(res.Checks, Check{Name: "deadline", Passed: false,
-			Detail: fmt.Sprintf("killed after %s in stage %q", req.Timeout, out.Stage) + whileRunning(out.Board)})
+			Detail: fmt.Sprintf("killed after %s in stage %q", req.Timeout, out.Stage) + loadGrant(out.LoadGrant) + whileRunning(out.Board)})
 	case out.Unreported:
 		// The harness reports its result before the process ends; a
 		// result file with no report is something else's (a candidate
@@ -442,4 +442,13 @@ func writeTemp(dir, code string) (string, error) {
 		return "", err
 	}
 	return f.Name(), f.Close()
+}
+
+// loadGrant says how much longer than its deadline a timed-out job ran
+// because it had waited for a CPU (worker/load.go).
+func loadGrant(d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (plus %.1fs granted for the time it waited for a CPU on a loaded host)", d.Seconds())
 }

@@ -62,6 +62,9 @@ type Outcome struct {
 	// up to boardSize bytes): a child the parent had to kill cannot report,
 	// but its board says what it was doing (evaluate: which program ran).
 	Board string
+	// LoadGrant is what the deadline was extended by: the time the job's
+	// processes waited for a CPU on a loaded host (see load.go).
+	LoadGrant time.Duration
 }
 
 // boardSize bounds the status board a job may keep in its directory.
@@ -315,7 +318,7 @@ func (w *Worker) Run(ctx context.Context, job Job) (*Outcome, error) {
 				deadline.Reset(more) // the machine's load, not the job's work, took that time
 				continue
 			}
-			out.TimedOut = true
+			out.TimedOut, out.LoadGrant = true, load.granted
 			kill()
 			waitExit()
 			return finish(false)
