@@ -57,7 +57,7 @@ func refKey(refCode, target, device string, req EvalRequest) string {
 // cacheKey hashes everything that decides a result.
 func cacheKey(refCode, candCode, target, device string, req EvalRequest) string {
 	return hashFields(HarnessVersion(), target, device, refCode, candCode, req.Trials, req.Seed,
-		req.SkipTiming, req.Tolerance, req.SOLSeconds, req.Shapes, req.Work, req.CountWork, req.KernelPolicy, req.ToleranceProfile)
+		req.SkipTiming, req.Tolerance, req.SOLSeconds, req.Shapes, req.Work, req.CountWork, req.KernelPolicy, toleranceRule(req.ToleranceRule))
 }
 
 // workKey names a reference's traced work.
@@ -163,4 +163,13 @@ type workCall struct {
 	done chan struct{}
 	w    sol.Work
 	err  error
+}
+
+// toleranceRule is the rule's part of a cache key: "" and "default" are
+// one rule, so keys made before the field existed stay valid.
+func toleranceRule(r string) string {
+	if r == ToleranceDefault {
+		return ""
+	}
+	return r
 }

@@ -107,6 +107,7 @@ type pyResult struct {
 	ErrorType    string `json:"error_type"`
 	Verdict      string `json:"verdict"`
 	Stage        string `json:"stage"`
+	VerdictKBV0  string `json:"verdict_kernelbench_v0"`
 	Checks       []Check
 	Warnings     []string
 	Candidate    *Stats             `json:"candidate"`
@@ -117,7 +118,6 @@ type pyResult struct {
 	Work         *TracedWork        `json:"work"`
 	Process      *ProcessUse        `json:"process"`
 	Notes        []string           `json:"notes"`
-	VerdictKBv0  string             `json:"verdict_kernelbench_v0"`
 }
 
 // Evaluate checks and times a candidate for a problem on a leased device
@@ -130,7 +130,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, p Problem, c Candidate, l *Lea
 	req := EvalRequest{Reference: p.Reference, Candidate: c, Target: o.Target, Device: o.Device, Trials: o.Trials,
 		Seed: o.Seed, Timeout: o.Timeout, SkipTiming: o.SkipTiming, Tolerance: p.Tolerance, SOLSeconds: o.SOLSeconds,
 		Shapes: p.Shapes, Work: p.Work, CompileReference: o.CompileReference, KernelPolicy: o.KernelPolicy,
-		ToleranceProfile: o.ToleranceProfile}
+		Retime: o.Retime, ToleranceRule: o.ToleranceRule}
 	r, err := e.evaluate(ctx, req, p.Dtype, l, o.Progress)
 	if err != nil {
 		return Result{}, err
@@ -158,15 +158,14 @@ func validate(req *EvalRequest) error {
 		return problem.Inputf("trials", "must be between 1 and 100 (0 = default 5), got %d", req.Trials)
 	case req.Timeout < 0 || req.Timeout > time.Hour:
 		return problem.Inputf("timeout_s", "must be between 0 and 3600 seconds, got %s", req.Timeout)
+	case req.ToleranceRule != "" && req.ToleranceRule != ToleranceDefault && req.ToleranceRule != ToleranceKernelBenchV0:
+		return problem.Inputf("tolerance_rule", "must be %s or %s, got %q", ToleranceDefault, ToleranceKernelBenchV0, req.ToleranceRule)
 	}
 	if err := CheckKernelPolicy(req.KernelPolicy); err != nil {
 		return err
 	}
 	if req.KernelPolicy == KernelPolicyDefault {
 		req.KernelPolicy = "" // one cache key for the default, named or not
-	}
-	if req.ToleranceProfile != "" && req.ToleranceProfile != ToleranceKernelBenchV0 {
-		return problem.Inputf("tolerance", "%q: the only tolerance profile is %s", req.ToleranceProfile, ToleranceKernelBenchV0)
 	}
 	if req.Trials == 0 {
 		req.Trials = 5
@@ -208,7 +207,7 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 		req.Shapes = "small"
 	}
 	key := cacheKey(refCode, candCode, string(tgt), dev.Name, req)
-	if r := e.cacheGet(ctx, key); r != nil {
+	if r := e.cacheGet(ctx, key); r != nil && !req.Retime {
 		r.Cached = true
 		r.Shapes = req.Shapes // part of the key; results cached before the field existed lack it
 		r.DeviceIndex, r.DeviceUUID = dev.Index, dev.UUID
@@ -258,11 +257,14 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 	if req.KernelPolicy != "" {
 		args["kernel_policy"] = req.KernelPolicy
 	}
-	if req.ToleranceProfile != "" {
-		args["tolerance_profile"] = req.ToleranceProfile
+	if req.ToleranceRule != "" && req.ToleranceRule != ToleranceDefault {
+		args["tolerance_rule"] = req.ToleranceRule
 	}
 	rkey := refKey(refCode, string(tgt), dev.Name, req)
-	knownCompile := e.compileGet(ctx, rkey)
+	var knownCompile *Stats
+	if !req.Retime {
+		knownCompile = e.compileGet(ctx, rkey)
+	}
 	if knownCompile != nil || tgt == target.CPU || (req.CompileReference != nil && !*req.CompileReference) {
 		// Measured before (or CPU, where inductor's C++ build is too slow to pay per evaluation).
 		args["compile_reference"] = false
@@ -295,7 +297,8 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 		return nil, fmt.Errorf("evaluate: %w", err)
 	}
 	res := &EvalResult{Target: string(tgt), Shapes: req.Shapes, Device: dev.Name, DeviceIndex: dev.Index, DeviceUUID: dev.UUID,
-		HarnessVersion: HarnessVersion(), Log: out.Log, Checks: []Check{}, Sandbox: sandboxReport(out)}
+		HarnessVersion: HarnessVersion(), Log: out.Log, Checks: []Check{}, Sandbox: sandboxReport(out),
+		MeasuredAt: t0.UTC().Format(time.RFC3339Nano)}
 	switch {
 	case out.RSSExceeded > 0:
 		// Killed by the host memory limit: the board says which program ran.
@@ -313,7 +316,7 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 		res.Verdict = VerdictTimeout
 		res.Stage = out.Stage
 		res.Checks = append(res.Checks, Check{Name: "deadline", Passed: false,
-			Detail: fmt.Sprintf("killed after %s in stage %q", req.Timeout, out.Stage) + whileRunning(out.Board)})
+			Detail: fmt.Sprintf("killed after %s in stage %q", req.Timeout, out.Stage) + loadGrant(out.LoadGrant) + whileRunning(out.Board)})
 	case out.Unreported:
 		// The harness reports its result before the process ends; a
 		// result file with no report is something else's (a candidate
@@ -349,7 +352,7 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 			}
 			return nil, fmt.Errorf("evaluate: the harness's Python failed: %s", pr.Error)
 		}
-		res.Verdict, res.Stage = pr.Verdict, pr.Stage
+		res.Verdict, res.Stage, res.VerdictKernelBenchV0 = pr.Verdict, pr.Stage, pr.VerdictKBV0
 		if pr.Checks != nil {
 			res.Checks = pr.Checks
 		}
@@ -366,7 +369,7 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 		res.StageS = pr.StageS
 		res.Memory, res.Work = pr.Memory, pr.Work
 		res.Process = pr.Process
-		res.Notes, res.VerdictKernelBenchV0 = pr.Notes, pr.VerdictKBv0
+		res.Notes = pr.Notes
 		childWork = pr.Work
 	}
 	res.Correct = res.Verdict == VerdictPass
@@ -425,6 +428,10 @@ func setSpeedups(res *EvalResult) {
 // faster_than_sol flag included), the SOL score beside them.
 func setFitness(res *EvalResult) {
 	res.Fitness = Fitness{}
+	if res.RefCompile != nil {
+		zero := 0.0
+		res.Fitness.SpeedupVsCompile = &zero
+	}
 	if !res.Correct || res.Verdict != VerdictPass {
 		res.SpeedupVsEager, res.SpeedupVsCompile = nil, nil
 		return
@@ -432,8 +439,9 @@ func setFitness(res *EvalResult) {
 	if res.SpeedupVsEager != nil {
 		res.Fitness.SpeedupVsEager = *res.SpeedupVsEager
 	}
-	if res.SpeedupVsCompile != nil {
-		res.Fitness.SpeedupVsCompile = *res.SpeedupVsCompile
+	if s := res.SpeedupVsCompile; s != nil {
+		v := *s
+		res.Fitness.SpeedupVsCompile = &v
 	}
 	if res.SolScore != nil {
 		res.Fitness.SolScore = *res.SolScore
@@ -474,4 +482,13 @@ func sandboxReport(out *worker.Outcome) *sandbox.Report {
 		r.Detail = map[string]string{"output_cap": fmt.Sprintf("%d bytes of output dropped", out.LogDropped)}
 	}
 	return &r
+}
+
+// loadGrant says how much longer than its deadline a timed-out job ran
+// because it had waited for a CPU (worker/load.go).
+func loadGrant(d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (plus %.1fs granted for the time it waited for a CPU on a loaded host)", d.Seconds())
 }

@@ -184,7 +184,7 @@ func TestFidelityToleranceProfile(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Code: refNormalize}, Candidate: Source{Code: tc.cand},
-				Target: testTarget(), Trials: 2, ToleranceProfile: ToleranceKernelBenchV0, Timeout: 300 * time.Second}, nil)
+				Target: testTarget(), Trials: 2, ToleranceRule: ToleranceKernelBenchV0, Timeout: 300 * time.Second}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -204,7 +204,7 @@ func TestFidelityToleranceProfile(t *testing.T) {
 	}
 	// Without the profile there is no v0 verdict; an unknown one is the caller's error.
 	if _, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Code: refNormalize},
-		Candidate: Source{Code: candidate("", normBody+"        return x / n")}, Target: testTarget(), ToleranceProfile: "kernelbench-v9"}, nil); err == nil ||
+		Candidate: Source{Code: candidate("", normBody+"        return x / n")}, Target: testTarget(), ToleranceRule: "kernelbench-v9"}, nil); err == nil ||
 		!strings.Contains(err.Error(), "tolerance") {
 		t.Fatalf("unknown profile: %v", err)
 	}

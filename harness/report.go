@@ -55,7 +55,11 @@ func WriteTable(w io.Writer, r *EvalResult) error {
 		}
 	}
 	if r.Candidate != nil {
-		p("fitness\t%.3f over eager, %.3f over torch.compile, sol_score %.3f", r.Fitness.SpeedupVsEager, r.Fitness.SpeedupVsCompile, r.Fitness.SolScore)
+		compile := "torch.compile not measured"
+		if s := r.Fitness.SpeedupVsCompile; s != nil {
+			compile = fmt.Sprintf("%.3f over torch.compile", *s)
+		}
+		p("fitness\t%.3f over eager, %s, sol_score %.3f", r.Fitness.SpeedupVsEager, compile, r.Fitness.SolScore)
 	}
 	for _, n := range r.Notes {
 		p("note\t%s", oneLine(n, 200))
@@ -65,7 +69,11 @@ func WriteTable(w io.Writer, r *EvalResult) error {
 	}
 	cached := ""
 	if r.Cached {
-		cached = " (from cache)"
+		cached = " (from cache"
+		if r.MeasuredAt != "" {
+			cached += ", measured " + r.MeasuredAt
+		}
+		cached += "; --retime measures again)"
 	}
 	p("wall\t%.2f s%s", r.WallS, cached)
 	if err := tw.Flush(); err != nil {

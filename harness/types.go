@@ -44,6 +44,15 @@ type (
 	Lease      = lease.Lease
 )
 
+// Tolerance rules (EvalRequest.ToleranceRule). The harness's own is
+// dtype-aware with a relative norm beside allclose; KernelBench today
+// uses 1e-4 for fp32 and 1e-2 for fp16/bf16, and its v0 and v0.1 (under
+// which CUDA-L1 and the public leaderboard reported) 1e-2 for fp32 too.
+const (
+	ToleranceDefault       = "default"
+	ToleranceKernelBenchV0 = "kernelbench-v0"
+)
+
 // EvalRequest is one candidate against one reference, as flat fields (the
 // form tests and older callers use); Evaluate is the service's call.
 type EvalRequest struct {
@@ -72,9 +81,16 @@ type EvalRequest struct {
 	// KernelPolicy is how much of the reference's work may go through
 	// torch or a library: KernelPolicyDefault ("" too) or KernelPolicyStrict.
 	KernelPolicy string `json:"kernel_policy,omitempty"`
-	// ToleranceProfile names another project's correctness rule to report
-	// the verdict under too (EvalResult.VerdictKernelBenchV0); ours decides.
-	ToleranceProfile string `json:"tolerance_profile,omitempty"`
+	// ToleranceRule asks the worker to judge the outputs under a named rule
+	// beside the harness's own: "" or "default" (ours only), or
+	// "kernelbench-v0" (KernelBench v0/v0.1: atol = rtol = 1e-2 for every
+	// dtype), whose verdict comes back in EvalResult.VerdictKernelBenchV0.
+	// (EvalRequest.Tolerance already names the problem's tolerance.)
+	ToleranceRule string `json:"tolerance_rule,omitempty"`
+	// Retime measures again instead of answering from the evaluation
+	// cache (and times torch.compile of the reference again); the fresh
+	// result replaces the cached one.
+	Retime bool `json:"retime,omitempty"`
 }
 
 // Kernel policies (the reference_ops check, evaluate_refops.py).
@@ -88,11 +104,6 @@ const (
 	// KernelPolicyStrict: every heavy op in the candidate's own kernels.
 	KernelPolicyStrict = "strict"
 )
-
-// ToleranceKernelBenchV0 is KernelBench v0/v0.1's rule: torch.allclose
-// with atol = rtol = 1e-2 for every dtype, no relative norm (README,
-// "Tolerances").
-const ToleranceKernelBenchV0 = "kernelbench-v0"
 
 // MemoryUse is the peak device memory each side allocated while it ran
 // (torch.cuda.max_memory_allocated). On CPU the sides are null and the
@@ -145,9 +156,13 @@ type Options struct {
 	// SOLSeconds makes the child check the candidate against this bound too
 	// (see EvalRequest.SOLSeconds).
 	SOLSeconds float64
-	// KernelPolicy and ToleranceProfile: see EvalRequest.
-	KernelPolicy     string
-	ToleranceProfile string
+	// KernelPolicy: see EvalRequest.
+	KernelPolicy string
+	// Retime measures again rather than answering from the cache (see
+	// EvalRequest.Retime).
+	Retime bool
+	// ToleranceRule: see EvalRequest.ToleranceRule.
+	ToleranceRule string
 	// Progress receives stage events; may be nil.
 	Progress func(stage string, done, total int)
 }
@@ -204,10 +219,12 @@ type SOL struct {
 
 // Fitness is what a search maximizes: speedup over eager and over
 // torch.compile, 0 for anything not passing; the SOL score beside it.
+// SpeedupVsCompile is absent when torch.compile was not timed (the CPU,
+// compile_reference false): a figure never measured is not a 0.
 type Fitness struct {
-	SpeedupVsEager   float64 `json:"speedup_vs_eager"`
-	SpeedupVsCompile float64 `json:"speedup_vs_compile"`
-	SolScore         float64 `json:"sol_score"`
+	SpeedupVsEager   float64  `json:"speedup_vs_eager"`
+	SpeedupVsCompile *float64 `json:"speedup_vs_compile,omitempty"`
+	SolScore         float64  `json:"sol_score"`
 }
 
 // EvalResult is everything an agent needs to fix or accept a kernel.
@@ -216,6 +233,9 @@ type EvalResult struct {
 	Correct bool   `json:"correct"`
 	Stage   string `json:"stage,omitempty"` // the stage that failed
 	Target  string `json:"target"`
+	// VerdictKernelBenchV0 is the verdict under KernelBench v0's tolerance
+	// (ToleranceRule kernelbench-v0), where the worker gave one.
+	VerdictKernelBenchV0 string `json:"verdict_kernelbench_v0,omitempty"`
 	// Shapes is the shape set the evaluation ran ("" = the problem's default):
 	// a SOL analysis of the same run must count the same shapes.
 	Shapes string `json:"shapes,omitempty"`
@@ -241,19 +261,19 @@ type EvalResult struct {
 	// candidate's own kernels, an output in another layout, a result above
 	// 100% of the traced bound, an algorithmic shortcut.
 	Notes []string `json:"notes,omitempty"`
-	// VerdictKernelBenchV0 is the verdict under KernelBench v0's tolerance
-	// (ToleranceProfile kernelbench-v0 only).
-	VerdictKernelBenchV0 string `json:"verdict_kernelbench_v0,omitempty"`
-	Log                  string `json:"log,omitempty"`
+	Log   string   `json:"log,omitempty"`
 	// StageS is the child's seconds per stage (load_candidate, correctness, timing...).
 	StageS map[string]float64 `json:"stage_s,omitempty"`
 	// Memory is peak device memory per side and stage; Work the reference
 	// forward's FLOPs and bytes as the child counted them (count_work).
-	Memory         *MemoryUse  `json:"memory,omitempty"`
-	Work           *TracedWork `json:"work,omitempty"`
-	WallS          float64     `json:"wall_s"`
-	Cached         bool        `json:"cached"`
-	HarnessVersion string      `json:"harness_version"`
+	Memory *MemoryUse  `json:"memory,omitempty"`
+	Work   *TracedWork `json:"work,omitempty"`
+	WallS  float64     `json:"wall_s"`
+	Cached bool        `json:"cached"`
+	// MeasuredAt is when this result's evaluation ran (UTC, RFC 3339): a
+	// cached answer keeps the time it was measured.
+	MeasuredAt     string `json:"measured_at,omitempty"`
+	HarnessVersion string `json:"harness_version"`
 	// Process says which process ran the evaluation (nil: a fresh one that
 	// was not asked to stay).
 	Process *ProcessUse `json:"process,omitempty"`

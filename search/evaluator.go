@@ -12,3 +12,12 @@ import "context"
 type Evaluator interface {
 	Evaluate(ctx context.Context, p Problem, code string) (*Result, error)
 }
+
+// FreshEvaluator is an Evaluator that can be told to measure again rather
+// than answer from a cache of earlier evaluations. A run's start node is
+// evaluated this way: its timing is the run's baseline, so it is measured
+// in the run, not remembered from an earlier `eval`.
+type FreshEvaluator interface {
+	Evaluator
+	EvaluateFresh(ctx context.Context, p Problem, code string) (*Result, error)
+}

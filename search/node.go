@@ -26,6 +26,10 @@ type Cost struct {
 	EvalS     float64 `json:"eval_s"`
 	OperatorS float64 `json:"operator_s"`
 	Tokens    int     `json:"tokens"`
+	// Rejected counts the proposals turned away (novelty) before this
+	// node's; RejectedTokens is their share of Tokens.
+	Rejected       int `json:"rejected,omitempty"`
+	RejectedTokens int `json:"rejected_tokens,omitempty"`
 }
 
 // Node is one kernel in a run's graph.

@@ -54,7 +54,12 @@ type Proposal struct {
 	Language string          `json:"language,omitempty"` // "" = the parent's
 	Inputs   json.RawMessage `json:"inputs,omitempty"`   // stored as the node's OperatorInput
 	Notes    string          `json:"notes,omitempty"`
-	Tokens   int             `json:"tokens,omitempty"`
+	// Tokens is what this proposal cost, the rejected asks before it
+	// included (their own figures are in Rejected).
+	Tokens int `json:"tokens,omitempty"`
+	// Rejected are the asks turned away before this one (novelty); the
+	// run loop stores them.
+	Rejected []RejectedProposal `json:"-"`
 }
 
 // ErrExhausted is returned by an operator that has nothing new to propose
@@ -86,7 +91,9 @@ type Operator interface {
 type ProposalError struct {
 	Err    error
 	Inputs json.RawMessage
-	Tokens int
+	Tokens int // the rejected asks' tokens included
+	// Rejected are the asks turned away (novelty) before the failure.
+	Rejected []RejectedProposal
 }
 
 func (e *ProposalError) Error() string { return e.Err.Error() }

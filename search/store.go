@@ -44,6 +44,11 @@ type Store interface {
 	// run or any run of the same problem key, baseline aside; nil if none.
 	EvaluatedByHash(ctx context.Context, runID, problemKey, hash string) (*Node, error)
 
+	// InsertRejected records a proposal the run did not evaluate and sets
+	// its ID; Rejected returns a run's, in the order they were made.
+	InsertRejected(ctx context.Context, r *RejectedProposal) error
+	Rejected(ctx context.Context, runID string) ([]*RejectedProposal, error)
+
 	AppendEvent(ctx context.Context, e *Event) error
 	// Events returns up to limit events of a run with Seq > after.
 	Events(ctx context.Context, runID string, after int64, limit int) ([]*Event, error)

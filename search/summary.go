@@ -45,6 +45,10 @@ type Summary struct {
 	EvalS     float64 `json:"eval_s"`
 	OperatorS float64 `json:"operator_s"`
 	Tokens    int     `json:"tokens"`
+	// Rejected counts proposals turned away before evaluation (novelty);
+	// RejectedTokens is their share of Tokens.
+	Rejected       int `json:"rejected,omitempty"`
+	RejectedTokens int `json:"rejected_tokens,omitempty"`
 }
 
 // Summarize builds a run's summary from its nodes.
@@ -57,6 +61,8 @@ func Summarize(r *Run, nodes []*Node) Summary {
 		s.EvalS += n.Cost.EvalS
 		s.OperatorS += n.Cost.OperatorS
 		s.Tokens += n.Cost.Tokens
+		s.Rejected += n.Cost.Rejected
+		s.RejectedTokens += n.Cost.RejectedTokens
 		switch {
 		case n.State == NodeFailed:
 			s.Failed++

@@ -25,6 +25,7 @@ type RunKernelInput struct {
 	Trials          int     `json:"trials,omitempty" jsonschema:"Correctness trials, each with fresh random inputs from a different seed (default 5)."`
 	Seed            int64   `json:"seed,omitempty" jsonschema:"Base seed for weights and inputs (default 42)."`
 	SkipTiming      bool    `json:"skip_timing,omitempty" jsonschema:"Only check correctness and integrity; no timing (faster)."`
+	Retime          bool    `json:"retime,omitempty" jsonschema:"Measure again instead of answering from the cache of identical earlier requests (the fresh result replaces the cached one)."`
 	Shapes          string  `json:"shapes,omitempty" jsonschema:"Shape set of a corpus problem: large (production-like, fills a GPU) or small (runs on a CPU in seconds). Default: large on a GPU, small on the CPU. KernelBench files have one shape and ignore it."`
 	KernelPolicy    string  `json:"kernel_policy,omitempty" jsonschema:"default: a candidate whose own kernels run may call some of the reference's heavy ops through torch or a library (a cuBLAS GEMM beside a fused epilogue kernel), noted with their share of the time; strict: every heavy op must be in the candidate's own kernels."`
 }
@@ -37,7 +38,7 @@ func (in RunKernelInput) Problem(ctx context.Context, r problem.Resolver) (harne
 // Options are the evaluation options the arguments ask for.
 func (in RunKernelInput) Options() harness.Options {
 	return harness.Options{Target: in.Target, Device: in.Device, Trials: in.Trials, Seed: in.Seed,
-		Timeout: time.Duration(in.TimeoutS * float64(time.Second)), SkipTiming: in.SkipTiming, KernelPolicy: in.KernelPolicy}
+		Timeout: time.Duration(in.TimeoutS * float64(time.Second)), SkipTiming: in.SkipTiming, KernelPolicy: in.KernelPolicy, Retime: in.Retime}
 }
 
 // RunKernel returns the run_kernel tool: one candidate checked and timed
@@ -56,7 +57,7 @@ func RunKernel(ev *harness.Evaluator, resolve problem.Resolver) server.ServerToo
 			"timing stats (median, p10, p90, CV, iterations) for the candidate, the eager reference and torch.compile of it, speedup_vs_eager, speedup_vs_compile, "+
 			"the speed-of-light bound on the device it ran on (t_sol_s, pct_of_sol, sol_score; sol says how the work was counted and which ceilings; a candidate beating the reference algorithm's bound is judged on NVIDIA by its own work measured with Nsight Compute: consistent means pass with an algorithmic_shortcut note), notes, "+
 			"fitness (speedups, 0 unless pass, and sol_score), which device ran it, warnings and the trimmed log. "+
-			"Calling the reference's own torch op, mutating inputs, caching outputs, changing what the reference runs on or running faster than the speed of light is an integrity_violation; plain torch ops pass with a warning. Identical requests are answered from a cache."),
+			"Calling the reference's own torch op, mutating inputs, caching outputs, changing what the reference runs on or running faster than the speed of light is an integrity_violation; plain torch ops pass with a warning. Identical requests are answered from a cache (cached: true, measured_at says when) unless retime is set."),
 		mcp.WithInputSchema[RunKernelInput](),
 		mcp.WithOutputSchema[harness.EvalResult](),
 		mcp.WithTitleAnnotation("Check and time a kernel"),

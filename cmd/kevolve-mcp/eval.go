@@ -51,6 +51,7 @@ then time both. The verdict, timings and speedups are what run_kernel returns.`,
 	f.IntVar(&in.Trials, "trials", 0, "correctness trials (default 5)")
 	f.Int64Var(&in.Seed, "seed", 0, "base seed (default 42)")
 	f.BoolVar(&in.SkipTiming, "skip-timing", false, "check correctness only")
+	f.BoolVar(&in.Retime, "retime", false, "measure again instead of answering from the cache of identical earlier evaluations")
 	f.StringVar(&in.Shapes, "shapes", "", "shape set of a corpus problem: large or small")
 	f.StringVar(&in.KernelPolicy, "kernel-policy", "default", kernelPolicyUsage)
 	f.BoolVar(&asJSON, "json", false, "print the structured result the run_kernel tool returns")

@@ -74,6 +74,9 @@ them again). Here --kb is the KernelBench checkout, not a knowledge folder.`,
 			if opt.ReferenceAsCandidate == (opt.Candidates != "") {
 				return errors.New("kernelbench run: give either --candidates DIR|PATTERN or --reference-as-candidate")
 			}
+			if opt.ToleranceRule != harness.ToleranceDefault && opt.ToleranceRule != harness.ToleranceKernelBenchV0 {
+				return fmt.Errorf("kernelbench run: --tolerance must be %s or %s", harness.ToleranceDefault, harness.ToleranceKernelBenchV0)
+			}
 			if timeoutS < 0 || opt.Jobs < 1 {
 				return errors.New("kernelbench run: --timeout must be positive and --jobs at least 1")
 			}
@@ -141,6 +144,7 @@ them again). Here --kb is the KernelBench checkout, not a knowledge folder.`,
 	f.BoolVar(&opt.ReferenceAsCandidate, "reference-as-candidate", false, "use each problem itself, renamed Model→ModelNew, as its candidate (each must be caught)")
 	f.StringVar(&opt.Target, "target", "auto", "where to run: cpu, nvidia or auto")
 	f.Float64Var(&timeoutS, "timeout", 0, "wall-clock limit per evaluation in `seconds` (default 180)")
+	f.StringVar(&opt.ToleranceRule, "tolerance", harness.ToleranceDefault, "also judge each pair under `rule` kernelbench-v0 (atol=rtol=1e-2 for every dtype, as KernelBench v0/v0.1, CUDA-L1 and the leaderboard reported), or default (the harness's own only)")
 	f.IntVar(&opt.Jobs, "jobs", 1, "evaluations in flight at once; the device is still timed one at a time")
 	f.StringVar(&opt.JSONL, "jsonl", "kernelbench-results.jsonl", "`file` to write, one JSON record per pair")
 	f.StringVar(&summary, "summary", "", "also write the summary (wall time, peak memory) as JSON to this `file`")
@@ -151,6 +155,7 @@ them again). Here --kb is the KernelBench checkout, not a knowledge folder.`,
 	_ = cmd.MarkFlagDirname("kb")
 	_ = cmd.RegisterFlagCompletionFunc("level", fixedCompletion("1", "2", "3", "1,2", "1,2,3"))
 	_ = cmd.RegisterFlagCompletionFunc("target", fixedCompletion("auto", "cpu", "nvidia"))
+	_ = cmd.RegisterFlagCompletionFunc("tolerance", fixedCompletion(harness.ToleranceDefault, harness.ToleranceKernelBenchV0))
 	_ = cmd.MarkFlagFilename("jsonl", "jsonl")
 	return cmd
 }

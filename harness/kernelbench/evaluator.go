@@ -17,10 +17,12 @@ type Evaluator interface {
 
 // Request is one pair to evaluate.
 type Request struct {
-	Pair     Pair
-	Target   string // cpu | nvidia | auto
-	Timeout  time.Duration
-	Progress func(stage string, done, total int)
+	Pair    Pair
+	Target  string // cpu | nvidia | auto
+	Timeout time.Duration
+	// ToleranceRule adds a verdict under another rule (harness.ToleranceKernelBenchV0).
+	ToleranceRule string
+	Progress      func(stage string, done, total int)
 }
 
 // HarnessEvaluator is the harness's evaluator seen by the sweep. It is the
@@ -39,7 +41,7 @@ func (h HarnessEvaluator) Evaluate(ctx context.Context, req Request) (*harness.E
 	r, err := h.Ev.Evaluate(ctx,
 		harness.Problem{Reference: harness.Source{Path: req.Pair.Problem.Path}},
 		harness.Candidate{Path: req.Pair.CandidatePath, Code: req.Pair.Code}, nil,
-		harness.Options{Target: req.Target, Timeout: req.Timeout, Progress: req.Progress, KernelPolicy: h.KernelPolicy})
+		harness.Options{Target: req.Target, Timeout: req.Timeout, ToleranceRule: req.ToleranceRule, Progress: req.Progress, KernelPolicy: h.KernelPolicy})
 	if err != nil {
 		return nil, err
 	}

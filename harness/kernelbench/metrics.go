@@ -1,6 +1,7 @@
 package kernelbench
 
 import (
+	"fmt"
 	"math"
 	"sort"
 )
@@ -36,7 +37,12 @@ type Metrics struct {
 	Eager       *Geomean       `json:"geomean_speedup_eager,omitempty"`
 	Compile     *Geomean       `json:"geomean_speedup_compile,omitempty"`
 	Verdicts    map[string]int `json:"verdicts"`
-	ToolErrors  int            `json:"tool_errors"`
+	// VerdictsKernelBenchV0 counts the pairs' verdicts under KernelBench
+	// v0's tolerance, where the harness gave them; Differ lists the
+	// pairs whose two verdicts differ.
+	VerdictsKernelBenchV0 map[string]int `json:"verdicts_kernelbench_v0,omitempty"`
+	DifferKernelBenchV0   []string       `json:"differ_kernelbench_v0,omitempty"`
+	ToolErrors            int            `json:"tool_errors"`
 }
 
 // Compute derives the metrics from the records of a sweep. A correct pair
@@ -52,6 +58,7 @@ func Compute(recs []Record) Metrics {
 			continue
 		}
 		m.Verdicts[r.Verdict]++
+		m.countV0(r)
 		if !r.Correct() {
 			continue
 		}
@@ -112,4 +119,18 @@ func (m Metrics) VerdictNames() []string {
 		return names[i] < names[j]
 	})
 	return names
+}
+
+// countV0 adds a pair's verdict under KernelBench v0's tolerance.
+func (m *Metrics) countV0(r Record) {
+	if r.VerdictKernelBenchV0 == "" {
+		return
+	}
+	if m.VerdictsKernelBenchV0 == nil {
+		m.VerdictsKernelBenchV0 = map[string]int{}
+	}
+	m.VerdictsKernelBenchV0[r.VerdictKernelBenchV0]++
+	if r.VerdictKernelBenchV0 != r.Verdict {
+		m.DifferKernelBenchV0 = append(m.DifferKernelBenchV0, fmt.Sprintf("%s: %s (kernelbench-v0: %s)", r.Problem, r.Verdict, r.VerdictKernelBenchV0))
+	}
 }

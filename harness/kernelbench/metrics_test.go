@@ -2,6 +2,7 @@ package kernelbench
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -110,5 +111,56 @@ func checkGeo(t *testing.T, name string, g *Geomean, want float64, n int) {
 	}
 	if g == nil || math.Abs(g.Speedup-want) > 1e-9*want || (n >= 0 && g.N != n) {
 		t.Errorf("geomean %s = %+v, want %g (n=%d)", name, g, want, n)
+	}
+}
+
+// TestVerdictsUnderKernelBenchV0: the verdicts under KernelBench v0's
+// tolerance are counted and the pairs judged otherwise listed, in the
+// metrics and the text; a sweep without them prints nothing of it; a
+// torch.compile speedup no pair has is "not measured", not 0.
+func TestVerdictsUnderKernelBenchV0(t *testing.T) {
+	v0 := func(p, ours, theirs string) Record {
+		r := rec(ours, f(2), nil)
+		r.Problem, r.VerdictKernelBenchV0 = p, theirs
+		return r
+	}
+	cases := []struct {
+		name   string
+		recs   []Record
+		counts map[string]int
+		differ int
+		text   []string
+		absent []string
+	}{
+		{"no rule asked", []Record{rec("pass", f(2), nil)}, nil, 0,
+			[]string{"1.000 (1)          not measured"}, []string{"KernelBench v0"}},
+		{"v0 passes what fp32 1e-4 does not", []Record{v0("level1/1_A", "pass", "pass"), v0("level1/2_B", "incorrect", "pass"), v0("level2/3_C", "incorrect", "incorrect")},
+			map[string]int{"pass": 2, "incorrect": 1}, 1,
+			[]string{"verdicts under KernelBench v0's tolerance (1e-2 for every dtype): pass 2 incorrect 1; 1 pair(s) judged otherwise", "level1/2_B: incorrect (kernelbench-v0: pass)"}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := Compute(tc.recs)
+			if len(m.VerdictsKernelBenchV0) != len(tc.counts) || len(m.DifferKernelBenchV0) != tc.differ {
+				t.Fatalf("v0 verdicts %v, differ %v", m.VerdictsKernelBenchV0, m.DifferKernelBenchV0)
+			}
+			for v, n := range tc.counts {
+				if m.VerdictsKernelBenchV0[v] != n {
+					t.Errorf("%s: %d, want %d", v, m.VerdictsKernelBenchV0[v], n)
+				}
+			}
+			var b strings.Builder
+			(&Summary{Metrics: m}).WriteText(&b)
+			for _, s := range tc.text {
+				if !strings.Contains(b.String(), s) {
+					t.Errorf("text lacks %q:\n%s", s, b.String())
+				}
+			}
+			for _, s := range tc.absent {
+				if strings.Contains(b.String(), s) {
+					t.Errorf("text has %q:\n%s", s, b.String())
+				}
+			}
+		})
 	}
 }

@@ -20,13 +20,16 @@ type Record struct {
 	HarnessVersion string `json:"harness_version"`
 	Target         string `json:"target"` // as requested; Result.Target is what it resolved to
 	// Verdict is empty when the harness failed on this pair (ToolError).
-	Verdict          string   `json:"verdict,omitempty"`
-	Stage            string   `json:"stage,omitempty"`
-	FailedChecks     []string `json:"failed_checks,omitempty"`
-	SpeedupVsEager   *float64 `json:"speedup_vs_eager,omitempty"`
-	SpeedupVsCompile *float64 `json:"speedup_vs_compile,omitempty"`
-	ToolError        string   `json:"tool_error,omitempty"`
-	WallS            float64  `json:"wall_s"`
+	Verdict string `json:"verdict,omitempty"`
+	// VerdictKernelBenchV0 is the verdict under KernelBench v0's
+	// tolerance, when the sweep asked for it and the harness gave it.
+	VerdictKernelBenchV0 string   `json:"verdict_kernelbench_v0,omitempty"`
+	Stage                string   `json:"stage,omitempty"`
+	FailedChecks         []string `json:"failed_checks,omitempty"`
+	SpeedupVsEager       *float64 `json:"speedup_vs_eager,omitempty"`
+	SpeedupVsCompile     *float64 `json:"speedup_vs_compile,omitempty"`
+	ToolError            string   `json:"tool_error,omitempty"`
+	WallS                float64  `json:"wall_s"`
 	// Resumed marks a result read back from the database instead of evaluated.
 	Resumed bool                `json:"resumed,omitempty"`
 	Result  *harness.EvalResult `json:"result,omitempty"`
@@ -49,7 +52,7 @@ func pairKey(version, target string, problem, candidate []byte) string {
 // fromResult fills a record's verdict fields from an evaluation.
 func (r *Record) fromResult(res *harness.EvalResult) {
 	r.Result = res
-	r.Verdict = res.Verdict
+	r.Verdict, r.VerdictKernelBenchV0 = res.Verdict, res.VerdictKernelBenchV0
 	r.Stage = res.Stage
 	r.SpeedupVsEager, r.SpeedupVsCompile = res.SpeedupVsEager, res.SpeedupVsCompile
 	r.FailedChecks = nil

@@ -21,7 +21,11 @@ func (s *Summary) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "  %-10s %-18s %-18s\n", "", "vs eager", "vs torch.compile")
 	for i, p := range Thresholds {
 		name := fmt.Sprintf("fast_%g", p)
-		fmt.Fprintf(w, "  %-10s %-18s %-18s\n", name, frac(m.FastEager[i]), frac(m.FastCompile[i]))
+		compile := frac(m.FastCompile[i])
+		if m.Correct > 0 && m.Compile == nil && p > 0 {
+			compile = "not measured" // no correct pair has a torch.compile timing
+		}
+		fmt.Fprintf(w, "  %-10s %-18s %-18s\n", name, frac(m.FastEager[i]), compile)
 	}
 	fmt.Fprintf(w, "geomean speedup over the %d correct pairs: eager %s, torch.compile %s\n", m.Correct, geo(m.Eager), geo(m.Compile))
 	fmt.Fprintf(w, "verdicts:")
@@ -32,6 +36,16 @@ func (s *Summary) WriteText(w io.Writer) {
 		fmt.Fprint(w, " none")
 	}
 	fmt.Fprintf(w, "; tool errors %d\n", m.ToolErrors)
+	if len(m.VerdictsKernelBenchV0) > 0 {
+		fmt.Fprintf(w, "verdicts under KernelBench v0's tolerance (1e-2 for every dtype):")
+		for _, v := range (Metrics{Verdicts: m.VerdictsKernelBenchV0}).VerdictNames() {
+			fmt.Fprintf(w, " %s %d", v, m.VerdictsKernelBenchV0[v])
+		}
+		fmt.Fprintf(w, "; %d pair(s) judged otherwise\n", len(m.DifferKernelBenchV0))
+		for _, d := range m.DifferKernelBenchV0 {
+			fmt.Fprintf(w, "  %s\n", d)
+		}
+	}
 	for _, te := range s.ToolErrors {
 		fmt.Fprintf(w, "  TOOL ERROR %s (%s): %s\n", te.Problem, te.Candidate, headline(te.Error, 400))
 	}

@@ -28,6 +28,9 @@ type Options struct {
 	Only                 *regexp.Regexp // keeps problems whose key (level1/12_...) matches; nil keeps all
 	Target               string         // cpu | nvidia | auto (default)
 	Timeout              time.Duration  // per evaluation; 0 = the evaluator's default
+	// ToleranceRule also judges each pair under another rule
+	// (harness.ToleranceKernelBenchV0), so published numbers compare.
+	ToleranceRule string
 	// Jobs is how many evaluations are in flight at once (default 1). The
 	// evaluator's device gate still times one at a time on a GPU; more jobs
 	// overlap loading and compiling with another's timing.
@@ -135,6 +138,9 @@ func Run(ctx context.Context, ev Evaluator, opt Options) (*Summary, error) {
 	defer bar.close()
 
 	s := &sweep{ev: ev, opt: opt, store: store, jsonl: jsonl, bar: bar, version: ev.Version()}
+	if r := opt.ToleranceRule; r != "" && r != harness.ToleranceDefault {
+		s.version += "+tolerance=" + r // a result judged without the rule is not resumed as one with it
+	}
 	recs := s.all(ctx, m.Pairs)
 	for _, r := range recs {
 		if r.Resumed {
@@ -291,7 +297,7 @@ func (s *sweep) evaluate(ctx context.Context, p Pair) (res *harness.EvalResult, 
 			res, err = nil, fmt.Errorf("the evaluator panicked: %v", v)
 		}
 	}()
-	res, err = s.ev.Evaluate(ctx, Request{Pair: p, Target: s.opt.Target, Timeout: s.opt.Timeout})
+	res, err = s.ev.Evaluate(ctx, Request{Pair: p, Target: s.opt.Target, Timeout: s.opt.Timeout, ToleranceRule: s.opt.ToleranceRule})
 	if err == nil && res == nil {
 		err = errNoResult
 	}

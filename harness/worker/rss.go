@@ -31,6 +31,15 @@ var pageSize = int64(os.Getpagesize())
 // libraries, about a GB) are not counted: no single job owns them.
 func treeRSS(pid int) int64 {
 	var total int64
+	for _, p := range treePIDs(pid) {
+		total += anonResident(p)
+	}
+	return total
+}
+
+// treePIDs lists pid and its live descendants (at most maxTreeProcs).
+func treePIDs(pid int) []int {
+	var out []int
 	seen := map[int]bool{}
 	stack := []int{pid}
 	for len(stack) > 0 && len(seen) < maxTreeProcs {
@@ -40,7 +49,7 @@ func treeRSS(pid int) int64 {
 			continue
 		}
 		seen[p] = true
-		total += anonResident(p)
+		out = append(out, p)
 		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", p))
 		if err != nil {
 			continue
@@ -57,7 +66,7 @@ func treeRSS(pid int) int64 {
 			}
 		}
 	}
-	return total
+	return out
 }
 
 // anonResident is resident minus shared pages (statm's second and third

@@ -99,7 +99,7 @@ func TestWorkerJobs(t *testing.T) {
 			}
 		}},
 		{name: "timeout", job: Job{Module: "selftest", Func: "sleep", Timeout: time.Second}, timeout: true, check: func(t *testing.T, o *Outcome) {
-			if o.Signal != syscall.SIGKILL || o.Wall > 4*time.Second {
+			if o.Signal != syscall.SIGKILL || o.Wall > 4*time.Second+o.LoadGrant {
 				t.Errorf("signal %v wall %s", o.Signal, o.Wall)
 			}
 		}},

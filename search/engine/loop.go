@@ -315,12 +315,26 @@ func (d *driver) propose(ctx context.Context, sel search.Selection) (*search.Nod
 	}
 	n := &search.Node{RunID: d.run.ID, Parents: sel.Parents, Depth: depth, Island: sel.Island, Code: prop.Code, Language: lang,
 		Operator: d.e.Operator.Name(), OperatorInput: prop.Inputs, State: search.NodeEvaluating, Notes: notes,
-		Cost: search.Cost{OperatorS: opS, Tokens: prop.Tokens}}
+		Cost: search.Cost{OperatorS: opS, Tokens: prop.Tokens, Rejected: len(prop.Rejected), RejectedTokens: search.RejectedTokens(prop.Rejected)}}
 	if err := d.e.Store.InsertNode(ctx, n); err != nil {
 		return nil, err
 	}
 	d.g.Add(n)
+	d.recordRejected(ctx, sel, prop.Rejected)
 	return n, nil
+}
+
+// recordRejected stores the proposals the operator's wrapper turned away
+// before its answer (their tokens are in the answer's node already). A
+// store error loses only the record, so it is logged.
+func (d *driver) recordRejected(ctx context.Context, sel search.Selection, rs []search.RejectedProposal) {
+	for i := range rs {
+		r := rs[i]
+		r.RunID, r.Parents, r.Operator = d.run.ID, sel.Parents, d.e.Operator.Name()
+		if err := d.e.Store.InsertRejected(context.WithoutCancel(ctx), &r); err != nil {
+			d.e.log().Warn("rejected proposal not recorded", "run", d.run.ID, "err", err)
+		}
+	}
 }
 
 const failedProposalNote = "failed proposal"
@@ -337,12 +351,16 @@ func (d *driver) recordFailedProposal(ctx context.Context, sel search.Selection,
 	var pe *search.ProposalError
 	if errors.As(err, &pe) {
 		n.OperatorInput, n.Cost.Tokens = pe.Inputs, pe.Tokens
+		n.Cost.Rejected, n.Cost.RejectedTokens = len(pe.Rejected), search.RejectedTokens(pe.Rejected)
 	}
 	if ierr := d.e.Store.InsertNode(ctx, n); ierr != nil {
 		d.e.log().Warn("failed proposal not recorded", "run", d.run.ID, "err", ierr)
 		return
 	}
 	d.g.Add(n)
+	if pe != nil {
+		d.recordRejected(ctx, sel, pe.Rejected)
+	}
 	n.State, n.Error = search.NodeFailed, err.Error()
 	if ferr := d.e.Store.FinishNode(context.WithoutCancel(ctx), n, d.run); ferr != nil {
 		d.e.log().Warn("failed proposal not recorded", "run", d.run.ID, "err", ferr)
@@ -361,6 +379,12 @@ func (d *driver) evaluate(ctx context.Context, n *search.Node) error {
 	dup, err := d.e.Store.EvaluatedByHash(ctx, d.run.ID, d.run.Problem.Key(), n.Hash)
 	if err != nil {
 		return err
+	}
+	start := len(n.Parents) == 0
+	if start && dup != nil && dup.RunID != d.run.ID {
+		// The start node's timing is the run's baseline: measured in this
+		// run, not taken from an earlier run's node.
+		dup = nil
 	}
 	for dup == nil {
 		// The same code in flight in another slot: wait for its result
@@ -400,7 +424,7 @@ func (d *driver) evaluate(ctx context.Context, n *search.Node) error {
 	t0 := time.Now()
 	problem := d.run.Problem
 	d.mu.Unlock()
-	res, err := d.e.Eval.Evaluate(ctx, problem, n.Code)
+	res, err := d.measure(ctx, problem, n.Code, start)
 	d.mu.Lock()
 	evalS := time.Since(t0).Seconds()
 	if err != nil {
@@ -421,6 +445,15 @@ func (d *driver) evaluate(ctx context.Context, n *search.Node) error {
 	res.Fitness = d.fitness(res)
 	n.Result, n.State, n.Cost.EvalS = res, search.NodeDone, evalS
 	return d.finishNode(ctx, n, search.EventEvaluated, describe(n))
+}
+
+// measure evaluates code; the start node fresh, never from the
+// evaluation service's cache, where the service can tell them apart.
+func (d *driver) measure(ctx context.Context, p search.Problem, code string, start bool) (*search.Result, error) {
+	if fe, ok := d.e.Eval.(search.FreshEvaluator); ok && start {
+		return fe.EvaluateFresh(ctx, p, code)
+	}
+	return d.e.Eval.Evaluate(ctx, p, code)
 }
 
 // recentFailures counts the evaluation service's failures at the end of

@@ -25,7 +25,10 @@ func ProgressLine(s Status) string {
 		fmt.Fprintf(b, " (%d failed)", sum.Failed)
 	}
 	if best := sum.Best; best != nil {
-		fmt.Fprintf(b, " · best #%d %.2fx over start", best.ID, best.SpeedupOverStart)
+		fmt.Fprintf(b, " · best #%d", best.ID)
+		if best.SpeedupOverStart > 0 { // a start that failed has no timing
+			fmt.Fprintf(b, " %.2fx over start", best.SpeedupOverStart)
+		}
 		// The node's own eager timing, not its fitness: fitness is measured
 		// against the run's first eager timing (a stable ranking), which on a
 		// loaded CPU can be far from this kernel's own.
@@ -73,7 +76,7 @@ func WriteSummary(w io.Writer, s search.Summary) error {
 	}
 	if b := s.Best; b != nil {
 		p("best kernel\t#%d %s%s", b.ID, b.Verdict, timing(b, s.Baseline))
-		p("  over start\t%.2fx", b.SpeedupOverStart)
+		p("  over start\t%s", ratio(b.SpeedupOverStart)) // a start that failed has no timing
 		p("  over eager\t%s", ratio(b.SpeedupVsEager))
 		p("  over torch.compile\t%s", ratio(b.SpeedupVsCompile))
 		if b.PctOfSOL > 0 {
@@ -86,6 +89,9 @@ func WriteSummary(w io.Writer, s search.Summary) error {
 		p("best kernel\tnone correct")
 	}
 	p("time\t%.1f s (evaluation %.1f s, operator %.2f s)", s.ElapsedS, s.EvalS, s.OperatorS)
+	if s.Tokens > 0 || s.Rejected > 0 {
+		p("tokens\t%d (%d of them in %d rejected proposals)", s.Tokens, s.RejectedTokens, s.Rejected)
+	}
 	return tw.Flush()
 }
 

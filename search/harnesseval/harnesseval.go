@@ -37,10 +37,19 @@ type Adapter struct {
 	KernelPolicy string
 }
 
-var _ search.Evaluator = (*Adapter)(nil)
+var _ search.FreshEvaluator = (*Adapter)(nil)
 
 // Evaluate runs code as the candidate against p's reference.
 func (a *Adapter) Evaluate(ctx context.Context, p search.Problem, code string) (*search.Result, error) {
+	return a.evaluate(ctx, p, code, false)
+}
+
+// EvaluateFresh is Evaluate measured again, never from the harness's cache.
+func (a *Adapter) EvaluateFresh(ctx context.Context, p search.Problem, code string) (*search.Result, error) {
+	return a.evaluate(ctx, p, code, true)
+}
+
+func (a *Adapter) evaluate(ctx context.Context, p search.Problem, code string, retime bool) (*search.Result, error) {
 	if a.Ev == nil {
 		return nil, fmt.Errorf("evaluate: no evaluator")
 	}
@@ -53,7 +62,7 @@ func (a *Adapter) Evaluate(ctx context.Context, p search.Problem, code string) (
 	// the device it ran on (and flags a candidate faster than that).
 	hr, err := a.Ev.Evaluate(ctx, prob, harness.Candidate{Code: code}, nil,
 		harness.Options{Target: p.Target, Device: a.Device, Timeout: a.Timeout, Trials: a.Trials, SkipTiming: a.SkipTiming, Progress: a.Progress,
-			KernelPolicy: a.KernelPolicy})
+			KernelPolicy: a.KernelPolicy, Retime: retime})
 	if err != nil {
 		return nil, err
 	}

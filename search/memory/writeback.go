@@ -152,7 +152,11 @@ func render(run *search.Run, g *search.Graph, best *search.Node, vendor, arch st
 	}
 	fmt.Fprintf(&b, "problem: %s\nop_sequence: %s\ntarget: %s\ndevices: %s\ndtype: %s\nshapes: %s\n", q(run.Problem.Name), q(OpSequence(readRef(run.Problem))),
 		q(run.Problem.Target), q(run.Devices), q(run.Problem.Dtype), q(run.Problem.ShapeSet))
-	fmt.Fprintf(&b, "fitness: %g\nbaseline: %s\nspeedup_vs_eager: %g\nspeedup_vs_compile: %g\npct_of_sol: %g\n", r.Fitness, run.Baseline, r.SpeedupVsEager, r.SpeedupVsCompile, r.PctOfSOL)
+	fmt.Fprintf(&b, "fitness: %g\nbaseline: %s\nspeedup_vs_eager: %g\n", r.Fitness, run.Baseline, r.SpeedupVsEager)
+	if r.SpeedupVsCompile > 0 { // absent when torch.compile was not timed
+		fmt.Fprintf(&b, "speedup_vs_compile: %g\n", r.SpeedupVsCompile)
+	}
+	fmt.Fprintf(&b, "pct_of_sol: %g\n", r.PctOfSOL)
 	fmt.Fprintf(&b, "run: %s\nnode: %d\ndiagnosis_path: %s\n---\n", q(run.ID), best.ID, q(path))
 	fmt.Fprintf(&b, "# %s\n\n%s\n\n", title, summary)
 	if g := searchctx.SOLGap(r); g != "" {

@@ -97,6 +97,28 @@ var migrations = []Migration{
 		`ALTER TABLE search_runs ADD COLUMN driver TEXT NOT NULL DEFAULT ''`,
 		`ALTER TABLE search_runs ADD COLUMN driver_seen TEXT NOT NULL DEFAULT ''`,
 	}},
+	// Proposals the run turned away before evaluating them (novelty), with
+	// their context and cost; a node counts the rejected asks before it.
+	{4, "rejected proposals", []string{
+		`CREATE TABLE search_rejected (
+			id INTEGER PRIMARY KEY AUTOINCREMENT,
+			run_id TEXT NOT NULL REFERENCES search_runs(id),
+			parents TEXT NOT NULL DEFAULT '[]',
+			operator TEXT NOT NULL DEFAULT '',
+			try INTEGER NOT NULL DEFAULT 1,
+			code TEXT NOT NULL,
+			reason TEXT NOT NULL,
+			similar_to INTEGER,
+			similarity REAL NOT NULL DEFAULT 0,
+			tokens INTEGER NOT NULL DEFAULT 0,
+			operator_input TEXT,
+			feedback TEXT NOT NULL DEFAULT '',
+			seed INTEGER NOT NULL DEFAULT 0,
+			created_at TEXT NOT NULL)`,
+		`CREATE INDEX search_rejected_run ON search_rejected(run_id, id)`,
+		`ALTER TABLE search_nodes ADD COLUMN rejected INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE search_nodes ADD COLUMN rejected_tokens INTEGER NOT NULL DEFAULT 0`,
+	}},
 }
 
 // Migrate brings the search tables up to the newest version.

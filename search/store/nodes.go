@@ -33,10 +33,11 @@ func insertNode(ctx context.Context, tx *sql.Tx, n *search.Node) error {
 		parents = []int64{}
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO search_nodes
-		(run_id, parents, depth, island, code, hash, language, operator, operator_input, state, notes, operator_s, tokens, created_at, updated_at)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		(run_id, parents, depth, island, code, hash, language, operator, operator_input, state, notes, operator_s, tokens,
+		 rejected, rejected_tokens, created_at, updated_at)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		n.RunID, mustJSON(parents), n.Depth, n.Island, n.Code, n.Hash, n.Language, n.Operator, nullRaw(n.OperatorInput),
-		string(n.State), n.Notes, n.Cost.OperatorS, n.Cost.Tokens, ts(n.CreatedAt), ts(n.UpdatedAt))
+		string(n.State), n.Notes, n.Cost.OperatorS, n.Cost.Tokens, n.Cost.Rejected, n.Cost.RejectedTokens, ts(n.CreatedAt), ts(n.UpdatedAt))
 	if err != nil {
 		return fmt.Errorf("insert node of run %s: %w", n.RunID, err)
 	}
@@ -116,7 +117,7 @@ func (s *SQLite) FinishNode(ctx context.Context, n *search.Node, r *search.Run) 
 }
 
 const nodeCols = `id, run_id, parents, depth, island, code, hash, language, operator, operator_input, state, result,
-	duplicate_of, eval_seq, profile, diagnosis, notes, error, eval_s, operator_s, tokens, created_at, updated_at`
+	duplicate_of, eval_seq, profile, diagnosis, notes, error, eval_s, operator_s, tokens, rejected, rejected_tokens, created_at, updated_at`
 
 func scanNode(sc interface{ Scan(...any) error }) (*search.Node, error) {
 	var n search.Node
@@ -124,7 +125,7 @@ func scanNode(sc interface{ Scan(...any) error }) (*search.Node, error) {
 	var input, result sql.NullString
 	var dup, seq sql.NullInt64
 	if err := sc.Scan(&n.ID, &n.RunID, &parents, &n.Depth, &n.Island, &n.Code, &n.Hash, &n.Language, &n.Operator, &input, &state, &result,
-		&dup, &seq, &n.Profile, &n.Diagnosis, &n.Notes, &n.Error, &n.Cost.EvalS, &n.Cost.OperatorS, &n.Cost.Tokens, &created, &updated); err != nil {
+		&dup, &seq, &n.Profile, &n.Diagnosis, &n.Notes, &n.Error, &n.Cost.EvalS, &n.Cost.OperatorS, &n.Cost.Tokens, &n.Cost.Rejected, &n.Cost.RejectedTokens, &created, &updated); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(parents), &n.Parents); err != nil {

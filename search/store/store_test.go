@@ -226,3 +226,47 @@ func TestCreateRunWithRootIsAtomic(t *testing.T) {
 		t.Fatalf("want the one pending root node %d of run %s, got %+v", root.ID, good.ID, nodes)
 	}
 }
+
+// TestRejectedProposals: the accessor `evolve export` reads returns what
+// the run loop wrote, in order, and a node keeps its rejected asks' count.
+func TestRejectedProposals(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	run := &search.Run{Problem: search.Problem{Name: "llm/rmsnorm", Target: "cpu"}, Policy: "greedy", Operator: "cmd:x", Baseline: "eager"}
+	if err := s.CreateRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	root := &search.Node{RunID: run.ID, Code: "A = 1\n", Language: "c",
+		Cost: search.Cost{Tokens: 900, Rejected: 2, RejectedTokens: 600}}
+	if err := s.InsertNode(ctx, root); err != nil {
+		t.Fatal(err)
+	}
+	in := []*search.RejectedProposal{
+		{RunID: run.ID, Parents: []int64{root.ID}, Operator: "cmd:x", Try: 1, Code: "A = 1\n", Reason: "same program as node 1",
+			SimilarTo: root.ID, Similarity: 1, Tokens: 250, Inputs: []byte(`{"prompt_sha":"ab"}`), Seed: 5},
+		{RunID: run.ID, Operator: "cmd:x", Try: 2, Code: "A  = 1\n", Reason: "again", Tokens: 350, Feedback: "not evaluated"},
+	}
+	for _, r := range in {
+		if err := s.InsertRejected(ctx, r); err != nil || r.ID == 0 {
+			t.Fatal(r.ID, err)
+		}
+	}
+	if err := s.InsertRejected(ctx, &search.RejectedProposal{RunID: run.ID}); err == nil {
+		t.Error("a rejection without a reason was stored")
+	}
+	got, err := s.Rejected(ctx, run.ID)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("%d rejected, %v", len(got), err)
+	}
+	a, b := got[0], got[1]
+	if a.Tokens != 250 || a.SimilarTo != root.ID || a.Similarity != 1 || string(a.Inputs) != `{"prompt_sha":"ab"}` || len(a.Parents) != 1 || a.Seed != 5 || a.CreatedAt.IsZero() {
+		t.Errorf("first: %+v", a)
+	}
+	if b.Try != 2 || b.Feedback != "not evaluated" || b.Parents != nil || b.SimilarTo != 0 || b.Inputs != nil {
+		t.Errorf("second: %+v", b)
+	}
+	n, err := s.Node(ctx, root.ID)
+	if err != nil || n.Cost.Rejected != 2 || n.Cost.RejectedTokens != 600 || n.Cost.Tokens != 900 {
+		t.Errorf("node cost %+v, %v", n.Cost, err)
+	}
+}

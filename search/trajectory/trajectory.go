@@ -64,13 +64,6 @@ type Timing struct {
 	Tokens           int     `json:"tokens,omitempty"`
 }
 
-// RejectedSource is the hook for proposals a run refused before they
-// became nodes (a store that keeps them implements it; today's does not,
-// so only evaluated and failed nodes are exported).
-type RejectedSource interface {
-	Rejected(ctx context.Context, runID string) ([]Record, error)
-}
-
 // Records are a run's proposals in node order, then any rejected ones the
 // store keeps.
 func Records(ctx context.Context, st search.Store, runID string) ([]Record, error) {
@@ -96,14 +89,22 @@ func Records(ctx context.Context, st search.Store, runID string) ([]Record, erro
 		}
 		out = append(out, r)
 	}
-	if rs, ok := st.(RejectedSource); ok {
-		rej, err := rs.Rejected(ctx, runID)
-		if err != nil {
-			return nil, fmt.Errorf("trajectory: rejected proposals: %w", err)
-		}
-		out = append(out, rej...)
+	rej, err := st.Rejected(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("trajectory: rejected proposals: %w", err)
+	}
+	for _, r := range rej {
+		out = append(out, rejectedRecord(run, r))
 	}
 	return out, nil
+}
+
+// rejectedRecord is a proposal the run turned away before evaluating it:
+// state rejected, the reason as its error, the node it duplicated.
+func rejectedRecord(run *search.Run, r *search.RejectedProposal) Record {
+	return Record{RunID: run.ID, Problem: run.Problem, Parents: r.Parents, Operator: r.Operator, Context: r.Inputs,
+		Proposal: Proposal{Code: r.Code}, State: "rejected", DuplicateOf: r.SimilarTo, Error: r.Reason,
+		Timing: Timing{Tokens: r.Tokens}, CreatedAt: r.CreatedAt}
 }
 
 // Write writes records as jsonl (one JSON object a line) or csv (a header,

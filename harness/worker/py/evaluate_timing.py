@@ -208,3 +208,13 @@ class time_limit:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, self.old)
         return False
+
+
+def runqueue_wait_s():
+    """Seconds this process's main thread waited runnable for a CPU
+    (/proc/self/schedstat); 0 where the kernel does not count it."""
+    try:
+        with open("/proc/self/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0

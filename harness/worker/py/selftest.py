@@ -129,3 +129,13 @@ def append_file(args, ctx):
     with open(args["path"], "a") as f:
         f.write(args["line"])
     return {}
+
+
+def spin_cpu(args, ctx):
+    """Burns cpu_s seconds of CPU time on one CPU (the load test pins
+    competing spinners there): its wall time is mostly waiting for the CPU."""
+    os.sched_setaffinity(0, {int(args["cpu"])})
+    t0, end = time.monotonic(), time.process_time() + float(args["cpu_s"])
+    while time.process_time() < end:
+        pass
+    return {"wall_s": time.monotonic() - t0}

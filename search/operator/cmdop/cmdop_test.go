@@ -20,6 +20,7 @@ import (
 	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/engine"
 	"github.com/kevolve/kevolve-mcp/search/harnesseval"
+	"github.com/kevolve/kevolve-mcp/search/operator/novelty"
 	"github.com/kevolve/kevolve-mcp/search/store"
 )
 
@@ -281,5 +282,54 @@ func TestAgentCallsRunKernelThroughMCPConfig(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(in.WorkDir, "run_kernel.json"))
 	if err != nil || !strings.Contains(string(b), `"verdict": "pass"`) {
 		t.Errorf("run_kernel answer: %v %.400s", err, b)
+	}
+}
+
+// TestEngineAcceptsSmallFixes: a one-line fix of a failed start and a
+// one-tunable change of a passing one are evaluated, with the operator
+// wrapped in novelty rejection as the CLI wraps it (issue 20: both were
+// rejected as near-duplicates and the run ended failed).
+func TestEngineAcceptsSmallFixes(t *testing.T) {
+	py := toolchaintest.Python(t)
+	ev, err := harness.NewEvaluator(harness.EvalConfig{Python: py, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ev.Close()
+	p, start := rmsnorm(t)
+	broken := strings.Replace(start, "double acc = 0.0;", "double acc = 0.0", 1)
+	if broken == start {
+		t.Fatal("the start kernel changed: no semicolon to remove")
+	}
+	cases := []struct {
+		name, start, script, startVerdict string
+	}{
+		{"missing semicolon fixed", broken, "fix_semicolon.sh", search.VerdictCompileError},
+		{"one tunable changed", start, "one_tunable.sh", search.VerdictPass},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newStore(t)
+			op := novelty.Wrap(newOp(t, "cmd:"+agent(t, tc.script), time.Minute))
+			e := &engine.Engine{Store: st, Eval: &harnesseval.Adapter{Ev: ev, Trials: 2}, Operator: op}
+			run, err := e.Run(context.Background(), engine.StartOptions{Problem: p, StartCode: tc.start, Policy: "greedy",
+				Budget: search.Budget{Evals: 2}, Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			nodes, err := st.Nodes(context.Background(), run.ID)
+			if err != nil || len(nodes) != 2 {
+				t.Fatalf("%d nodes, %v", len(nodes), err)
+			}
+			if r := nodes[0].Result; r == nil || r.Verdict != tc.startVerdict {
+				t.Fatalf("start: %+v", r)
+			}
+			if r := nodes[1].Result; r == nil || r.Verdict != search.VerdictPass {
+				t.Fatalf("child: %s %s %+v", nodes[1].State, nodes[1].Error, r)
+			}
+			if rej, _ := st.Rejected(context.Background(), run.ID); len(rej) != 0 || nodes[1].Cost.Rejected != 0 {
+				t.Errorf("%d proposals rejected", len(rej))
+			}
+		})
 	}
 }

@@ -1,19 +1,28 @@
-// Package novelty rejects proposals that are identical or nearly identical
-// to a kernel the run already has, before they cost an evaluation, and asks
-// the operator again (ShinkaEvolve's novelty rejection). It wraps any
-// operator; the LLM and agent operators are wrapped by default, the tuner
-// is not (a one-constant change is exactly what the tuner is for, and the
-// store answers its exact repeats).
+// Package novelty rejects proposals that repeat a kernel the run already
+// has, before they cost an evaluation, and asks the operator again
+// (ShinkaEvolve's novelty rejection). It wraps any operator; the LLM and
+// agent operators are wrapped by default, the tuner is not (a
+// one-constant change is exactly what the tuner is for, and the store
+// answers its exact repeats).
 //
-// Similarity is over normalized tokens: comments, docstrings and
-// whitespace are dropped, the rest split into identifiers, numbers and
-// single punctuation marks, and two kernels are compared by the Jaccard
-// index of their token trigrams. 1.0 means the same program up to
-// formatting and comments.
+// What counts as a repeat (issue 20): an exact duplicate of any node (the
+// same normalized tokens: comments, docstrings and whitespace aside), or a
+// near duplicate of a kernel that PASSED with the same literals. Failed
+// nodes are never near-duplicate targets: a fix of a failed kernel is
+// usually one token (a semicolon, a bound), and it is exactly what the
+// search needs. A proposal that differs from every passing kernel in at
+// least one literal (a number or a one-line string) is novel: that is a
+// changed tunable, a block size, a flag.
+//
+// Similarity is over normalized tokens: the rest is split into
+// identifiers, numbers and single punctuation marks, and two kernels are
+// compared by the Jaccard index of their token trigrams. 1.0 means the
+// same program up to formatting and comments.
 package novelty
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -23,8 +32,7 @@ import (
 )
 
 // Defaults: 0.98 rejects reformatting, comment edits and renames of a few
-// names in a typical 300-1000 token kernel, while a changed block size in
-// a short kernel (~2% of its trigrams) still counts as new.
+// names in a typical 300-1000 token kernel.
 const (
 	DefaultThreshold = 0.98
 	DefaultRetries   = 2
@@ -62,60 +70,111 @@ func (o *Op) threshold() float64 {
 	return o.Threshold
 }
 
-// Rejection says why a proposal was not evaluated.
-type Rejection struct {
-	Similar    int64
-	Similarity float64
-}
-
 // Propose asks the inner operator, each ask under its own deadline, until
-// a proposal is novel or the retries are spent.
+// a proposal is novel or the retries are spent. The rejected asks come
+// back in the answer (Proposal.Rejected, or the *search.ProposalError of a
+// failure) with their tokens added to its own, so the budget sees them.
 func (o *Op) Propose(ctx context.Context, c search.Context) (search.Proposal, error) {
-	var known []sig
-	if c.Graph != nil {
-		for _, n := range c.Graph.Nodes {
-			known = append(known, sig{n.ID, shingles(n.Code)})
-		}
-	}
-	var rejected []string
+	known := knownKernels(c.Graph)
+	var rejected []search.RejectedProposal
 	for try := 0; ; try++ {
 		cctx, cancel := context.WithTimeout(ctx, o.Inner.Deadline())
 		p, err := o.Inner.Propose(cctx, c)
 		cancel()
 		if err != nil {
-			return p, err
+			return p, withRejected(err, rejected)
 		}
-		id, s := nearest(known, shingles(p.Code))
-		if s < o.threshold() {
+		rej, ok := o.judge(known, p.Code)
+		if ok {
 			if len(rejected) > 0 {
-				p.Notes = strings.TrimSpace(p.Notes + fmt.Sprintf(" (after %d near-duplicate proposals rejected)", len(rejected)))
+				p.Notes = strings.TrimSpace(p.Notes + fmt.Sprintf(" (after %d duplicate proposals rejected)", len(rejected)))
+				p.Tokens += search.RejectedTokens(rejected)
+				p.Rejected = rejected
 			}
 			return p, nil
 		}
-		why := fmt.Sprintf("proposal %d was %.0f%% similar to node %d", try+1, 100*s, id)
-		rejected = append(rejected, why)
+		rej.Try, rej.Code, rej.Tokens, rej.Inputs, rej.Feedback, rej.Seed = try+1, p.Code, p.Tokens, p.Inputs, c.Feedback, c.Seed
+		rejected = append(rejected, rej)
 		if try >= o.retries() {
-			return search.Proposal{}, fmt.Errorf("novelty: %d proposals rejected as near-duplicates of existing nodes (%s)", len(rejected), strings.Join(rejected, "; "))
+			var why []string
+			for i, r := range rejected {
+				why = append(why, fmt.Sprintf("proposal %d: %s", i+1, r.Reason))
+			}
+			return search.Proposal{}, &search.ProposalError{
+				Err:    fmt.Errorf("novelty: %d proposals rejected as duplicates (%s)", len(rejected), strings.Join(why, "; ")),
+				Inputs: p.Inputs, Tokens: search.RejectedTokens(rejected), Rejected: rejected}
 		}
 		c.Seed++
-		c.Feedback = strings.TrimSpace(c.Feedback + "\n" + fmt.Sprintf("Your previous answer was not evaluated: it is %.0f%% identical to node %d, which the search already has. Propose a substantively different kernel.", 100*s, id))
+		c.Feedback = strings.TrimSpace(c.Feedback + "\n" + fmt.Sprintf("Your previous answer was not evaluated: %s. Propose a substantively different kernel.", rej.Reason))
 	}
 }
 
-type sig struct {
-	id  int64
-	set map[string]struct{}
+// withRejected carries the rejected asks and their tokens into an inner
+// operator's failure.
+func withRejected(err error, rejected []search.RejectedProposal) error {
+	if len(rejected) == 0 {
+		return err
+	}
+	var pe *search.ProposalError
+	if errors.As(err, &pe) {
+		out := *pe
+		out.Tokens += search.RejectedTokens(rejected)
+		out.Rejected = append(append([]search.RejectedProposal(nil), rejected...), pe.Rejected...)
+		return &out
+	}
+	return &search.ProposalError{Err: err, Tokens: search.RejectedTokens(rejected), Rejected: rejected}
 }
 
-func nearest(known []sig, s map[string]struct{}) (int64, float64) {
-	var best int64
-	bs := 0.0
+// kernel is a node's code as the checks see it.
+type kernel struct {
+	id       int64
+	passed   bool
+	tokens   string // the normalized token stream, joined
+	set      map[string]struct{}
+	literals string
+}
+
+// knownKernels reads the graph once per proposal: every node for exact
+// duplicates, the passing ones for near duplicates.
+func knownKernels(g *search.Graph) []kernel {
+	if g == nil {
+		return nil
+	}
+	var out []kernel
+	for _, n := range g.Nodes {
+		if n.Code == "" {
+			continue
+		}
+		k := kernel{id: n.ID, tokens: strings.Join(Tokens(n.Code), "\x00")}
+		if n.Evaluated() && n.Result.Verdict == search.VerdictPass {
+			k.passed, k.set, k.literals = true, shingles(n.Code), literalKey(n.Code)
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+// judge says whether code is novel; when it is not, the rejection's
+// reason, node and similarity.
+func (o *Op) judge(known []kernel, code string) (search.RejectedProposal, bool) {
+	toks := strings.Join(Tokens(code), "\x00")
 	for _, k := range known {
-		if j := jaccard(k.set, s); j > bs {
-			best, bs = k.id, j
+		if k.tokens == toks {
+			return search.RejectedProposal{SimilarTo: k.id, Similarity: 1,
+				Reason: fmt.Sprintf("it is the same program as node %d (comments and whitespace aside)", k.id)}, false
 		}
 	}
-	return best, bs
+	set, lits := shingles(code), literalKey(code)
+	for _, k := range known {
+		if !k.passed || k.literals != lits {
+			continue
+		}
+		if s := jaccard(k.set, set); s >= o.threshold() {
+			return search.RejectedProposal{SimilarTo: k.id, Similarity: s,
+				Reason: fmt.Sprintf("it is %.0f%% similar to passing node %d and has the same numbers and strings", 100*s, k.id)}, false
+		}
+	}
+	return search.RejectedProposal{}, true
 }
 
 // Similarity is the normalized-token similarity of two kernels in [0,1].
@@ -132,7 +191,29 @@ var (
 // docstring, C block comments, whole-line '#' and '//' comments (a C
 // preprocessor directive inside a source string is kept) and trailing
 // "  # ..." comments are dropped.
-func Tokens(code string) []string {
+func Tokens(code string) []string { return token.FindAllString(stripComments(code), -1) }
+
+// Literals returns a kernel's numbers and one-line strings in order,
+// comments aside. Triple quotes are not strings here: they hold the C or
+// CUDA source of a load_c/load_inline kernel, whose own literals count.
+func Literals(code string) []string {
+	text := strings.NewReplacer(`"""`, " ", `'''`, " ").Replace(stripComments(code))
+	var out []string
+	for _, t := range literal.FindAllString(text, -1) {
+		if c := t[0]; c == '"' || c == '\'' || c == '.' || (c >= '0' && c <= '9') {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// literal matches strings, identifiers (so a digit inside a name is not a
+// number) and numbers with C suffixes.
+var literal = regexp.MustCompile(`"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|[A-Za-z_][A-Za-z0-9_]*|[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?[fFuUlL]*`)
+
+func literalKey(code string) string { return strings.Join(Literals(code), "\x00") }
+
+func stripComments(code string) string {
 	code = strings.ReplaceAll(code, "\r\n", "\n")
 	code = docstring.ReplaceAllString(code, "")
 	code = block.ReplaceAllString(code, " ")
@@ -151,7 +232,7 @@ func Tokens(code string) []string {
 		b.WriteString(line)
 		b.WriteByte('\n')
 	}
-	return token.FindAllString(b.String(), -1)
+	return b.String()
 }
 
 func shingles(code string) map[string]struct{} {

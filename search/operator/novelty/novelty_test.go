@@ -70,11 +70,14 @@ func (s *scripted) Propose(ctx context.Context, c search.Context) (search.Propos
 		<-ctx.Done()
 		return search.Proposal{}, ctx.Err()
 	}
-	return search.Proposal{Code: s.answers[i], Notes: "try"}, nil
+	return search.Proposal{Code: s.answers[i], Notes: "try", Tokens: 100 * (i + 1)}, nil
 }
 
-func graphWith(code string) search.Context {
-	n := &search.Node{ID: 7, Code: code, State: search.NodeDone}
+// graphWith is a run whose node 7 has code and passed.
+func graphWith(code string) search.Context { return graphOf(code, search.VerdictPass) }
+
+func graphOf(code, verdict string) search.Context {
+	n := &search.Node{ID: 7, Code: code, State: search.NodeDone, Result: &search.Result{Verdict: verdict}}
 	return search.Context{Parents: []*search.Node{n}, Graph: search.NewGraph([]*search.Node{n}), Seed: 100}
 }
 
@@ -86,8 +89,12 @@ func TestRejectsAndAsksAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Code != novel || !strings.Contains(p.Notes, "after 2 near-duplicate") {
+	if p.Code != novel || !strings.Contains(p.Notes, "after 2 duplicate") {
 		t.Errorf("got %q", p.Notes)
+	}
+	// The two rejected asks' tokens (100, 200) count with the answer's (300).
+	if p.Tokens != 600 || len(p.Rejected) != 2 || p.Rejected[0].Tokens != 100 || p.Rejected[1].Try != 2 || p.Rejected[0].SimilarTo != 7 {
+		t.Errorf("tokens %d, rejected %+v", p.Tokens, p.Rejected)
 	}
 	if len(in.seen) != 3 || in.seen[1].Seed == in.seen[0].Seed || !strings.Contains(in.seen[2].Feedback, "node 7") {
 		t.Errorf("retries did not tell the operator: %+v", in.seen[2].Feedback)
@@ -100,6 +107,10 @@ func TestGivesUpAfterRetries(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "2 proposals rejected") || len(in.seen) != 2 {
 		t.Fatalf("%v after %d asks", err, len(in.seen))
 	}
+	var pe *search.ProposalError
+	if !errors.As(err, &pe) || pe.Tokens != 300 || len(pe.Rejected) != 2 {
+		t.Fatalf("the rejected asks' cost is lost: %#v", err)
+	}
 }
 
 func TestEachAskHasItsDeadline(t *testing.T) {
@@ -108,5 +119,69 @@ func TestEachAskHasItsDeadline(t *testing.T) {
 	_, err := Wrap(in).Propose(context.Background(), graphWith(base))
 	if err == nil || time.Since(t0) > 2*time.Second {
 		t.Fatalf("%v after %s", err, time.Since(t0))
+	}
+}
+
+// cStart is a C start kernel with a tunable, as the corpus writes them.
+const cStart = `import torch
+from kevolve import load_c
+
+TILE = 32
+TUNABLES = {"TILE": [16, 32, 64]}
+
+SRC = r'''
+void scale(const float* x, float* y, long n, int tile) {
+    for (long i = 0; i < n; i += tile)
+        for (long j = i; j < i + tile && j < n; ++j) y[j] = x[j] * 0.5f;
+}
+'''
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        load_c(SRC).scale(x, y, x.numel(), TILE)
+        return y
+`
+
+// TestNoveltyRule is issue 20's acceptance: near duplicates only of
+// passing kernels with the same literals; exact duplicates of any node.
+func TestNoveltyRule(t *testing.T) {
+	broken := strings.Replace(cStart, "y[j] = x[j] * 0.5f;", "y[j] = x[j] * 0.5f", 1)
+	cases := []struct {
+		name     string
+		node     string // node 7's code
+		verdict  string // node 7's verdict
+		proposal string
+		novel    bool
+	}{
+		{"fix of a failed start (one semicolon)", broken, search.VerdictCompileError, cStart, true},
+		{"the failed start again", broken, search.VerdictCompileError, broken, false},
+		{"the failed start reformatted", broken, search.VerdictCompileError, strings.ReplaceAll(broken, "\n\n", "\n\n\n# note\n"), false},
+		{"one tunable of a passing start", cStart, search.VerdictPass, strings.Replace(cStart, "TILE = 32", "TILE = 64", 1), true},
+		{"one constant in the C source", cStart, search.VerdictPass, strings.Replace(cStart, "0.5f", "0.25f", 1), true},
+		{"one string changed", cStart, search.VerdictPass, strings.Replace(cStart, `"TILE": [16`, `"TILE": [8`, 1), true},
+		{"passing start renamed", cStart, search.VerdictPass, strings.ReplaceAll(cStart, "tile)", "t)"), false},
+		{"passing start with comments", cStart, search.VerdictPass, strings.Replace(cStart, "TILE = 32", "TILE = 32  # tuned", 1), false},
+		{"a near copy of an incorrect kernel", cStart, search.VerdictIncorrect, strings.ReplaceAll(cStart, "tile)", "t)"), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := &scripted{answers: []string{tc.proposal}, deadline: time.Second}
+			// A short kernel: a rename changes 8% of its trigrams.
+			p, err := (&Op{Inner: in, Retries: -1, Threshold: 0.9}).Propose(context.Background(), graphOf(tc.node, tc.verdict))
+			if got := err == nil; got != tc.novel {
+				t.Fatalf("novel %v, want %v (err %v, similarity %.3f)", got, tc.novel, err, Similarity(tc.node, tc.proposal))
+			}
+			if tc.novel && p.Code != tc.proposal {
+				t.Errorf("proposal changed")
+			}
+		})
+	}
+}
+
+func TestLiterals(t *testing.T) {
+	got := strings.Join(Literals("x2 = 1.5e-3 + 0.0f  # 7\ns = 'a b' + \"c\"\n/* 9 */ y = f(x2, 256)\n"), " ")
+	if want := `1.5e-3 0.0f 'a b' "c" 256`; got != want {
+		t.Errorf("got %s, want %s", got, want)
 	}
 }

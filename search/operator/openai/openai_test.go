@@ -34,12 +34,14 @@ type endpoint struct {
 	mu       sync.Mutex
 	requests map[string]int
 	prompts  []string
+	served   int // total_tokens of every answer sent
 }
 
 func newEndpoint(t *testing.T) *endpoint {
 	e := &endpoint{requests: map[string]int{}}
 	reply := map[string]string{"file-model": read(t, "replies/file.md"), "diff-model": read(t, "replies/diff.md"),
-		"bad-model": read(t, "replies/malformed.md"), "baddiff-model": read(t, "replies/baddiff.md"), "busy-model": read(t, "replies/file.md")}
+		"bad-model": read(t, "replies/malformed.md"), "baddiff-model": read(t, "replies/baddiff.md"), "busy-model": read(t, "replies/file.md"),
+		"dup-model": read(t, "replies/file.md")}
 	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v1/chat/completions" || r.Method != http.MethodPost {
 			http.Error(w, "not found", http.StatusNotFound)
@@ -90,6 +92,9 @@ func newEndpoint(t *testing.T) *endpoint {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
+		e.mu.Lock()
+		e.served += 1200 + len(req.Model)
+		e.mu.Unlock()
 		json.NewEncoder(w).Encode(map[string]any{
 			"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": req.Model,
 			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",

@@ -1,0 +1,74 @@
+package worker
+
+// A job's deadline is the candidate's time, not the machine's load: on a
+// host with more runnable processes than cores, a child waits for a CPU
+// for much of its wall time (a 256x256 relu's evaluation took 56 s on a
+// 2-core machine at load 26, and `--timeout 10` turned it into a timeout).
+// The kernel counts that wait per thread (/proc/PID/schedstat, the second
+// field: time runnable but not running), so when the deadline fires the
+// job gets the wait its processes accumulated since the last extension,
+// up to ten times the deadline. A hang (sleeping, blocked, or spinning on an idle host)
+// waits for no CPU and is killed on time.
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// minExtension: less than this is not worth another timer round.
+const minExtension = 50 * time.Millisecond
+
+// loadAllowance tracks what a job's deadline was extended by.
+type loadAllowance struct {
+	base    time.Duration // the tree's wait when the job started (a kept child served earlier jobs)
+	granted time.Duration // extensions so far
+	limit   time.Duration // at most this in all
+}
+
+// start notes the child's wait so far, before this job.
+func (a *loadAllowance) start(pid int) { a.base = treeRunqueueWait(pid) }
+
+// extend returns how much longer the job may run: its process tree's
+// run-queue wait not yet granted, within the limit; 0 to kill it now.
+func (a *loadAllowance) extend(pid int) time.Duration {
+	if pid <= 0 || a.granted >= a.limit {
+		return 0
+	}
+	more := min(treeRunqueueWait(pid)-a.base-a.granted, a.limit-a.granted)
+	if more < minExtension {
+		return 0
+	}
+	a.granted += more
+	return more
+}
+
+// treeRunqueueWait sums the run-queue wait of the main threads of pid and
+// its live descendants (a compiler the child waits for counts too).
+func treeRunqueueWait(pid int) time.Duration {
+	var total time.Duration
+	for _, p := range treePIDs(pid) {
+		total += runqueueWait(p)
+	}
+	return total
+}
+
+// runqueueWait reads a process's main-thread run-queue wait; 0 when the
+// kernel has no schedstat (CONFIG_SCHED_INFO off) or the process is gone.
+func runqueueWait(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	ns, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return time.Duration(ns)
+}
