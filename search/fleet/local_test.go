@@ -315,8 +315,8 @@ func TestLocalFleetFaultTrials(t *testing.T) {
 		if j.State == JobDone && j.Lost == 0 {
 			continue // finished and reported before the fault took effect
 		}
-		if !requeued[id] || j.Claims < 2 {
-			t.Errorf("faulted job %s (%s): requeued %v, claims %d", id, f, requeued[id], j.Claims)
+		if msg := faultOutcome(f, requeued[id], j); msg != "" {
+			t.Errorf("faulted job %s (%s): %s", id, f, msg)
 		}
 	}
 	sort.Strings(ids)
@@ -330,6 +330,25 @@ func TestLocalFleetFaultTrials(t *testing.T) {
 	sameSet(t, got, referenceRun(t, py, budget, true))
 }
 
+// faultOutcome says what is wrong with a faulted job that lost its lease,
+// or "" when it was handled as designed. A lost lease is always requeued.
+// A killed worker never reports, so another worker must claim the job
+// again. A stopped worker resumes after its lease: if no other worker
+// claimed the requeued job in the meantime (all busy or stopped, as on a
+// loaded machine), Complete accepts its report as the last holder's, and
+// the job is done with one claim, by a worker, not by the coordinator.
+func faultOutcome(fault string, requeued bool, j *JobRecord) string {
+	switch {
+	case !requeued:
+		return fmt.Sprintf("lease lost %d times but never requeued (claims %d)", j.Lost, j.Claims)
+	case j.Claims >= 2:
+		return ""
+	case fault == "stop" && j.State == JobDone && j.DoneBy != "" && j.DoneBy != "coordinator":
+		return ""
+	}
+	return fmt.Sprintf("requeued but claimed %d times, %s by %q", j.Claims, j.State, j.DoneBy)
+}
+
 func dumpLogs(t *testing.T, dir string) {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
@@ -340,4 +359,54 @@ func dumpLogs(t *testing.T, dir string) {
 		t.Logf("--- %s\n%s", e.Name(), b)
 	}
 	_ = fmt.Sprint
+}
+
+// The race TestLocalFleetFaultTrials met under load, replayed on a real
+// queue with a hand-moved clock: a stopped worker's lease expires and the
+// job is requeued, but nobody claims it before the worker resumes and
+// reports; its report is the last holder's and is accepted. That record
+// (requeued, one claim, done by the worker) is correct for a stop and
+// wrong for a kill, whose worker can never report.
+func TestFaultOutcomeRequeuedThenHolderReports(t *testing.T) {
+	ctx := context.Background()
+	q := newTestQueue(t, nil)
+	c := fakeClock(q, 2*time.Second)
+	register(t, q, "a", Device{Index: 0, Target: "cpu"})
+	id, _ := q.Enqueue(ctx, testProblem, Kind{Target: "cpu"}, "ref", "code", 0, false)
+	ja, _ := q.Claim(ctx, "a", []int{0})
+	c.add(5 * time.Second) // SIGSTOPped past its lease
+	if n, _ := q.Reap(ctx); n != 1 {
+		t.Fatalf("reaped %d, want 1", n)
+	}
+	if r, _ := q.Complete(ctx, ResultRequest{WorkerID: "a", JobID: id, LeaseToken: ja[0].LeaseToken,
+		Result: &search.Result{Verdict: "pass"}}); !r.Accepted {
+		t.Fatalf("the last holder's report on an unclaimed requeued job was refused: %s", r.Why)
+	}
+	j, _ := q.Job(ctx, id)
+	log, _ := q.Log(ctx)
+	requeued := false
+	for _, e := range log {
+		requeued = requeued || (e.JobID == id && e.What == "requeued")
+	}
+	if j.State != JobDone || j.Claims != 1 || j.Lost != 1 || !requeued {
+		t.Fatalf("job %+v requeued %v; want done, one claim, one lost lease, requeued", j, requeued)
+	}
+	cases := []struct {
+		fault    string
+		requeued bool
+		rec      JobRecord
+		ok       bool
+	}{
+		{"stop", true, *j, true},
+		{"kill", true, *j, false},
+		{"stop", false, *j, false},
+		{"kill", true, JobRecord{State: JobDone, Claims: 2, Lost: 1, DoneBy: "b"}, true},
+		{"stop", true, JobRecord{State: JobDone, Claims: 1, Lost: 1, DoneBy: "coordinator"}, false},
+		{"stop", true, JobRecord{State: JobQueued, Claims: 1, Lost: 1}, false},
+	}
+	for i, c := range cases {
+		if got := faultOutcome(c.fault, c.requeued, &c.rec); (got == "") != c.ok {
+			t.Errorf("case %d (%s, requeued %v, %+v): %q, want ok=%v", i, c.fault, c.requeued, c.rec, got, c.ok)
+		}
+	}
 }
