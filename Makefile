@@ -18,8 +18,14 @@ NODE_PKG    := cmd/kevolve-mcp/testdata/node
 
 .PHONY: build run test deps venv mcp-clients vet bench bench-gpu-prep bench-run test-gpu test-gpu-run gpu-bins kb-sweep-prep kb-sweep-run kb-fastp-run clean
 
+# --version: the release (git describe), the commit and the build date.
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.1.0-dev)
+COMMIT      := $(shell git rev-parse HEAD 2>/dev/null)
+BUILD_DATE  := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS     := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildDate=$(BUILD_DATE)
+
 build:
-	$(GO) build -o $(BIN) ./cmd/kevolve-mcp
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kevolve-mcp
 
 # A CPU-only virtualenv with the GPU box's torch and triton versions. Made once
 # and reused: PyPI's torch wheel is several GB.

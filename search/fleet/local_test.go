@@ -166,7 +166,7 @@ func (in *injector) run(ctx context.Context, t *testing.T) {
 		}
 		// Mid-evaluation: a moment into the job.
 		time.Sleep(time.Duration(in.rng.Intn(100)) * time.Millisecond)
-		if j, err := in.q.Job(ctx, jobID); err != nil || j.State != JobClaimed || j.WorkerID != workerID {
+		if j, err := in.q.Job(ctx, jobID); err != nil || j.State != JobClaimed || j.WorkerID != workerID || !in.spareWorker(ctx, workerID) {
 			continue
 		}
 		fault := "kill"
@@ -205,6 +205,18 @@ func (in *injector) run(ctx context.Context, t *testing.T) {
 			}()
 		}
 	}
+}
+
+// spareWorker reports whether faulting the worker costs no job a second
+// lease. A fault hits every job the worker holds, not only the one picked:
+// a worker with two slots may also hold a requeued job in its second
+// attempt, and losing that one too makes it a crash by design (seen under
+// load, when the requeued job went back to the worker that had just
+// resumed from its SIGSTOP).
+func (in *injector) spareWorker(ctx context.Context, workerID string) bool {
+	var n int
+	err := in.q.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM fleet_jobs WHERE worker_id = ? AND state = 'claimed' AND lost > 0`, workerID).Scan(&n)
+	return err == nil && n == 0
 }
 
 // stopHold keeps a stopped worker past its lease (and the reaper's tick).
