@@ -7,8 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kevolve/kevolve-mcp/harness/kernelbench"
 	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
@@ -197,5 +199,50 @@ func TestVersionStamped(t *testing.T) {
 	}
 	if v := buildVersion(); !strings.HasPrefix(v, "0.1.0-dev (") {
 		t.Errorf("an unstamped build: %q", v)
+	}
+}
+
+// `evolve --operator claude|codex` without a login stops before anything
+// is evaluated, within the preflight's 10 s, with the command that fixes
+// it and the exact line that continues the run (which was recorded,
+// nothing evaluated); a resume may change the operator within its kind.
+func TestEvolveAgentPreflight(t *testing.T) {
+	fake, err := filepath.Abs("../../search/operator/cmdop/testdata/fakecli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	db := filepath.Join(dir, "k.db")
+	for _, c := range []struct{ op, fix string }{{"claude", "claude auth login"}, {"codex", "codex login"}} {
+		cmd := exec.Command(binary, "--db", db, "evolve", "--problem", "llm/rmsnorm", "--target", "cpu", "--operator", c.op, "--budget", "3")
+		cmd.Env = append(os.Environ(), "PATH="+fake+string(os.PathListSeparator)+os.Getenv("PATH"), "FAKE_LOGGED_IN=0", "KEVOLVE_NODE_DIR=")
+		t0 := time.Now()
+		out, err := cmd.CombinedOutput()
+		took := time.Since(t0)
+		if err == nil || took > 20*time.Second {
+			t.Fatalf("%s logged out: err %v after %s\n%s", c.op, err, took, out)
+		}
+		m := regexp.MustCompile(`kevolve-mcp evolve --resume (r-\S+) --operator ` + c.op).FindStringSubmatch(string(out))
+		if !strings.Contains(string(out), "fix: "+c.fix) || m == nil {
+			t.Fatalf("%s: no fix or resume line:\n%s", c.op, out)
+		}
+		if strings.Contains(string(out), "calibrat") {
+			t.Errorf("%s: calibrated before the preflight:\n%s", c.op, out)
+		}
+		// The recorded run: paused, its start kernel not evaluated.
+		rc, js, _ := exitCode(t, "--db", db, "evolve", "show", m[1], "--json")
+		var shown struct {
+			Nodes []struct {
+				State string `json:"state"`
+			} `json:"nodes"`
+		}
+		if rc != 0 || json.Unmarshal([]byte(js), &shown) != nil || len(shown.Nodes) != 1 || shown.Nodes[0].State == "done" {
+			t.Errorf("%s: the recorded run: exit %d %s", c.op, rc, js)
+		}
+		// Another kind of operator is refused on resume.
+		rc, _, errOut := exitCode(t, "--db", db, "evolve", "--resume", m[1], "--operator", "tuner")
+		if rc == 0 || !strings.Contains(errOut, "resume it with --operator "+c.op) {
+			t.Errorf("%s: resume with the tuner: exit %d %s", c.op, rc, errOut)
+		}
 	}
 }

@@ -128,10 +128,12 @@ func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.W
 		return err
 	}
 	if eo.suite.spec != "" {
+		if err := operator.Preflight(ctx, eo.operator); err != nil {
+			return err
+		}
 		return evolveSuite(ctx, c, a, eo, st, fs, stdout, stderr)
 	}
-	ev, err := a.evaluator()
-	if err != nil {
+	if err := preflight(ctx, a, st, op, eo, stderr); err != nil {
 		return err
 	}
 	var run *search.Run
@@ -142,8 +144,8 @@ func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.W
 		if run, err = st.Run(ctx, eo.resume); err != nil {
 			return err
 		}
-		if run.Operator != op.Name() {
-			return fmt.Errorf("run %s used operator %s: resume it with --operator %s", run.ID, run.Operator, run.Operator)
+		if err := switchOperator(ctx, st, run, eo.operator, stderr); err != nil {
+			return err
 		}
 		// A built-in problem's reference lives in the materialized corpus,
 		// which a cache cleanup may have removed since the run started.
@@ -180,6 +182,10 @@ func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.W
 		if spec.Target == "cpu" {
 			o.Devices = []string{rep.CPU.Model}
 		}
+	}
+	ev, err := a.evaluator()
+	if err != nil {
+		return err
 	}
 	adapter := &harnesseval.Adapter{Ev: ev, Timeout: eo.evalTO}
 	if c, err := ceilingsFor(ctx, a, eo.calibrate, stderr); err == nil {

@@ -137,6 +137,8 @@ type injector struct {
 	rng     *rand.Rand
 	mu      sync.Mutex
 	faulted map[string]string // job id -> fault
+	// lastFault is when the last fault was injected (see faultSpacing).
+	lastFault time.Time
 	stopped map[int]bool      // pids stopped now
 	wg      sync.WaitGroup
 }
@@ -169,6 +171,10 @@ func (in *injector) run(ctx context.Context, t *testing.T) {
 		if j, err := in.q.Job(ctx, jobID); err != nil || j.State != JobClaimed || j.WorkerID != workerID || !in.spareWorker(ctx, workerID) {
 			continue
 		}
+		if time.Since(in.lastFault) < faultSpacing {
+			continue
+		}
+		in.lastFault = time.Now()
 		fault := "kill"
 		in.mu.Lock()
 		if in.stops > 0 && len(in.stopped) < maxStopped && (in.kills == 0 || in.rng.Intn(2) == 0) {
@@ -206,6 +212,15 @@ func (in *injector) run(ctx context.Context, t *testing.T) {
 		}
 	}
 }
+
+// faultSpacing separates faults so that no job loses two leases, which
+// is a crash by design. A fault's jobs are requeued only once their lease
+// expires and the reaper runs (testLease + its tick, lease/4), and a
+// frozen worker's open long poll can still be handed a job for 0.75 lease
+// after it was last heard from: a second fault within that time can catch
+// the first fault's requeued job on the worker it freezes (seen under
+// load: three jobs crashed that way in one run).
+const faultSpacing = testLease + testLease/4 + testLease*3/4 + 500*time.Millisecond
 
 // spareWorker reports whether faulting the worker costs no job a second
 // lease. A fault hits every job the worker holds, not only the one picked:
