@@ -34,7 +34,8 @@ VENV_STAMP  := $(VENV)/.pins-$(shell echo '$(PY_PINS)' | md5sum | cut -c1-10)
 venv: $(VENV_STAMP)
 $(VENV_STAMP):
 	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install -q $(PY_PINS)
+	@echo "venv: downloading torch, triton and nvcc (about 5 GB, once) into $(VENV)"
+	$(VENV)/bin/pip install --progress-bar on $(PY_PINS)
 	touch $@
 
 # Independent MCP clients for the end-to-end tests: the official TypeScript
