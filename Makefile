@@ -16,7 +16,7 @@ PY_PINS     := torch==2.11.0 triton==3.6.0 numpy==2.3.5 pyyaml \
 NODE_DIR    ?= $(HOME)/.cache/kevolve/node
 NODE_PKG    := cmd/kevolve-mcp/testdata/node
 
-.PHONY: build run test deps venv mcp-clients vet bench bench-gpu-prep bench-run test-gpu test-gpu-run gpu-bins kb-sweep-prep kb-sweep-run kb-fastp-run clean
+.PHONY: build dist image image-cuda run test deps venv mcp-clients vet bench bench-gpu-prep bench-run test-gpu test-gpu-run gpu-bins kb-sweep-prep kb-sweep-run kb-fastp-run clean
 
 # --version: the release (git describe), the commit and the build date.
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.1.0-dev)
@@ -26,6 +26,36 @@ LDFLAGS     := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.build
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kevolve-mcp
+
+# Release archives: dist/kevolve-mcp-VERSION-linux-ARCH.tar.gz (the binary,
+# README) and dist/SHA256SUMS. SQLite is cgo, so an architecture other
+# than this host's needs its C cross compiler (aarch64-linux-gnu-gcc,
+# x86_64-linux-gnu-gcc); one that is missing is skipped with a note.
+DIST_ARCHES ?= amd64 arm64
+DIST_DIR    ?= dist
+HOST_ARCH   := $(shell $(GO) env GOARCH)
+dist:
+	@rm -rf $(DIST_DIR) && mkdir -p $(DIST_DIR); built=0; \
+	for arch in $(DIST_ARCHES); do \
+	  cc=; if [ $$arch != $(HOST_ARCH) ]; then \
+	    cc=$$( [ $$arch = arm64 ] && echo aarch64-linux-gnu-gcc || echo x86_64-linux-gnu-gcc ); \
+	    command -v $$cc >/dev/null || { echo "dist: skipping linux/$$arch: no $$cc (apt-get install gcc-$${cc%-gcc})"; continue; }; fi; \
+	  name=kevolve-mcp-$(VERSION)-linux-$$arch; mkdir -p $(DIST_DIR)/$$name; \
+	  GOOS=linux GOARCH=$$arch CGO_ENABLED=1 $${cc:+CC=$$cc} $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' \
+	    -o $(DIST_DIR)/$$name/kevolve-mcp ./cmd/kevolve-mcp || exit 1; \
+	  cp README.md $(DIST_DIR)/$$name/; tar -C $(DIST_DIR) -czf $(DIST_DIR)/$$name.tar.gz $$name; rm -rf $(DIST_DIR)/$$name; built=$$((built+1)); \
+	done; [ $$built -gt 0 ] || { echo "dist: nothing built"; exit 1; }; \
+	cd $(DIST_DIR) && sha256sum *.tar.gz > SHA256SUMS && cat SHA256SUMS
+
+# The container image the Kubernetes manifest names (search/fleet.DefaultImage).
+IMAGE ?= ghcr.io/kevolve/kevolve-mcp
+image:
+	docker build -f cmd/kevolve-mcp/Dockerfile --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) \
+	  --build-arg BUILD_DATE=$(BUILD_DATE) -t $(IMAGE):$(VERSION)-cpu -t $(IMAGE):cpu .
+image-cuda:
+	docker build -f cmd/kevolve-mcp/Dockerfile --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) \
+	  --build-arg BUILD_DATE=$(BUILD_DATE) --build-arg BASE=nvidia/cuda:13.0.2-runtime-ubuntu24.04 \
+	  --build-arg TORCH_INDEX=https://download.pytorch.org/whl/cu130 -t $(IMAGE):$(VERSION) -t $(IMAGE):latest .
 
 # A CPU-only virtualenv with the GPU box's torch and triton versions. Made once
 # and reused: PyPI's torch wheel is several GB.
@@ -154,4 +184,4 @@ kb-fastp-run:
 	  --jsonl $$out/kb-fastp.jsonl --summary $$out/kb-fastp-summary.json 2> $$out/kb-fastp.log | tee $$out/kb-fastp.txt
 
 clean:
-	rm -rf bin $(GPU_BIN)
+	rm -rf bin dist $(GPU_BIN)
