@@ -246,3 +246,29 @@ func TestEvolveAgentPreflight(t *testing.T) {
 		}
 	}
 }
+
+// On a CPU, `sol` bounds the shape set an evaluation runs (small) by
+// default, as `sol --candidate` does after evaluating; `calibrate` says how
+// long it took.
+func TestSolDefaultShapesOnCPU(t *testing.T) {
+	py := toolchaintest.Python(t)
+	db := filepath.Join(t.TempDir(), "k.db")
+	rc, out, errOut := exitCode(t, "--python", py, "--db", db, "calibrate", "--quick", "--device", "cpu")
+	if rc != 0 || !regexp.MustCompile(`measured in \d+\.\d s`).MatchString(out) || strings.Contains(errOut, "about a minute") {
+		t.Fatalf("calibrate: exit %d\n%s\n%s", rc, out, errOut)
+	}
+	flops := func(args ...string) float64 {
+		rc, out, errOut := exitCode(t, append([]string{"--python", py, "--db", db, "sol", "--ref", "llm/rmsnorm", "--json"}, args...)...)
+		var r struct {
+			FLOPs float64 `json:"flops"`
+		}
+		if rc != 0 || json.Unmarshal([]byte(out), &r) != nil || r.FLOPs <= 0 {
+			t.Fatalf("sol %v: exit %d\n%s\n%s", args, rc, out, errOut)
+		}
+		return r.FLOPs
+	}
+	def, small, large := flops(), flops("--shapes", "small"), flops("--shapes", "large")
+	if def != small || small == large {
+		t.Errorf("FLOPs: default %g, small %g, large %g: the default must be the small set on a CPU", def, small, large)
+	}
+}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-
 )
 
 // globalFlags are the root's flags. The server's own (stdio, http, token,
