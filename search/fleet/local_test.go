@@ -139,8 +139,8 @@ type injector struct {
 	faulted map[string]string // job id -> fault
 	// lastFault is when the last fault was injected (see faultSpacing).
 	lastFault time.Time
-	stopped map[int]bool      // pids stopped now
-	wg      sync.WaitGroup
+	stopped   map[int]bool // pids stopped now
+	wg        sync.WaitGroup
 }
 
 // left is how many faults are still to be injected.

@@ -117,7 +117,7 @@ func TestReportLayoutInChromium(t *testing.T) {
 		t.Errorf("tree labels outside the tree: %v", got.Clipped)
 	}
 	evals := len(nodes) - failed
-	if !regexp.MustCompile(`evaluations\s*`+itoa(evals)+` / 3\s*`+itoa(len(nodes))+` nodes, 2 failed proposals`).MatchString(got.Evals) {
+	if !regexp.MustCompile(`evaluations\s*` + itoa(evals) + ` / 3\s*` + itoa(len(nodes)) + ` nodes, 2 failed proposals`).MatchString(got.Evals) {
 		t.Errorf("evaluations card %q: want %d evaluations and the 2 failed proposals named", got.Evals, evals)
 	}
 }
