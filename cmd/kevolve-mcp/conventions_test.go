@@ -272,3 +272,17 @@ func TestSolDefaultShapesOnCPU(t *testing.T) {
 		t.Errorf("FLOPs: default %g, small %g, large %g: the default must be the small set on a CPU", def, small, large)
 	}
 }
+
+// `profile` on a CPU announces a CPU profile, not Nsight Compute.
+func TestProfilingNote(t *testing.T) {
+	cases := []struct {
+		backend string
+		gpu     bool
+		nsight  bool
+	}{{"auto", false, false}, {"", false, false}, {"cpu", true, false}, {"auto", true, true}, {"ncu", false, true}}
+	for _, c := range cases {
+		if got := profilingNote(c.backend, c.gpu); strings.Contains(got, "Nsight") != c.nsight {
+			t.Errorf("backend %q, gpu %v: %q", c.backend, c.gpu, got)
+		}
+	}
+}
