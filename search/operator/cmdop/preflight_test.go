@@ -155,3 +155,33 @@ func TestClaudePresetConfined(t *testing.T) {
 		t.Fatalf("a proposal that wrote %s: %v; want it refused", escape, err)
 	}
 }
+
+// The codex preset runs in the proposal's folder without /tmp, and a
+// proposal that wrote outside it anyway is refused too.
+func TestCodexPresetConfined(t *testing.T) {
+	fakeCLIs(t)
+	p, start := rmsnorm(t)
+	c := rootContext(p, start)
+	watch := t.TempDir()
+	o, err := New("codex", Config{Deadline: time.Minute, WorkRoot: t.TempDir(), Server: []string{"/bin/false"}, Watch: []string{watch}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := filepath.Join(t.TempDir(), "args")
+	t.Setenv("FAKE_ARGS", args)
+	if prop, _, err := propose(o, c); err != nil || !strings.Contains(prop.Code, "tuned by the fake agent") {
+		t.Fatalf("a confined proposal: %v", err)
+	}
+	b, _ := os.ReadFile(args)
+	for _, want := range []string{"workspace-write", "sandbox_workspace_write.exclude_slash_tmp=true", "sandbox_workspace_write.exclude_tmpdir_env_var=true"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("codex command line lacks %q:\n%s", want, b)
+		}
+	}
+	escape := filepath.Join(watch, "sub", "escaped.txt")
+	os.MkdirAll(filepath.Dir(escape), 0o755)
+	t.Setenv("FAKE_ESCAPE", escape)
+	if _, _, err := propose(o, c); err == nil || !strings.Contains(err.Error(), "wrote outside its folder") {
+		t.Fatalf("a proposal that wrote %s: %v; want it refused", escape, err)
+	}
+}
