@@ -10,6 +10,22 @@ import (
 // WriteTable prints an evaluation as `kevolve-mcp eval` shows it: the
 // verdict first, then every check, the timings and what to read next.
 func WriteTable(w io.Writer, r *EvalResult) error {
+	return WriteTableOpts(w, r, TableOptions{})
+}
+
+// TableOptions change how WriteTableOpts prints a result.
+type TableOptions struct {
+	// Full prints check details, notes, warnings and the log whole (a
+	// traceback, an out-of-memory message) instead of one shortened line.
+	Full bool
+}
+
+// WriteTableOpts is WriteTable with options.
+func WriteTableOpts(w io.Writer, r *EvalResult, o TableOptions) error {
+	oneLine := oneLine
+	if o.Full {
+		oneLine = func(s string, _ int) string { return indentRest(s, "        ") }
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	p := func(format string, a ...any) { fmt.Fprintf(tw, format+"\n", a...) }
 	verdict := strings.ToUpper(r.Verdict)
@@ -79,7 +95,7 @@ func WriteTable(w io.Writer, r *EvalResult) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if r.Verdict != VerdictPass && strings.TrimSpace(r.Log) != "" {
+	if (r.Verdict != VerdictPass || o.Full) && strings.TrimSpace(r.Log) != "" {
 		fmt.Fprintf(w, "\nlog (trimmed):\n%s\n", indent(r.Log, "  "))
 	}
 	return nil
@@ -110,6 +126,17 @@ func oneLine(s string, max int) string {
 		return s[:max-3] + "..."
 	}
 	return s
+}
+
+// indentRest keeps s's lines, indenting all but the first (which follows a
+// table column), so a multi-line detail stays readable under its row.
+func indentRest(s, pre string) string {
+	s = strings.TrimRight(s, "\n")
+	first, rest, ok := strings.Cut(s, "\n")
+	if !ok {
+		return s
+	}
+	return first + "\n" + indent(rest, pre)
 }
 
 func indent(s, pre string) string {

@@ -165,6 +165,9 @@ func TestOpenWithHTTPEmbedder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !ix.RemoteEmbedder() {
+		t.Error("an index embedded by an Ollama server says its embedder is local")
+	}
 	indexed := texts
 	if indexed < ix.Stats().Passages {
 		t.Fatalf("server embedded %d texts for %d passages", indexed, ix.Stats().Passages)

@@ -230,6 +230,14 @@ func toDocument(source, kind string, d knowledge.Doc) Document {
 // Stats returns what the last Open did.
 func (ix *Index) Stats() BuildStats { return ix.stats }
 
+// RemoteEmbedder reports whether queries are embedded by a service over the
+// network (Ollama, an OpenAI-compatible endpoint) rather than in process:
+// search_knowledge's openWorldHint says so to clients.
+func (ix *Index) RemoteEmbedder() bool {
+	_, local := ix.emb.(*HashEmbedder)
+	return ix.emb != nil && !local
+}
+
 // sync brings the stored tables in line with docs: unchanged hashes are
 // skipped, changed documents re-indexed, vanished ones deleted. A different
 // embedder than the one that built the index re-embeds everything.

@@ -42,7 +42,7 @@ func CompileKernel(compileFn func(context.Context, compile.Request) (*compile.Re
 		roots = compile.DefaultRoots()
 	}
 	tool := mcp.NewTool("compile_kernel",
-		mcp.WithDescription("Compile one bare kernel source without running it and report what decides its speed before you time it: "+
+		mcp.WithDescription("Compile one bare kernel source without timing or checking it (a Triton source is imported, so its module-level code runs) and report what decides its speed before you time it: "+
 			"errors and warnings with file:line:col (kernel.cu / kernel.c / kernel.py), per kernel registers, static and dynamic shared memory, stack frame and spill bytes, "+
 			"and for CUDA and Triton a SASS instruction-mix summary: instruction classes and top opcodes, whether tensor-core (HMMA/HGMMA/IMMA), 16-byte vector (LDG.E.128/STS.128) "+
 			"and async-copy (LDGSTS/TMA) instructions are present, and local-memory LDL/STL counts. For C: which loops gcc vectorized. "+
@@ -53,8 +53,11 @@ func CompileKernel(compileFn func(context.Context, compile.Request) (*compile.Re
 		mcp.WithInputSchema[CompileKernelInput](),
 		mcp.WithOutputSchema[compile.Result](),
 		mcp.WithTitleAnnotation("Compile a kernel and summarize its SASS or AMDGCN"),
-		// It writes only into its own content-addressed cache.
-		mcp.WithReadOnlyHintAnnotation(true),
+		// Not read-only: a Triton source is imported, so its module-level
+		// code runs in a Python subprocess, and every compile writes
+		// the content-addressed cache. Like run_kernel, a client may
+		// ask before calling it (Codex does for tools not marked read-only).
+		mcp.WithReadOnlyHintAnnotation(false),
 		mcp.WithDestructiveHintAnnotation(false),
 		mcp.WithIdempotentHintAnnotation(true),
 		mcp.WithOpenWorldHintAnnotation(false),

@@ -41,8 +41,9 @@ func SearchKnowledge(ix *retrieval.Index) server.ServerTool {
 		mcp.WithReadOnlyHintAnnotation(true),
 		mcp.WithDestructiveHintAnnotation(false),
 		mcp.WithIdempotentHintAnnotation(true),
-		// The documents are a closed, local set.
-		mcp.WithOpenWorldHintAnnotation(false),
+		// The documents are a closed, local set; a remote embedder (Ollama,
+		// an OpenAI-compatible endpoint) sends each query over the network.
+		mcp.WithOpenWorldHintAnnotation(ix != nil && ix.RemoteEmbedder()),
 	)
 	handler := func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if ix == nil {

@@ -12,17 +12,22 @@ func init() { register(newCalibrateCmd) }
 
 func newCalibrateCmd(c *cli) *cobra.Command {
 	var (
-		quick  bool
-		dev    string
-		gpu    string
-		asJSON bool
+		quick   bool
+		replace bool
+		dev     string
+		gpu     string
+		asJSON  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "calibrate [--quick] [--device auto|cuda|cpu] [--gpu N|UUID|all]",
 		Short: "Measure this device's copy bandwidth and GEMM rates",
 		Long: `Measure the copy bandwidth and the GEMM rates per dtype of this device, and
 store them in the database (--db) by device UUID: speed-of-light bounds then
-use what this device achieves instead of its data sheet.`,
+use what this device achieves instead of its data sheet. Each rate is the best
+of several timed calls, and the database keeps the best figure ever measured
+per metric (a run on a loaded machine does not lower it); --replace stores
+this run's figures instead. It takes seconds on a CPU (--quick: about a
+second) and up to a minute on a GPU; the time taken is printed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			stdout := cmd.OutOrStdout()
@@ -71,8 +76,8 @@ use what this device achieves instead of its data sheet.`,
 			}
 			var all []sol.Calibration
 			for _, env := range envs {
-				fmt.Fprintln(cmd.ErrOrStderr(), "measuring copy bandwidth and GEMM rates (about a minute)...")
-				m, err := sol.CalibrateAndStore(ctx, a.db, sol.CalibrateOptions{Python: a.python, Device: dev, Quick: quick, Env: env})
+				fmt.Fprintln(cmd.ErrOrStderr(), "measuring copy bandwidth and GEMM rates...")
+				m, err := sol.CalibrateAndStore(ctx, a.db, sol.CalibrateOptions{Python: a.python, Device: dev, Quick: quick, Env: env, Replace: replace})
 				if err != nil {
 					return err
 				}
@@ -85,13 +90,16 @@ use what this device achieves instead of its data sheet.`,
 				return printJSON(stdout, all)
 			}
 			for _, m := range all {
-				fmt.Fprintf(stdout, "%s (%s), stored in %s\n", m.DeviceName, m.DeviceUUID, c.g.db)
+				fmt.Fprintf(stdout, "%s (%s), measured in %.1f s, stored in %s\n", m.DeviceName, m.DeviceUUID, m.DurationS, c.g.db)
 				for _, k := range sortedKeys(m.Metrics) {
 					unit := "FLOP/s"
 					if k == "mem_bandwidth" {
 						unit = "B/s"
 					}
 					fmt.Fprintf(stdout, "  %-14s %10.3g %s\n", k, m.Metrics[k], unit)
+				}
+				for _, n := range m.Notes {
+					fmt.Fprintf(stdout, "  note: %s\n", n)
 				}
 			}
 			return nil
@@ -100,6 +108,7 @@ use what this device achieves instead of its data sheet.`,
 	f := cmd.Flags()
 	f.BoolVar(&quick, "quick", false, "small sizes (seconds; figures are lower bounds)")
 	f.StringVar(&dev, "device", "auto", "auto, cuda or cpu")
+	f.BoolVar(&replace, "replace", false, "store this run's figures over earlier ones (default: keep the best of each)")
 	f.StringVar(&gpu, "gpu", "", "which GPU to measure (an index or UUID, pinned by a lease), or all: each GPU in turn, stored by its UUID")
 	f.BoolVar(&asJSON, "json", false, "print the measurements as JSON")
 	_ = cmd.RegisterFlagCompletionFunc("device", fixedCompletion("auto", "cuda", "cpu"))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -10,6 +11,7 @@ import (
 	"github.com/kevolve/kevolve-mcp/harness/sandbox"
 	"github.com/kevolve/kevolve-mcp/harness/toolchain"
 	"github.com/kevolve/kevolve-mcp/harness/worker"
+	"github.com/kevolve/kevolve-mcp/retrieval"
 )
 
 func init() { register(newDoctorCmd) }
@@ -28,6 +30,9 @@ throwaway process), and what the host loses without each missing one. A
 machine without a GPU is a supported configuration: doctor exits 0 there.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := fts5Check(); err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "WARNING: %v\n", err)
+			}
 			r := device.Discover(context.Background(), device.Options{Python: c.g.python})
 			layers := sandboxLayers(cmd.Context(), c.g.python)
 			if asJSON {
@@ -61,4 +66,15 @@ func sandboxLayers(ctx context.Context, python string) []sandbox.Layer {
 		rep = sandbox.Report{Missing: map[string]string{"all": err.Error()}}
 	}
 	return rep.Merge()
+}
+
+// fts5Check probes an in-memory database: the binary's SQLite either has
+// FTS5 (built with the sqlite_fts5 tag) or the knowledge base is off.
+func fts5Check() error {
+	db, err := sql.Open("sqlite3", ":memory:")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return retrieval.FTS5Available(context.Background(), db)
 }

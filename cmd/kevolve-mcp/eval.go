@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/kevolve/kevolve-mcp/harness"
@@ -17,13 +19,19 @@ const kernelPolicyUsage = "reference_ops policy: default (library calls beside t
 
 func newEvalCmd(c *cli) *cobra.Command {
 	var in tools.RunKernelInput
-	var asJSON bool
+	var asJSON, verbose bool
 	cmd := &cobra.Command{
 		Use:   "eval --ref FILE|PROBLEM --candidate FILE",
 		Short: "Check and time one candidate against a reference",
 		Long: `Check one candidate (a Python file defining ModelNew) against a reference
 (a KernelBench-format file or a bundled problem name) on fresh random inputs,
-then time both. The verdict, timings and speedups are what run_kernel returns.`,
+then time both. The verdict, timings and speedups are what run_kernel returns.
+
+Exit status: 0 when the verdict is pass, 1 for any other verdict (incorrect,
+compile_error, runtime_error, timeout, crash, integrity_violation,
+reference_error), 2 when the evaluation could not run at all. The table
+shortens long check details and logs to one line; --verbose prints them whole
+(tracebacks, out-of-memory messages).`,
 		Example: `  kevolve-mcp eval --ref llm/rmsnorm --candidate my_kernel.py
   kevolve-mcp eval --ref my_ref.py --candidate my_kernel.py --target cpu --json`,
 		Args: cobra.NoArgs,
@@ -34,12 +42,17 @@ then time both. The verdict, timings and speedups are what run_kernel returns.`,
 			defer cancel()
 			res, err := a.evaluate(ctx, in, stageProgress(cmd.ErrOrStderr()))
 			if err != nil {
-				return err
+				return &exitStatus{2, err}
 			}
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), res)
+				err = printJSON(cmd.OutOrStdout(), res)
+			} else {
+				err = harness.WriteTableOpts(cmd.OutOrStdout(), &res, harness.TableOptions{Full: verbose})
 			}
-			return harness.WriteTable(cmd.OutOrStdout(), &res)
+			if err != nil {
+				return err
+			}
+			return verdictStatus(res.Verdict, res.Stage)
 		},
 	}
 	f := cmd.Flags()
@@ -55,10 +68,23 @@ then time both. The verdict, timings and speedups are what run_kernel returns.`,
 	f.StringVar(&in.Shapes, "shapes", "", "shape set of a corpus problem: large or small")
 	f.StringVar(&in.KernelPolicy, "kernel-policy", "default", kernelPolicyUsage)
 	f.BoolVar(&asJSON, "json", false, "print the structured result the run_kernel tool returns")
+	f.BoolVarP(&verbose, "verbose", "v", false, "print every check detail, note and the log whole, not shortened to a line")
 	_ = cmd.RegisterFlagCompletionFunc("ref", completeReference)
 	_ = cmd.MarkFlagFilename("candidate", "py")
 	_ = cmd.RegisterFlagCompletionFunc("target", fixedCompletion("auto", "cpu", "nvidia", "amd"))
 	_ = cmd.RegisterFlagCompletionFunc("shapes", fixedCompletion("large", "small"))
 	_ = cmd.RegisterFlagCompletionFunc("kernel-policy", fixedCompletion(harness.KernelPolicyDefault, harness.KernelPolicyStrict))
 	return cmd
+}
+
+// verdictStatus is eval's exit: nil for a pass, status 1 naming the verdict
+// otherwise, so a script can test `kevolve-mcp eval ... && deploy`.
+func verdictStatus(verdict, stage string) error {
+	if verdict == harness.VerdictPass {
+		return nil
+	}
+	if stage != "" {
+		verdict += " at " + stage
+	}
+	return &exitStatus{1, fmt.Errorf("verdict %s", verdict)}
 }

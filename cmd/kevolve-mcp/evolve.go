@@ -95,7 +95,7 @@ is a checkpoint: a killed run continues with --resume RUN.
 	f.Int64Var(&o.Seed, "seed", 0, "random seed (default: from the clock)")
 	f.DurationVar(&eo.evalTO, "eval-timeout", 0, "limit per evaluation (default: the harness's 180 s)")
 	f.StringVar(&eo.kernelPolicy, "kernel-policy", "default", kernelPolicyUsage)
-	f.StringVar(&eo.resume, "resume", "", "continue `RUN` (a paused or killed run; with --budget, extend a finished one)")
+	f.StringVar(&eo.resume, "resume", "", "continue `RUN` (a paused or killed run; with --budget, extend a finished one); an id, a unique prefix or the short id the progress line prints")
 	f.BoolVar(&eo.asJSON, "json", false, "end with the run summary as JSON on stdout")
 	f.BoolVar(&eo.calibrate, "calibrate", true, "on a CPU never calibrated, measure it once (quick) so % of SOL can be shown")
 	f.StringVar(&eo.reportDir, "report-dir", "", "where reports go (default: runs/RUN beside the database)")
@@ -107,6 +107,7 @@ is a checkpoint: a killed run continues with --resume RUN.
 	_ = cmd.RegisterFlagCompletionFunc("policy", fixedCompletion(policy.Names...))
 	_ = cmd.RegisterFlagCompletionFunc("operator", fixedCompletion("tuner", "claude", "codex", "cmd:", "openai:"))
 	_ = cmd.RegisterFlagCompletionFunc("baseline", fixedCompletion("eager", "compile"))
+	_ = cmd.RegisterFlagCompletionFunc("resume", completeRunID(c))
 	_ = cmd.MarkFlagFilename("start", "py")
 	cmd.AddCommand(newEvolveListCmd(c), newEvolveInspectCmd(c, "show"), newEvolveInspectCmd(c, "best"), newEvolveInspectCmd(c, "report"),
 		newEvolveExportCmd(c))
@@ -135,7 +136,13 @@ func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.W
 		return err
 	}
 	if eo.suite.spec != "" {
+		if err := operator.Preflight(ctx, eo.operator); err != nil {
+			return err
+		}
 		return evolveSuite(ctx, c, a, eo, st, fs, stdout, stderr)
+	}
+	if err := preflight(ctx, a, st, op, eo, stderr); err != nil {
+		return err
 	}
 	ev, err := a.evaluator()
 	if err != nil {
@@ -143,11 +150,14 @@ func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.W
 	}
 	var run *search.Run
 	if eo.resume != "" {
+		if eo.resume, err = st.ResolveRunID(ctx, eo.resume); err != nil {
+			return err
+		}
 		if run, err = st.Run(ctx, eo.resume); err != nil {
 			return err
 		}
-		if run.Operator != op.Name() {
-			return fmt.Errorf("run %s used operator %s: resume it with --operator %s", run.ID, run.Operator, run.Operator)
+		if err := switchOperator(ctx, st, run, eo.operator, stderr); err != nil {
+			return err
 		}
 		// A built-in problem's reference lives in the materialized corpus,
 		// which a cache cleanup may have removed since the run started.
@@ -353,6 +363,13 @@ func openSearchStore(c *cli) (*store.SQLite, func(), error) {
 	return st, a.close, nil
 }
 
+// showJSON is `evolve show --json`: the summary and every node (code,
+// result, notes), as the table shows them.
+type showJSON struct {
+	search.Summary
+	Nodes []*search.Node `json:"nodes"`
+}
+
 var inspectShort = map[string]string{
 	"show":   "A run's summary and every node",
 	"best":   "The best kernel's code (--json: the whole node)",
@@ -366,7 +383,12 @@ func newEvolveInspectCmd(c *cli, verb string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   verb + " RUN",
 		Short: inspectShort[verb],
-		Args:  cobra.ExactArgs(1),
+		Long: inspectShort[verb] + `.
+
+RUN is a run's id, a unique prefix of it, or its last characters as the
+progress line prints them (f7c4ce); shell completion lists the runs.`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeRunID(c),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, done, err := openSearchStore(c)
 			if err != nil {
@@ -384,7 +406,11 @@ func newEvolveInspectCmd(c *cli, verb string) *cobra.Command {
 	return cmd
 }
 
-func evolveInspect(ctx context.Context, c *cli, st *store.SQLite, verb, id string, asJSON bool, dir string, stdout io.Writer) error {
+func evolveInspect(ctx context.Context, c *cli, st *store.SQLite, verb, ref string, asJSON bool, dir string, stdout io.Writer) error {
+	id, err := st.ResolveRunID(ctx, ref)
+	if err != nil {
+		return err
+	}
 	run, err := st.Run(ctx, id)
 	if err != nil {
 		return err
@@ -396,7 +422,7 @@ func evolveInspect(ctx context.Context, c *cli, st *store.SQLite, verb, id strin
 	switch verb {
 	case "show":
 		if asJSON {
-			return printJSON(stdout, search.Summarize(run, nodes))
+			return printJSON(stdout, showJSON{search.Summarize(run, nodes), nodes})
 		}
 		if err := engine.WriteSummary(stdout, search.Summarize(run, nodes)); err != nil {
 			return err

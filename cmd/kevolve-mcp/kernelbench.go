@@ -54,7 +54,13 @@ candidate: every one must come back integrity_violation.
 
 Results go to --jsonl and to the database's kernelbench_results table; the same command
 run again skips pairs already judged by the same harness version (--rerun: evaluate
-them again). Here --kb is the KernelBench checkout, not a knowledge folder.`,
+them again). Here --kb is the KernelBench checkout, not a knowledge folder.
+
+Exit status: 0 when every pair was judged, whatever the verdicts (incorrect
+kernels are results, not failures); 1 when the harness could not judge a pair
+(a tool error) or the sweep stopped; with --reference-as-candidate, also 1
+when any judged pair was not caught (a verdict other than integrity_violation).
+Tool errors are shortened to a line; --verbose prints them whole.`,
 		Example: `  kevolve-mcp kernelbench run --kb ~/KernelBench --level 1,2 --candidates my_kernels/
   kevolve-mcp kernelbench run --kb ~/KernelBench --level 1 --candidates 'out/level*/*/fast_cuda.py' --json
   kevolve-mcp kernelbench run --kb ~/KernelBench --level 1,2,3 --reference-as-candidate`,
@@ -126,13 +132,17 @@ them again). Here --kb is the KernelBench checkout, not a knowledge folder.`,
 					return err
 				}
 			} else {
-				sum.WriteText(cmd.OutOrStdout())
+				sum.WriteTextFull(cmd.OutOrStdout(), opt.Verbose)
 			}
 			if runErr != nil {
 				return runErr
 			}
 			if n := len(sum.ToolErrors); n > 0 {
 				return fmt.Errorf("kernelbench run: %d tool error(s): the harness could not judge those pairs (listed above)", n)
+			}
+			if n := sum.Uncaught(); n > 0 {
+				return fmt.Errorf("kernelbench run: %d of %d reference-as-candidate pairs not caught: the reference passed as a candidate (see the verdicts above)",
+					n, sum.Metrics.Pairs-sum.Metrics.ToolErrors)
 			}
 			return nil
 		},
@@ -152,6 +162,7 @@ them again). Here --kb is the KernelBench checkout, not a knowledge folder.`,
 	f.BoolVar(&opt.Rerun, "rerun", false, "evaluate again pairs already in the database for this harness version")
 	f.BoolVar(&asJSON, "json", false, "print the summary as JSON instead of a table")
 	f.StringVar(&kernelPolicy, "kernel-policy", "default", kernelPolicyUsage)
+	f.BoolVarP(&opt.Verbose, "verbose", "v", false, "print tool errors whole (tracebacks, out-of-memory messages), not shortened to a line")
 	_ = cmd.MarkFlagDirname("kb")
 	_ = cmd.RegisterFlagCompletionFunc("level", fixedCompletion("1", "2", "3", "1,2", "1,2,3"))
 	_ = cmd.RegisterFlagCompletionFunc("target", fixedCompletion("auto", "cpu", "nvidia"))

@@ -7,6 +7,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,9 +20,24 @@ import (
 func main() {
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "kevolve-mcp:", err)
+		var st *exitStatus
+		if errors.As(err, &st) {
+			os.Exit(st.code)
+		}
 		os.Exit(1)
 	}
 }
+
+// exitStatus is an outcome that sets the exit status without being a
+// failure of the command: eval's non-pass verdict is 1, its harness
+// failure 2 (see each command's --help).
+type exitStatus struct {
+	code int
+	err  error
+}
+
+func (e *exitStatus) Error() string { return e.err.Error() }
+func (e *exitStatus) Unwrap() error { return e.err }
 
 // run executes one command line; stdout carries only the command's output
 // (in server mode, only MCP messages), everything else goes to stderr.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kevolve/kevolve-mcp/corpus"
 	"github.com/kevolve/kevolve-mcp/harness/spec"
+	"github.com/kevolve/kevolve-mcp/search/store"
 )
 
 // Helpers the commands share: output, progress, cancellation, completion.
@@ -93,4 +94,35 @@ func completeSpecKey(_ *cobra.Command, _ []string, _ string) ([]cobra.Completion
 		keys = append(keys, cobra.CompletionWithDesc(r.Key, r.Name))
 	}
 	return keys, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeRunID completes a run id from the database the command would
+// open (--db), newest first, each with its problem and status. Nothing is
+// created: without a database there is nothing to complete.
+func completeRunID(c *cli) cobra.CompletionFunc {
+	return func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		if _, err := os.Stat(c.g.db); err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		db, err := store.Open(c.g.db)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		defer db.Close()
+		st, err := store.New(context.Background(), db)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		runs, _ := st.Runs(context.Background())
+		var out []cobra.Completion
+		for _, r := range runs {
+			if strings.HasPrefix(r.ID, toComplete) {
+				out = append(out, cobra.CompletionWithDesc(r.ID, r.Problem.Name+", "+string(r.Status)))
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
 }

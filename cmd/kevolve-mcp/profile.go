@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -35,7 +36,7 @@ reference's operators, to say which one is worth a kernel.`,
 			}
 			o.Base = profile.Options{Python: a.python}
 			ev, _ := a.evaluator() // nil without Python: the report says what is missing
-			fmt.Fprintln(cmd.ErrOrStderr(), "profiling (Nsight Compute replays each kernel: 10-30 s)...")
+			fmt.Fprintln(cmd.ErrOrStderr(), profilingNote(in.Backend, gpuDevicePresent()))
 			rep, err := harness.Profile(ctx, ev, p, cand, o)
 			if err != nil {
 				return err
@@ -61,4 +62,24 @@ reference's operators, to say which one is worth a kernel.`,
 	_ = cmd.RegisterFlagCompletionFunc("backend", fixedCompletion("auto", "ncu", "rocprof", "cpu"))
 	_ = cmd.RegisterFlagCompletionFunc("shapes", fixedCompletion("large", "small"))
 	return cmd
+}
+
+// profilingNote says what the profile is about to do: a CPU profile
+// (torch.profiler, perf) takes seconds and has nothing to do with Nsight.
+func profilingNote(backend string, gpu bool) string {
+	if backend == "cpu" || ((backend == "" || backend == "auto") && !gpu) {
+		return "profiling on the CPU (torch.profiler, and perf where allowed)..."
+	}
+	return "profiling (Nsight Compute or rocprofv3 replays each kernel: 10-30 s)..."
+}
+
+// gpuDevicePresent is whether the profiler's auto backend may pick a GPU
+// profiler (the device files harness/profile looks for).
+func gpuDevicePresent() bool {
+	for _, f := range []string{"/dev/nvidiactl", "/dev/kfd"} {
+		if _, err := os.Stat(f); err == nil {
+			return true
+		}
+	}
+	return false
 }

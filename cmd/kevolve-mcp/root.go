@@ -10,8 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-
-	"github.com/kevolve/kevolve-mcp/tools"
 )
 
 // globalFlags are the root's flags. The server's own (stdio, http, token,
@@ -88,7 +86,7 @@ The subcommands run the same jobs from a shell. Global flags (--db, --python,
   kevolve-mcp --http 127.0.0.1:8765
   kevolve-mcp eval --ref llm/rmsnorm --candidate my_kernel.py
   kevolve-mcp completion bash > /etc/bash_completion.d/kevolve-mcp`,
-		Version:       tools.Version,
+		Version:       buildVersion(),
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true, // a failed job prints its error, not the flag list
 		SilenceErrors: true, // main prints the error once, prefixed

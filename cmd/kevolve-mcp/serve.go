@@ -19,6 +19,7 @@ import (
 	"github.com/kevolve/kevolve-mcp/harness/compile"
 	"github.com/kevolve/kevolve-mcp/harness/profile"
 	"github.com/kevolve/kevolve-mcp/harness/sol"
+	"github.com/kevolve/kevolve-mcp/retrieval"
 	"github.com/kevolve/kevolve-mcp/search/fleet"
 	"github.com/kevolve/kevolve-mcp/tools"
 	"github.com/kevolve/kevolve-mcp/tools/transport"
@@ -43,6 +44,8 @@ func deps(ctx context.Context, c *cli) (tools.Deps, func(), error) {
 	d.Workspace = compile.Roots(g.workspaces) // what compile_kernel may read by path
 	if err := a.openDB(); err != nil {
 		logger.Error("database unavailable: knowledge search, caches and calibration are off", "err", err)
+	} else if err := retrieval.FTS5Available(ctx, a.db); err != nil {
+		logger.Warn("built without FTS5", "err", err)
 	}
 	if ix, err := a.knowledge(ctx); err != nil {
 		logger.Error("knowledge index unavailable", "err", err)

@@ -103,11 +103,18 @@ func withMeasured(in *tools.SolAnalysisInput, res *harness.EvalResult) bool {
 // solReport validates in as the sol_analysis tool does and bounds it under
 // the ceilings of this machine's device (or of in.Device).
 func (a *app) solReport(ctx context.Context, in tools.SolAnalysisInput) (sol.Report, error) {
+	rep := a.devices.Get(ctx, false)
+	if in.Shapes == "" && in.Device == "" && (rep.Python == nil || !rep.Python.CUDAUsable) {
+		// This machine evaluates on its CPU, where an evaluation runs a
+		// problem's small shape set (harness.Evaluate): bound the same
+		// shapes with or without --candidate.
+		in.Shapes = "small"
+	}
 	r, msg := tools.SolRequest(ctx, in, sol.TraceOptions{Python: a.python}, a.resolver())
 	if msg != "" {
 		return sol.Report{}, errors.New(msg)
 	}
-	ceil, err := sol.ForDevice(ctx, a.db, a.devices.Get(ctx, false), in.Device)
+	ceil, err := sol.ForDevice(ctx, a.db, rep, in.Device)
 	if err != nil {
 		return sol.Report{}, err
 	}

@@ -25,10 +25,11 @@ type progressBar struct {
 	toolErrs int
 	current  string
 	lastLen  int
+	full     bool // tool errors whole, not their headline (--verbose)
 }
 
-func newProgressBar(w io.Writer, total int) *progressBar {
-	return &progressBar{w: w, tty: isTerminal(w), total: total, start: time.Now()}
+func newProgressBar(w io.Writer, total int, full bool) *progressBar {
+	return &progressBar{w: w, tty: isTerminal(w), total: total, start: time.Now(), full: full}
 }
 
 func isTerminal(w io.Writer) bool {
@@ -76,7 +77,7 @@ func (b *progressBar) finished(r Record) {
 	}
 	what := r.Verdict
 	if r.ToolError != "" {
-		what = "TOOL ERROR: " + headline(r.ToolError, 200)
+		what = "TOOL ERROR: " + errorText(r.ToolError, 200, b.full)
 	}
 	if r.Resumed {
 		what += " (resumed)"
@@ -131,6 +132,14 @@ func (b *progressBar) close() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	fmt.Fprintln(b.w)
+}
+
+// errorText is the error whole when full, else its headline.
+func errorText(s string, n int, full bool) string {
+	if full {
+		return strings.TrimSpace(s)
+	}
+	return headline(s, n)
 }
 
 // headline shortens an error to one line of at most n bytes: its first

@@ -7,8 +7,12 @@ import (
 )
 
 // WriteText prints a summary for people: KernelBench's metrics, verdict
-// counts, tool errors listed one by one.
-func (s *Summary) WriteText(w io.Writer) {
+// counts, tool errors listed one by one, each shortened to a line.
+func (s *Summary) WriteText(w io.Writer) { s.WriteTextFull(w, false) }
+
+// WriteTextFull is WriteText; full prints each tool error whole (its
+// traceback, an out-of-memory message) instead of its headline.
+func (s *Summary) WriteTextFull(w io.Writer, full bool) {
 	m := s.Metrics
 	fmt.Fprintf(w, "KernelBench levels %s, candidates %s, target %s, harness %s\n",
 		joinInts(s.Levels), s.Candidates, s.Target, s.HarnessVersion)
@@ -47,7 +51,12 @@ func (s *Summary) WriteText(w io.Writer) {
 		}
 	}
 	for _, te := range s.ToolErrors {
-		fmt.Fprintf(w, "  TOOL ERROR %s (%s): %s\n", te.Problem, te.Candidate, headline(te.Error, 400))
+		fmt.Fprintf(w, "  TOOL ERROR %s (%s): %s\n", te.Problem, te.Candidate, errorText(te.Error, 400, full))
+	}
+	if s.ReferenceAsCandidate {
+		judged := m.Pairs - m.ToolErrors
+		fmt.Fprintf(w, "reference-as-candidate: %d of %d judged pairs caught (integrity_violation), %d not caught\n",
+			judged-s.Uncaught(), judged, s.Uncaught())
 	}
 	if len(s.Unmatched) > 0 {
 		fmt.Fprintf(w, "candidates naming no problem of these levels: %s\n", strings.Join(s.Unmatched, ", "))
@@ -76,4 +85,14 @@ func joinInts(xs []int) string {
 		s[i] = fmt.Sprint(x)
 	}
 	return strings.Join(s, ",")
+}
+
+// Uncaught counts the judged pairs of a reference-as-candidate sweep whose
+// verdict is not integrity_violation: each is the harness letting the
+// reference pass as a candidate. 0 for other sweeps.
+func (s *Summary) Uncaught() int {
+	if !s.ReferenceAsCandidate {
+		return 0
+	}
+	return s.Metrics.Pairs - s.Metrics.ToolErrors - s.Metrics.Verdicts["integrity_violation"]
 }

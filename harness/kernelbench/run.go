@@ -40,6 +40,8 @@ type Options struct {
 	Rerun bool
 	JSONL string    // file to (re)write with one record per pair; "" for none
 	Log   io.Writer // progress; nil for none
+	// Verbose prints each tool error whole in the progress lines.
+	Verbose bool
 }
 
 // ToolError is a pair the harness could not judge.
@@ -134,7 +136,7 @@ func Run(ctx context.Context, ev Evaluator, opt Options) (*Summary, error) {
 	if opt.ReferenceAsCandidate {
 		sum.Candidates = ReferenceAsCandidate
 	}
-	bar := newProgressBar(opt.Log, len(m.Pairs))
+	bar := newProgressBar(opt.Log, len(m.Pairs), opt.Verbose)
 	defer bar.close()
 
 	s := &sweep{ev: ev, opt: opt, store: store, jsonl: jsonl, bar: bar, version: ev.Version()}

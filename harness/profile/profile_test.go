@@ -363,3 +363,38 @@ func TestUnitScale(t *testing.T) {
 		}
 	}
 }
+
+// A C candidate's CPU profile shows its C kernel (named by the kevolve
+// loader while the profiler runs), not only the empty_like around it, and
+// its table says nothing of Nsight Compute.
+func TestProfileCPUShowsCKernel(t *testing.T) {
+	py := python(t)
+	pydir, err := filepath.Abs(filepath.Join("..", "worker", "py")) // where `from kevolve import load_c` resolves
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Profile(context.Background(), filepath.Join("testdata", "cpu", "ref_scale.py"), filepath.Join("testdata", "cpu", "cand_scale_c.py"),
+		Options{Python: py, Backend: "cpu", Timeout: 3 * time.Minute, PyDir: pydir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Available || rep.CPU == nil {
+		t.Fatalf("report: %+v", rep)
+	}
+	var ops []string
+	found := false
+	for _, o := range rep.CPU.Ops {
+		ops = append(ops, o.Op)
+		found = found || strings.Contains(o.Op, "kevolve::c::scale")
+	}
+	if !found {
+		t.Errorf("the C kernel is not in the CPU profile: %v", ops)
+	}
+	var b strings.Builder
+	if err := WriteTable(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "Nsight") || strings.Contains(b.String(), "ncu") {
+		t.Errorf("a CPU profile talks about Nsight Compute:\n%s", b.String())
+	}
+}

@@ -79,6 +79,9 @@ def calibrate_cuda(quick):
 
 
 def wall(fn, iters):
+    """The best of iters timed calls, after two warm-ups: a ceiling is what
+    the machine can attain, and on a loaded host the fastest call is the
+    one least disturbed (the median would measure the load)."""
     for _ in range(2):
         fn()
     ts = []
@@ -86,7 +89,7 @@ def wall(fn, iters):
         t0 = time.perf_counter()
         fn()
         ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
+    return min(ts)
 
 
 def cpu_name():
@@ -112,6 +115,18 @@ def calibrate_cpu(quick):
     a, b = torch.randn(size, size), torch.randn(size, size)
     c = torch.empty(size, size)
     m["fp32"] = 2 * size ** 3 / wall(lambda: torch.matmul(a, b, out=c), 3 if quick else 10)
+    # Half-precision GEMMs get their own ceilings: a bf16 problem is bounded
+    # by what bf16 matmul attains here (AMX, AVX512-BF16, or conversion),
+    # not left without a compute ceiling. Smaller: without native support
+    # they run far below fp32.
+    hsize = 256 if quick else 1024
+    for key, dt in (("bf16", torch.bfloat16), ("fp16", torch.float16)):
+        try:
+            ha, hb = torch.randn(hsize, hsize, dtype=dt), torch.randn(hsize, hsize, dtype=dt)
+            hc = torch.empty(hsize, hsize, dtype=dt)
+            m[key] = 2 * hsize ** 3 / wall(lambda: torch.matmul(ha, hb, out=hc), 2 if quick else 5)
+        except RuntimeError as e:  # a torch build without the CPU kernel
+            notes.append("%s matmul unavailable: %s" % (key, e))
     name = cpu_name()
     # No hardware UUID for a CPU: host name plus model identifies the machine.
     uuid = "cpu:%s:%s" % (platform.node(), name)

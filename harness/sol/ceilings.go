@@ -83,6 +83,8 @@ type Calibration struct {
 	Metrics    map[string]float64 `json:"metrics"`
 	Notes      []string           `json:"notes,omitempty"`
 	MeasuredAt time.Time          `json:"measured_at"`
+	// DurationS is how long the measurement took (CalibrateAndStore).
+	DurationS float64 `json:"duration_s,omitempty"`
 }
 
 // Ceilings returns the calibration as ceilings.
@@ -107,6 +109,9 @@ type CalibrateOptions struct {
 	// Env is added to the benchmark's environment: a device lease's
 	// variables pin it to one GPU (its UUID names the stored figures).
 	Env []string
+	// Replace stores this run's figures over earlier ones; by default the
+	// best figure of each metric is kept.
+	Replace bool
 }
 
 // Calibrate measures the device's ceilings: device-to-device copy bandwidth
@@ -155,9 +160,24 @@ func Migrate(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-// SaveCalibration stores c, replacing earlier figures of the same device and
-// metric (a recalibration wins).
+// SaveCalibration stores c, keeping for each metric the best figure ever
+// measured on the device: a ceiling is what the device can attain, and a
+// recalibration on a loaded machine must not lower it. ReplaceCalibration
+// discards earlier figures (new hardware, driver or settings).
 func SaveCalibration(ctx context.Context, db *sql.DB, c Calibration) error {
+	return saveCalibration(ctx, db, c, `INSERT INTO calibration (device_uuid, device_name, metric, value, measured_at)
+		VALUES (?, ?, ?, ?, ?) ON CONFLICT(device_uuid, metric) DO UPDATE SET
+		device_name = excluded.device_name, value = excluded.value, measured_at = excluded.measured_at
+		WHERE excluded.value > calibration.value`)
+}
+
+// ReplaceCalibration stores c over the device's earlier figures.
+func ReplaceCalibration(ctx context.Context, db *sql.DB, c Calibration) error {
+	return saveCalibration(ctx, db, c, `INSERT OR REPLACE INTO calibration
+		(device_uuid, device_name, metric, value, measured_at) VALUES (?, ?, ?, ?, ?)`)
+}
+
+func saveCalibration(ctx context.Context, db *sql.DB, c Calibration, upsert string) error {
 	if err := Migrate(ctx, db); err != nil {
 		return err
 	}
@@ -176,8 +196,7 @@ func SaveCalibration(ctx context.Context, db *sql.DB, c Calibration) error {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO calibration
-			(device_uuid, device_name, metric, value, measured_at) VALUES (?, ?, ?, ?, ?)`,
+		if _, err := tx.ExecContext(ctx, upsert,
 			c.DeviceUUID, c.DeviceName, k, c.Metrics[k], at.Format(time.RFC3339)); err != nil {
 			return fmt.Errorf("save calibration %s/%s: %w", c.DeviceUUID, k, err)
 		}
@@ -224,13 +243,30 @@ func LoadCalibration(ctx context.Context, db *sql.DB, deviceUUID string) (c Cali
 // CalibrateAndStore runs the micro-benchmarks and stores the figures under
 // the device's UUID (`kevolve-mcp calibrate`).
 func CalibrateAndStore(ctx context.Context, db *sql.DB, opt CalibrateOptions) (Calibration, error) {
+	t0 := time.Now()
 	c, err := Calibrate(ctx, opt)
 	if err != nil {
 		return Calibration{}, err
 	}
-	if err := SaveCalibration(ctx, db, c); err != nil {
+	save := SaveCalibration
+	if opt.Replace {
+		save = ReplaceCalibration
+	}
+	if err := save(ctx, db, c); err != nil {
 		return Calibration{}, err
 	}
+	stored, ok, err := LoadCalibration(ctx, db, c.DeviceUUID)
+	if err != nil || !ok {
+		return c, err
+	}
+	// What is kept: the best of this run and earlier ones, saying which.
+	for k, v := range stored.Metrics {
+		if m, measured := c.Metrics[k]; measured && v > m {
+			c.Notes = append(c.Notes, fmt.Sprintf("%s: kept the earlier %.3g (this run measured %.3g)", k, v, m))
+			c.Metrics[k] = v
+		}
+	}
+	c.DurationS = time.Since(t0).Seconds()
 	return c, nil
 }
 

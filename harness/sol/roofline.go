@@ -66,8 +66,13 @@ func (a RooflineAxes) Frac(intensity, rate float64) (fx, fy float64) {
 // Decades lists the powers of ten from lo to hi inclusive, for grid lines.
 func Decades(lo, hi float64) []float64 {
 	var out []float64
-	for v := lo; v <= hi*1.001; v *= 10 {
-		out = append(out, v)
+	if !(lo > 0) || !(hi >= lo) {
+		return out
+	}
+	// The powers of ten within [lo, hi], whatever lo is: an axis that
+	// starts at 2.81e6 is ticked at 1e7, 1e8 ..., never 2.81e6, 2.81e7.
+	for k := math.Ceil(math.Log10(lo) - 1e-9); k <= math.Floor(math.Log10(hi)+1e-9); k++ {
+		out = append(out, math.Pow(10, k))
 	}
 	return out
 }

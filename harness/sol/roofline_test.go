@@ -41,3 +41,29 @@ func TestRooflineAxes(t *testing.T) {
 		t.Fatalf("%d decades", got)
 	}
 }
+
+// Axis ticks are the powers of ten inside the axis, wherever it starts.
+func TestDecadesArePowersOfTen(t *testing.T) {
+	cases := []struct {
+		lo, hi float64
+		want   []float64
+	}{
+		{2.81e6, 3e9, []float64{1e7, 1e8, 1e9}},
+		{1e-1, 1e3, []float64{0.1, 1, 10, 100, 1000}},
+		{0.0281, 0.5, []float64{0.1}},
+		{5, 9, nil},
+		{0, 10, nil},
+	}
+	for _, c := range cases {
+		got := Decades(c.lo, c.hi)
+		if len(got) != len(c.want) {
+			t.Errorf("Decades(%g, %g) = %v, want %v", c.lo, c.hi, got, c.want)
+			continue
+		}
+		for i := range got {
+			if math.Abs(got[i]/c.want[i]-1) > 1e-12 {
+				t.Errorf("Decades(%g, %g) = %v, want %v", c.lo, c.hi, got, c.want)
+			}
+		}
+	}
+}

@@ -319,9 +319,10 @@ func TestCalibrateCPUAndStore(t *testing.T) {
 	if err := SaveCalibration(ctx, db, cal); err != nil {
 		t.Fatal(err)
 	}
-	// A recalibration replaces the figures rather than adding rows.
+	// A recalibration keeps the best figure of each metric: a faster copy
+	// replaces the stored one, a slower GEMM (a loaded machine) does not.
 	cal2 := cal
-	cal2.Metrics = map[string]float64{MetricMemBandwidth: bw * 2, "fp32": fl}
+	cal2.Metrics = map[string]float64{MetricMemBandwidth: bw * 2, "fp32": fl / 3}
 	if err := SaveCalibration(ctx, db, cal2); err != nil {
 		t.Fatal(err)
 	}
@@ -329,17 +330,66 @@ func TestCalibrateCPUAndStore(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("load: ok=%v err=%v", ok, err)
 	}
-	if got.Metrics[MetricMemBandwidth] != bw*2 || got.Kind != "cpu" || got.DeviceName != cal.DeviceName {
-		t.Fatalf("loaded %+v", got)
+	if got.Metrics[MetricMemBandwidth] != bw*2 || got.Metrics["fp32"] != fl || got.Kind != "cpu" || got.DeviceName != cal.DeviceName {
+		t.Fatalf("loaded %+v: want the better copy and the earlier, better fp32", got)
 	}
 	var n int
 	db.QueryRow(`SELECT COUNT(*) FROM calibration`).Scan(&n)
-	if n != 2 {
-		t.Fatalf("rows = %d, want 2", n)
+	if n != len(cal.Metrics) {
+		t.Fatalf("rows = %d, want %d (one per metric)", n, len(cal.Metrics))
 	}
 	c := got.Ceilings()
 	if c.Source != "measured" || c.MemBandwidth != bw*2 || c.PeakFLOPS["fp32"] != fl {
 		t.Fatalf("ceilings: %+v", c)
+	}
+	// --replace: this run's figures, worse or not.
+	if err := ReplaceCalibration(ctx, db, cal2); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := LoadCalibration(ctx, db, cal.DeviceUUID); got.Metrics["fp32"] != fl/3 {
+		t.Fatalf("replace kept %g, want %g", got.Metrics["fp32"], fl/3)
+	}
+}
+
+// A CPU has a compute ceiling per dtype: a bf16 problem is bounded by bf16
+// matmul's rate, not left "memory-bound with 0 FLOP/s"; CalibrateAndStore
+// reports its duration and which earlier, better figures it kept.
+func TestCalibrateCPUHalfTypesAndBest(t *testing.T) {
+	py := python(t)
+	ctx := context.Background()
+	db, err := sql.Open("sqlite3", filepath.Join(t.TempDir(), "k.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	opt := CalibrateOptions{Python: py, Device: "cpu", Quick: true, Timeout: 2 * time.Minute}
+	cal, err := CalibrateAndStore(ctx, db, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"bf16", "fp16"} {
+		if v := cal.Metrics[k]; !(v > 1e7) {
+			t.Errorf("%s ceiling %g: want a measured rate (notes %v)", k, v, cal.Notes)
+		}
+	}
+	if !(cal.DurationS > 0) {
+		t.Errorf("duration %g", cal.DurationS)
+	}
+	// An impossibly good earlier figure stands against this run's.
+	high := Calibration{DeviceUUID: cal.DeviceUUID, DeviceName: cal.DeviceName, Kind: "cpu", Metrics: map[string]float64{"bf16": 1e18}}
+	if err := SaveCalibration(ctx, db, high); err != nil {
+		t.Fatal(err)
+	}
+	again, err := CalibrateAndStore(ctx, db, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Metrics["bf16"] != 1e18 || !strings.Contains(strings.Join(again.Notes, "\n"), "bf16: kept the earlier") {
+		t.Errorf("bf16 %g, notes %v: want the earlier figure kept and said", again.Metrics["bf16"], again.Notes)
+	}
+	r := Analyze(Work{FLOPs: 2 * 512 * 512 * 512, Bytes: 3 * 512 * 512 * 2, Dtype: "bf16"}, cal.Ceilings(), 0, 0, true)
+	if !(r.PeakFLOPS > 0) || !(r.TComputeS > 0) {
+		t.Errorf("a bf16 GEMM on this CPU: peak %g, compute time %g", r.PeakFLOPS, r.TComputeS)
 	}
 }
 

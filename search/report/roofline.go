@@ -78,7 +78,7 @@ func buildRoofline(g *graph, best int, ceil Ceilings, scale fitnessScale, runTSo
 	if ceil.Source != "" {
 		rv.RoofLabel += " (" + ceil.Source + ")"
 	}
-	rv.RoofLabelXY = [2]float64{x2 - 4, y2 - 7}
+	rv.RoofLabelXY = roofLabelAt(rv.RoofLabel, rv.Plot, x0, y0, x1, y1, x2, y2)
 	// Draw the best last, on top.
 	sort.SliceStable(pts, func(a, b int) bool { return pts[b].i == best })
 	for _, pt := range pts {
@@ -196,4 +196,29 @@ func buildBandwidth(g *graph, best int, ceil Ceilings, scale fitnessScale) roofV
 		rv.Dots = append(rv.Dots, d)
 	}
 	return rv
+}
+
+// roofLabelAt places the roof's label (right-aligned, 11 px) clear of the
+// roof itself: above its flat part when the label fits between the ridge
+// and the right edge; otherwise below the flat part, under the ridge's
+// corner, where the roof never runs (the slope is left of the ridge and
+// below the flat roof), moved left of the slope if it would still touch it.
+func roofLabelAt(label string, plot rect, x0, y0, x1, y1, x2, y2 float64) [2]float64 {
+	w := 0.62 * 11 * float64(len([]rune(label)))
+	if x2-4-w > x1+4 && y2-7-11 >= plot.Y {
+		return [2]float64{x2 - 4, y2 - 7}
+	}
+	// Below the flat part: the text's box is [x2-4-w, x2-4] × [y2+4, y2+16];
+	// the slope at x lies at y1 + (x1-x)·slope, below y2 for x < x1.
+	slope := 0.0
+	if x1 > x0 {
+		slope = (y0 - y1) / (x1 - x0)
+	}
+	left := x2 - 4 - w
+	if left < x1 && y1+(x1-left)*slope > y2+4 {
+		// The slope would cross the text's left end: shorten the run by
+		// placing the text where the slope has fallen below it.
+		return [2]float64{x2 - 4, math.Min(plot.Y+plot.H-4, y1+(x1-left)*slope+14)}
+	}
+	return [2]float64{x2 - 4, y2 + 16}
 }

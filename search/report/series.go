@@ -25,7 +25,7 @@ func bestSoFar(g *graph, start time.Time, byTime bool) []evalPoint {
 	var done []int
 	seq := !byTime
 	for i, n := range g.nodes {
-		if n.Verdict != "" && !n.FinishedAt.IsZero() {
+		if evaluated(n) && !n.FinishedAt.IsZero() {
 			done = append(done, i)
 			seq = seq && n.EvalSeq > 0
 		}
@@ -54,6 +54,14 @@ func bestSoFar(g *graph, start time.Time, byTime bool) []evalPoint {
 	}
 	return out
 }
+
+// verdictFailed marks a node whose proposal failed (the operator gave no
+// kernel): it has no evaluation.
+const verdictFailed = "failed"
+
+// evaluated reports whether the node was evaluated: it has a verdict and
+// that verdict is not a failed proposal's.
+func evaluated(n Node) bool { return n.Verdict != "" && n.Verdict != verdictFailed }
 
 // fitnessOf is the node's fitness as the report ranks it: 0 unless it passed.
 func fitnessOf(n Node) float64 {

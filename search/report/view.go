@@ -193,6 +193,9 @@ func headerCards(run Run, g *graph, best int, pts []evalPoint, start, now time.T
 		evals += fmt.Sprintf(" / %d", run.BudgetEvals)
 	}
 	evalSub := fmt.Sprintf("%d nodes", len(g.nodes))
+	if failed := countVerdict(g, verdictFailed); failed > 0 {
+		evalSub += fmt.Sprintf(", %d failed proposals", failed)
+	}
 	if pending > 0 {
 		evalSub += fmt.Sprintf(", %d pending", pending)
 	}
@@ -340,9 +343,52 @@ func buildTree(g *graph, best int, scale fitnessScale) treeView {
 		} else {
 			v.LabelX, v.LabelY, v.Anchor = x, y-v.R-4, "middle"
 		}
+		keepLabelInside(&v, t.W, i == best)
 		t.Nodes = append(t.Nodes, v)
 	}
 	return t
+}
+
+// labelWidth estimates a tree label's width in px (.nlabel is 10 px, the
+// best node's 11 px bold: about 0.62 em a character, digits included).
+func labelWidth(label string, best bool) float64 {
+	em := 10.0
+	if best {
+		em = 11.5
+	}
+	return 0.62 * em * float64(len([]rune(label)))
+}
+
+// keepLabelInside moves a label that would cross the tree's edges (the
+// root's label, centred above a node at the left margin, was clipped):
+// anchored at the node's left instead of centred, or ending at the right
+// edge; a label with no room above goes below the node.
+func keepLabelInside(v *nodeView, width float64, best bool) {
+	if v.Label == "" {
+		return
+	}
+	w := labelWidth(v.Label, best)
+	switch {
+	case v.Anchor == "middle" && v.LabelX-w/2 < 2:
+		v.LabelX, v.Anchor = math.Max(2, v.X-v.R), "start"
+	case v.Anchor == "middle" && v.LabelX+w/2 > width-2:
+		v.LabelX, v.Anchor = math.Min(width-2, v.X+v.R), "end"
+	case v.Anchor == "start" && v.LabelX+w > width-2:
+		v.LabelX, v.LabelY, v.Anchor = math.Min(width-2, v.X+v.R), v.Y-v.R-4, "end"
+	}
+	if v.LabelY-11 < 0 {
+		v.LabelY = v.Y + v.R + 12
+	}
+}
+
+func countVerdict(g *graph, verdict string) int {
+	n := 0
+	for _, nd := range g.nodes {
+		if nd.Verdict == verdict {
+			n++
+		}
+	}
+	return n
 }
 
 func buildLegend(g *graph, scale fitnessScale) legendView {

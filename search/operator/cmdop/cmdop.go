@@ -63,6 +63,14 @@ type Config struct {
 	MaxTurns int
 	// Bin overrides the preset's executable (claude, codex).
 	Bin string
+	// Watch are the folders a preset's proposal must not write in (default:
+	// this process's working directory and the reference's folder); a
+	// proposal that did is refused.
+	Watch []string
+	// Progress receives a line while an agent works, every ProgressEvery
+	// (default 30 s); nil logs through slog.
+	Progress      func(line string)
+	ProgressEvery time.Duration
 }
 
 // Op is a cmd: operator.
@@ -170,7 +178,9 @@ func (o *Op) Propose(ctx context.Context, c search.Context) (search.Proposal, er
 		"KEVOLVE_MCP_CONFIG="+filepath.Join(dir, "mcp.json"),
 	)
 	t0 := time.Now()
+	stopProgress := o.progress(c.Run.ID, parent.ID, dir, t0)
 	runErr := cmd.Run()
+	stopProgress()
 	in := Input{ContextVersion: syn.Version, ContextHash: syn.Hash, ContextTokens: syn.Tokens, Synthesis: syn,
 		Command: strings.Join(argv, " "), WorkDir: dir, DurationS: time.Since(t0).Seconds(), Context: syn.Text}
 	u := o.parse(stdout.Bytes())
@@ -182,7 +192,7 @@ func (o *Op) Propose(ctx context.Context, c search.Context) (search.Proposal, er
 		in.Output = out
 		raw, _ := json.Marshal(in)
 		err := fmt.Errorf(format, a...)
-		if o.hint(u, out) != "" {
+		if o.hint(u, out, c.Run.ID) != "" {
 			err = fmt.Errorf("%w: %w", search.ErrOperatorUnavailable, err)
 		}
 		return &search.ProposalError{Err: err, Inputs: raw, Tokens: u.In + u.Out}
@@ -191,11 +201,17 @@ func (o *Op) Propose(ctx context.Context, c search.Context) (search.Proposal, er
 	case ctx.Err() != nil:
 		return search.Proposal{}, fail("%s: stopped at the deadline after %.0f s (process group killed; working dir %s kept); output:\n%s", o.name, in.DurationS, dir, out)
 	case runErr != nil && u.Err != "":
-		return search.Proposal{}, fail("%s: %v: %s%s (working dir %s kept); output:\n%s", o.name, runErr, u.Err, o.hint(u, out), dir, out)
+		return search.Proposal{}, fail("%s: %v: %s%s (working dir %s kept); output:\n%s", o.name, runErr, u.Err, o.hint(u, out, c.Run.ID), dir, out)
 	case runErr != nil:
-		return search.Proposal{}, fail("%s: %v%s (working dir %s kept); output:\n%s", o.name, runErr, o.hint(u, out), dir, out)
+		return search.Proposal{}, fail("%s: %v%s (working dir %s kept); output:\n%s", o.name, runErr, o.hint(u, out, c.Run.ID), dir, out)
 	case u.Err != "":
-		return search.Proposal{}, fail("%s: the agent reported an error: %s%s (working dir %s kept)", o.name, u.Err, o.hint(u, out), dir)
+		return search.Proposal{}, fail("%s: the agent reported an error: %s%s (working dir %s kept)", o.name, u.Err, o.hint(u, out, c.Run.ID), dir)
+	}
+	if o.preset != "" {
+		// Confined by its flags; checked on the file system all the same.
+		if outside := o.writesOutside(o.watchRoots(c.Problem.ReferencePath), dir, t0); len(outside) > 0 {
+			return search.Proposal{}, fail("%s: refused: the agent wrote outside its folder %s: %s", o.name, dir, strings.Join(outside, ", "))
+		}
 	}
 	code, err := os.ReadFile(filepath.Join(dir, "kernel.py"))
 	if err != nil {
@@ -216,13 +232,14 @@ func (o *Op) Propose(ctx context.Context, c search.Context) (search.Proposal, er
 }
 
 // hint turns a known failure into what to do about it.
-func (o *Op) hint(u usage, out string) string {
+func (o *Op) hint(u usage, out, runID string) string {
 	s := strings.ToLower(u.Err + " " + out)
+	resume := "kevolve-mcp evolve --resume " + runID + " --operator " + o.name
 	switch {
 	case o.preset == "claude" && (strings.Contains(s, "api key") || strings.Contains(s, "/login") || strings.Contains(s, "not logged in") || strings.Contains(s, "authentication")):
-		return " — Claude Code is not logged in: set ANTHROPIC_API_KEY (or run `claude` once and /login), then resume the run with --resume"
+		return " — Claude Code is not logged in: run `claude auth login` (or set ANTHROPIC_API_KEY), then continue with: " + resume
 	case o.preset == "codex" && (strings.Contains(s, "api key") || strings.Contains(s, "login") || strings.Contains(s, "401")):
-		return " — Codex is not logged in: set OPENAI_API_KEY (or run `codex login`), then resume the run with --resume"
+		return " — Codex is not logged in: run `codex login` (or set OPENAI_API_KEY), then continue with: " + resume
 	}
 	return ""
 }
@@ -293,8 +310,12 @@ func (o *Op) argv(dir string) ([]string, error) {
 		}
 		// The prompt comes on stdin; edits stay inside the working dir
 		// (the only tools allowed are file edits and ours).
+		// Edit and Write are allowed only inside dir; no shell, no web.
+		scope := claudeScope(dir)
 		return []string{bin, "-p", "--output-format", "json", "--strict-mcp-config", "--mcp-config", mcp,
-			"--allowedTools", "Read,Edit,Write,mcp__kevolve__*", "--max-turns", strconv.Itoa(o.cfg.MaxTurns)}, nil
+			"--allowedTools", "Read,Edit(" + scope + "),Write(" + scope + "),mcp__kevolve__*",
+			"--disallowedTools", "Bash,WebFetch,WebSearch",
+			"--max-turns", strconv.Itoa(o.cfg.MaxTurns)}, nil
 	case "codex":
 		bin, err := o.find("codex")
 		if err != nil {
@@ -305,8 +326,11 @@ func (o *Op) argv(dir string) ([]string, error) {
 		// exec mode never asks for approval (approval_policy=never) and may
 		// write only inside the working dir; our MCP server is configured
 		// inline, and "-" reads the prompt from stdin.
+		// workspace-write also opens /tmp and $TMPDIR unless told not to.
 		return []string{bin, "exec", "-C", dir, "--sandbox", "workspace-write", "--skip-git-repo-check", "--json",
 			"-c", "approval_policy=\"never\"",
+			"-c", "sandbox_workspace_write.exclude_slash_tmp=true",
+			"-c", "sandbox_workspace_write.exclude_tmpdir_env_var=true",
 			"-c", "mcp_servers.kevolve.command=" + string(server),
 			"-c", "mcp_servers.kevolve.args=" + string(args),
 			"-"}, nil
