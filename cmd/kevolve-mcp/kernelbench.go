@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"runtime"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -69,8 +70,8 @@ them again). Here --kb is the KernelBench checkout, not a knowledge folder.`,
 			if opt.ReferenceAsCandidate == (opt.Candidates != "") {
 				return errors.New("kernelbench run: give either --candidates DIR|PATTERN or --reference-as-candidate")
 			}
-			if timeoutS < 0 || opt.Jobs < 1 {
-				return errors.New("kernelbench run: --timeout must be positive and --jobs at least 1")
+			if timeoutS < 0 || opt.Jobs < 0 {
+				return errors.New("kernelbench run: --timeout must be positive and --jobs 0 (one per core on a GPU) or more")
 			}
 			var err error
 			if opt.Levels, err = kernelbench.ParseLevels(levels); err != nil {
@@ -86,6 +87,9 @@ them again). Here --kb is the KernelBench checkout, not a knowledge folder.`,
 
 			a := c.newApp()
 			defer a.close()
+			if opt.Jobs == 0 {
+				opt.Jobs = kernelbench.DefaultJobs(opt.Target, a.localGPUs, runtime.NumCPU())
+			}
 			ev, err := a.evaluator()
 			if err != nil {
 				return err
@@ -136,7 +140,7 @@ them again). Here --kb is the KernelBench checkout, not a knowledge folder.`,
 	f.BoolVar(&opt.ReferenceAsCandidate, "reference-as-candidate", false, "use each problem itself, renamed Model→ModelNew, as its candidate (each must be caught)")
 	f.StringVar(&opt.Target, "target", "auto", "where to run: cpu, nvidia or auto")
 	f.Float64Var(&timeoutS, "timeout", 0, "wall-clock limit per evaluation in `seconds` (default 180)")
-	f.IntVar(&opt.Jobs, "jobs", 1, "evaluations in flight at once; the device is still timed one at a time")
+	f.IntVar(&opt.Jobs, "jobs", 0, "evaluations in flight at once; the device is still timed one at a time (0: one per core where the host has a GPU, so builds run on every core while the device times; 1 on the CPU)")
 	f.StringVar(&opt.JSONL, "jsonl", "kernelbench-results.jsonl", "`file` to write, one JSON record per pair")
 	f.StringVar(&summary, "summary", "", "also write the summary (wall time, peak memory) as JSON to this `file`")
 	f.StringVar(&only, "only", "", "sweep only problems whose name (level1/12_...) matches this `regexp`")
