@@ -136,7 +136,9 @@ def _with_pch(bound: inspect.BoundArguments) -> None:
         return  # main.cpp does not start with torch/extension.h
     cuda = bool(a.get("cuda_sources")) if a.get("with_cuda") is None else bool(a.get("with_cuda"))
     extra = a.get("extra_cflags") or []
-    extra = [extra] if isinstance(extra, str) else list(extra)
+    if not isinstance(extra, (list, tuple)):
+        return  # torch's own handling of anything else is left as it is
+    extra = list(extra)
     flags = _pch.flags_for_build(cuda, extra, a.get("extra_include_paths") or [])
     if flags:
         a["extra_cflags"] = extra + flags

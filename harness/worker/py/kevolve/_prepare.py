@@ -67,7 +67,7 @@ def builds_in(code: str) -> list[tuple[bool, tuple, tuple]]:
         flags = _value(kw["extra_cflags"], names) if "extra_cflags" in kw else []
         incs = _value(kw["extra_include_paths"], names) if "extra_include_paths" in kw else []
         if isinstance(flags, str):
-            flags = [flags]
+            continue  # torch would split it into characters: that build fails with or without a PCH
         if not isinstance(flags, (list, tuple)) or not all(isinstance(f, str) for f in flags):
             flags = []  # not readable: the default set at least
         if incs or not all(_pch._SAFE_FLAG.match(f.strip()) for f in flags):

@@ -141,6 +141,8 @@ class Plan(unittest.TestCase):
             ("flags not readable: the default set", "m = load_inline('m', cpp_sources=s, extra_cflags=make_flags())\n",
              [(False, (), ())]),
             ("unsafe flag: none", "m = load_inline('m', cpp_sources=s, extra_cflags=['-fplugin=/tmp/x.so'])\n", []),
+            ("flags as one string (torch splits it into characters): none",
+             "m = load_inline('m', cpp_sources=s, extra_cflags='-O3')\n", []),
             ("include paths: none", "m = load_inline('m', cpp_sources=s, extra_include_paths=['/tmp'])\n", []),
             ("two calls, one set", "a = load_inline('a', cpp_sources=s)\nb = load_inline('b', cpp_sources=t)\n", [(False, (), ())]),
             ("not Python", "load_inline(((", [(False, (), ())]),
