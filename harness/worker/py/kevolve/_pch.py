@@ -44,6 +44,7 @@ from ._cache import cache_dir, digest, tool_version
 HEADER_NAME = "kevolve_torch_extension.h"
 HEADER_TEXT = "#include <torch/extension.h>\n"
 _KEEP = 8  # PCHs kept (each is ~0.7 GB); the least recently prepared go first
+_EVICT_IDLE_S = 3600
 # Flags a harness build may take from a candidate's extra_cflags: the PCH is
 # compiled outside the sandbox, so nothing that runs or loads a program
 # (-fplugin, -wrapper, -B, -specs, @file) or reads files (-include, -imacros).
@@ -191,10 +192,14 @@ def _build(ident: dict, d: str) -> None:
 
 def _evict(keep: str) -> None:
     root = os.path.dirname(keep)
-    dirs = [os.path.join(root, n) for n in os.listdir(root) if not n.startswith(".")]
+    dirs = [os.path.join(root, n) for n in os.listdir(root) if not n.startswith(".") and os.path.isdir(os.path.join(root, n))]
     dirs.sort(key=lambda p: os.stat(p).st_mtime, reverse=True)
+    # Only PCHs no build step asked for in the last hour: a build that was
+    # just told to -include one must still find it.
+    idle = time.time() - _EVICT_IDLE_S
     for d in [p for p in dirs if p != keep][_KEEP - 1:]:
-        shutil.rmtree(d, ignore_errors=True)
+        if os.stat(d).st_mtime < idle:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 def ensure(ident: dict) -> tuple[str, bool]:

@@ -119,6 +119,25 @@ class Store(unittest.TestCase):
         os.utime(hdr2 + ".gch", (1, 1))  # the file changed after it was verified
         self.assertIsNone(_pch.lookup(ident))
 
+    def test_evicts_the_least_recently_used_idle_ones(self):
+        base = _pch.identity(False)
+        idents = []
+        for i in range(3):
+            ident = small(base)
+            ident["header"] += "// %d\n" % i
+            idents.append(ident)
+        hdrs = [_pch.ensure(i)[0] for i in idents[:2]]
+        os.utime(os.path.dirname(hdrs[0]), (1, 1))  # idle for long
+        old = _pch._KEEP
+        _pch._KEEP = 1
+        try:
+            _pch.ensure(idents[2])
+        finally:
+            _pch._KEEP = old
+        self.assertIsNone(_pch.lookup(idents[0]), "the idle PCH was kept")
+        self.assertIsNotNone(_pch.lookup(idents[1]), "a PCH used in the last hour was evicted")
+        self.assertIsNotNone(_pch.lookup(idents[2]))
+
     def test_disabled(self):
         ident = small(_pch.identity(False))
         _pch.ensure(ident)
