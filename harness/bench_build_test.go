@@ -162,7 +162,7 @@ func buildBenchTable(target string, rows []buildBenchRow) string {
 	for k := range seen {
 		stages = append(stages, k)
 	}
-	order := map[string]int{StagePrepareBuild: 1, "import": 2, "load_candidate": 3} // the rest after, by name
+	order := map[string]int{StagePrepareBuild: 1, "import": 2, "load_candidate": 3, "load_candidate_cpu": 4} // the rest after, by name
 	rank := func(s string) int {
 		if o, ok := order[s]; ok {
 			return o
