@@ -39,6 +39,7 @@ import os
 import re
 import shlex
 import sys
+import tempfile
 
 from . import _pch
 from ._cache import digest, tool_version
@@ -144,6 +145,35 @@ def _with_pch(bound: inspect.BoundArguments) -> None:
         a["extra_cflags"] = extra + flags
 
 
+def shared_read_only() -> bool:
+    """Whether this process may only read the shared extension cache: the
+    harness says so (KEVOLVE_SHARED_CACHE_RO=1, a sandboxed candidate) or
+    the folder is not writable."""
+    d = os.environ.get("TORCH_EXTENSIONS_DIR", "")
+    return os.environ.get("KEVOLVE_SHARED_CACHE_RO") == "1" or (os.path.isdir(d) and not os.access(d, os.W_OK))
+
+
+def _call(orig, bound: inspect.BoundArguments):
+    """torch's load_inline; where the shared cache is read-only, a build
+    found there is imported as it is (torch would write its lock and build
+    files beside it), and a new one is built in this job's own folder
+    (KEVOLVE_JOB_BUILD_DIR, else the temporary folder): moving it into the
+    shared cache is the harness's step, never the candidate's."""
+    a = bound.arguments
+    if a.get("build_directory") or not shared_read_only():
+        return orig(*bound.args, **bound.kwargs)
+    import torch.utils.cpp_extension as ext
+    name = a["name"]
+    built = os.path.join(os.environ["TORCH_EXTENSIONS_DIR"], name)
+    python_module = a.get("is_python_module", True)
+    if not a.get("is_standalone") and os.path.exists(os.path.join(built, name + ext.LIB_EXT)):
+        return ext._import_module_from_library(name, built, python_module)
+    root = os.environ.get("KEVOLVE_JOB_BUILD_DIR") or os.path.join(tempfile.gettempdir(), "kevolve_torch_extensions")
+    a["build_directory"] = os.path.join(root, name)
+    os.makedirs(a["build_directory"], exist_ok=True)
+    return orig(*bound.args, **bound.kwargs)
+
+
 def _build(orig, name, args, kwargs):
     """One load_inline call, cached by content, light headers first."""
     _setup_env()
@@ -156,14 +186,14 @@ def _build(orig, name, args, kwargs):
     bound.arguments["name"] = full_name
     light = lighten_cuda_sources(bound.arguments.get("cuda_sources"))
     if light is None or bound.arguments.get("no_implicit_headers") or os.path.exists(_miss_marker(full_name)):
-        return orig(*bound.args, **bound.kwargs)
+        return _call(orig, bound)
     full = inspect.BoundArguments(bound.signature, dict(bound.arguments))
 
     bound.arguments["cuda_sources"] = light
     light_name = cached_name(name, args, kwargs, variant="types.h")
     bound.arguments["name"] = light_name
     try:
-        return orig(*bound.args, **bound.kwargs)
+        return _call(orig, bound)
     except RuntimeError as e:
         # Only a CUDA unit that failed to compile can be the header's fault;
         # main.cpp or the link would fail the same way with any header.
@@ -177,7 +207,7 @@ def _build(orig, name, args, kwargs):
                 f.write(str(e)[-4000:])
         except OSError:
             pass
-    return orig(*full.args, **full.kwargs)
+    return _call(orig, full)
 
 
 def _wrap(orig):
