@@ -119,6 +119,7 @@ func TestBenchBuildStages(t *testing.T) {
 		// fresh worker, so "cold" is a first evaluation of its kind.
 		cache := t.TempDir()
 		t.Setenv("TRITON_CACHE_DIR", cache+"/triton")
+		t.Setenv("KEVOLVE_PCH_DIR", "") // the cache's own pch/
 		ev, err := NewEvaluator(EvalConfig{Python: py, CacheDir: cache,
 			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 		if err != nil {

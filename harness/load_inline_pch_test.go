@@ -74,6 +74,7 @@ func TestLoadInlinePCHBuildsInSeconds(t *testing.T) {
 	// After: three candidates one after another in one cache; the first pays
 	// for the PCH.
 	t.Setenv("KEVOLVE_PCH", "1")
+	t.Setenv("KEVOLVE_PCH_DIR", "") // the cache's own pch/, empty: the first candidate pays for it
 	cache := t.TempDir()
 	ev := evalIn(cache)
 	var rs []*EvalResult

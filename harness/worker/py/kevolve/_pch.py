@@ -120,8 +120,18 @@ def identity(with_cuda: bool, extra_cflags=(), extra_include_paths=()) -> dict |
     return {"compiler": _compiler_identity(cxx), "torch": tid, "flags": flags, "header": HEADER_TEXT, "format": 1}
 
 
+def _root() -> str:
+    """<kernel cache>/pch, or KEVOLVE_PCH_DIR: PCHs are keyed and verified,
+    so several caches (a test run's) may share one folder of them."""
+    d = os.environ.get("KEVOLVE_PCH_DIR")
+    if not d:
+        return cache_dir("pch")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
 def _dir_for(ident: dict) -> str:
-    return os.path.join(cache_dir("pch"), digest(json.dumps(ident, sort_keys=True)))
+    return os.path.join(_root(), digest(json.dumps(ident, sort_keys=True)))
 
 
 def lookup(ident: dict | None) -> str | None:
