@@ -138,6 +138,19 @@ class Store(unittest.TestCase):
         self.assertIsNotNone(_pch.lookup(idents[1]), "a PCH used in the last hour was evicted")
         self.assertIsNotNone(_pch.lookup(idents[2]))
 
+    def test_shared_folder(self):
+        ident = small(_pch.identity(False))
+        shared = os.path.join(self.tmp.name, "shared-pch")
+        os.environ["KEVOLVE_PCH_DIR"] = shared
+        try:
+            hdr, _ = _pch.ensure(ident)
+            self.assertEqual(os.path.dirname(os.path.dirname(hdr)), shared)
+            os.environ["KEVOLVE_CACHE_DIR"] = os.path.join(self.tmp.name, "another-cache")
+            self.assertEqual(_pch.lookup(ident), hdr, "another cache must find the shared PCH")
+        finally:
+            del os.environ["KEVOLVE_PCH_DIR"]
+        self.assertIsNone(_pch.lookup(ident), "without KEVOLVE_PCH_DIR the cache's own folder is used")
+
     def test_disabled(self):
         ident = small(_pch.identity(False))
         _pch.ensure(ident)
