@@ -27,7 +27,6 @@ shared PCH never comes from candidate code.
 
 from __future__ import annotations
 
-import ast
 import fcntl
 import inspect
 import json
