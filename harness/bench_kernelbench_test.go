@@ -78,6 +78,7 @@ type benchRow struct {
 	OursIters     int                `json:"ours_iters"`
 	OursSpeedup   float64            `json:"ours_speedup_vs_eager"`
 	OursStages    map[string]float64 `json:"ours_stage_s,omitempty"`
+	OursColdStage map[string]float64 `json:"ours_cold_stage_s,omitempty"`
 	OursWarnings  []string           `json:"ours_warnings,omitempty"`
 
 	KBWallS     float64 `json:"kb_wall_s"`
@@ -300,6 +301,7 @@ func benchOurs(t *testing.T, ev *Evaluator, pairs []benchPair, rows map[string]*
 		cold[p.key()] = res
 		r.OursVerdict = res.Verdict
 		r.OursColdS = res.WallS
+		r.OursColdStage = res.StageS
 		if res.Verdict != VerdictPass {
 			r.Failures = append(r.Failures, "ours: cold evaluation "+res.Verdict+": "+benchFailedChecks(res))
 		}
@@ -821,12 +823,53 @@ func benchTable(rep *benchReport) string {
 			fails = append(fails, "- "+r.Key+": "+f)
 		}
 	}
+	b.WriteString("\n" + buildBenchTable(rep.Device, benchStageRows(rep.Rows)))
 	if len(fails) > 0 {
 		b.WriteString("\nTargets missed:\n" + strings.Join(fails, "\n") + "\n")
 	} else {
 		b.WriteString("\nAll targets met.\n")
 	}
 	return b.String()
+}
+
+// benchStageRows is the stage breakdown per flavor: the median of each
+// stage over its problems, cold and warm, and KernelBench's wall beside.
+func benchStageRows(rows []*benchRow) []buildBenchRow {
+	var out []buildBenchRow
+	for _, flavor := range benchFlavors {
+		cold, warm := map[string][]float64{}, map[string][]float64{}
+		var coldWall, warmWall, kbWall []float64
+		for _, r := range rows {
+			if r.Flavor != flavor {
+				continue
+			}
+			for k, v := range r.OursColdStage {
+				cold[k] = append(cold[k], v)
+			}
+			for k, v := range r.OursStages {
+				warm[k] = append(warm[k], v)
+			}
+			coldWall, warmWall = append(coldWall, r.OursColdS), append(warmWall, r.OursWarmMed)
+			if r.KBWallS > 0 {
+				kbWall = append(kbWall, r.KBWallS)
+			}
+		}
+		if len(coldWall) == 0 {
+			continue
+		}
+		med := func(m map[string][]float64) map[string]float64 {
+			o := map[string]float64{}
+			for k, v := range m {
+				o[k] = benchMedian(v)
+			}
+			return o
+		}
+		out = append(out,
+			buildBenchRow{Kind: flavor, Case: "ours cold", Stages: med(cold), WallS: benchMedian(coldWall), Verdict: "median"},
+			buildBenchRow{Kind: flavor, Case: "ours warm", Stages: med(warm), WallS: benchMedian(warmWall), Verdict: "median"},
+			buildBenchRow{Kind: flavor, Case: "KernelBench eval_kernel_against_ref", WallS: benchMedian(kbWall), Verdict: "median"})
+	}
+	return out
 }
 
 func benchNum(v float64, prec int) string {

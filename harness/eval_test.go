@@ -59,9 +59,22 @@ func evaluator(t *testing.T) *Evaluator {
 }
 
 func TestMain(m *testing.M) {
+	// One precompiled torch/extension.h for every load_inline test of the
+	// run (each would build its own in its fresh cache); a test about the
+	// PCH itself sets its own folder.
+	pchDir := ""
+	if os.Getenv("KEVOLVE_PCH_DIR") == "" {
+		if d, err := os.MkdirTemp("", "kevolve-test-pch-"); err == nil {
+			os.Setenv("KEVOLVE_PCH_DIR", d)
+			pchDir = d
+		}
+	}
 	code := m.Run()
 	if sharedEv != nil {
 		sharedEv.Close()
+	}
+	if pchDir != "" {
+		os.RemoveAll(pchDir)
 	}
 	os.Exit(code)
 }

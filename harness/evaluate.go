@@ -286,6 +286,7 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 		Reuse:    e.cfg.Reuse == ReuseAll || (e.cfg.Reuse == ReuseGPU && tgt != target.CPU),
 	}
 	var childWork *TracedWork
+	prepS := e.prepareBuilds(ctx, candCode) // the shared build caches, written by the harness
 	out, err := e.w.Run(ctx, job)
 	if errors.Is(err, worker.ErrWorkerDied) {
 		// The parent died under this job (rare: children die alone). One retry
@@ -367,6 +368,9 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 			res.RefCompile = knownCompile
 		}
 		res.StageS = pr.StageS
+		if prepS > 0 && res.StageS != nil {
+			res.StageS[StagePrepareBuild] = prepS
+		}
 		res.Memory, res.Work = pr.Memory, pr.Work
 		res.Process = pr.Process
 		res.Notes = pr.Notes

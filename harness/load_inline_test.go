@@ -177,6 +177,12 @@ func TestLoadInlineCUDALightHeaders(t *testing.T) {
 	if n := len(units("light")); n != 1 || len(units("full")) != 0 {
 		t.Fatalf("want one light build and no full one, got %d light, %v full", n, units("full"))
 	}
+	// The bindings unit (main.cpp) used the harness's precompiled torch/extension.h.
+	if nj, _ := filepath.Glob(filepath.Join(cache, "kernels", "torch_extensions", "axpb_cu_kv*", "build.ninja")); len(nj) != 1 {
+		t.Errorf("want one build.ninja, got %v", nj)
+	} else if b, err := os.ReadFile(nj[0]); err != nil || !strings.Contains(string(b), "kevolve_torch_extension.h") {
+		t.Errorf("main.cpp was built without the precompiled header (%v); stages %v", err, light.StageS)
+	}
 	full := eval(strings.Replace(cudaInlineCand, "__HOST_EXTRA__", "TORCH_CHECK(torch::get_num_threads() > 0);", 1))
 	if len(units("full")) != 1 {
 		t.Fatalf("the unit needing torch/extension.h was not rebuilt as written: %v", units("full"))

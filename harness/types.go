@@ -262,7 +262,9 @@ type EvalResult struct {
 	// 100% of the traced bound, an algorithmic shortcut.
 	Notes []string `json:"notes,omitempty"`
 	Log   string   `json:"log,omitempty"`
-	// StageS is the child's seconds per stage (load_candidate, correctness, timing...).
+	// StageS is the child's seconds per stage (load_candidate, correctness, timing...);
+	// load_candidate_cpu is the CPU seconds of the compilers the candidate's
+	// import ran, prepare_build the harness's build step before it.
 	StageS map[string]float64 `json:"stage_s,omitempty"`
 	// Memory is peak device memory per side and stage; Work the reference
 	// forward's FLOPs and bytes as the child counted them (count_work).

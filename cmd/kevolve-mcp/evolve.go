@@ -100,7 +100,7 @@ is a checkpoint: a killed run continues with --resume RUN.
 	f.BoolVar(&eo.calibrate, "calibrate", true, "on a CPU never calibrated, measure it once (quick) so % of SOL can be shown")
 	f.StringVar(&eo.reportDir, "report-dir", "", "where reports go (default: runs/RUN beside the database)")
 	addFleetFlags(f, &eo.fleet)
-	f.IntVar(&eo.parallel, "parallel", 0, "select→propose→evaluate pipelines in flight at once (default 1; with --workers, one per CPU worker slot or two per GPU)")
+	f.IntVar(&eo.parallel, "parallel", 0, "select→propose→evaluate pipelines in flight at once (default: 1 on the CPU, 4 per GPU of this host up to its cores; with --workers, one per CPU worker slot or two per GPU)")
 	_ = cmd.RegisterFlagCompletionFunc("problem", completeReference)
 	_ = cmd.RegisterFlagCompletionFunc("target", fixedCompletion("auto", "cpu", "nvidia"))
 	_ = cmd.RegisterFlagCompletionFunc("language", fixedCompletion("c", "cuda", "triton"))
@@ -220,6 +220,7 @@ func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.W
 		return err
 	}
 	eng := &engine.Engine{Store: st, Eval: evaluator, Operator: op, Log: c.logger, OnProgress: progressPrinter(stderr), Parallel: parallel}
+	busy0, t0 := ev.DeviceBusy(), time.Now() // the in-process evaluator's device phases (a fleet's are the workers')
 	if eo.resume != "" {
 		var b *search.Budget
 		if budgetSet {
@@ -249,6 +250,10 @@ func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.W
 		}
 	}
 	fmt.Fprintln(stderr)
+	if share, held := harness.DeviceShare(busy0, ev.DeviceBusy(), time.Since(t0)); held > 0 && !eo.fleet.enabled() {
+		fmt.Fprintf(stderr, "device busy: %.0f%% of the run's %.1f s wall (some evaluation held the device phase %.1f s)\n",
+			100*share, time.Since(t0).Seconds(), held.Seconds())
+	}
 	if run == nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -90,7 +91,7 @@ func (ff *fleetFlags) parallelism(flag int, target string, localGPUs func() int)
 		return flag, nil
 	}
 	if ff.workers == "" {
-		return 1, nil
+		return localParallel(target, localGPUs, runtime.NumCPU()), nil
 	}
 	spec, err := fleet.ParseWorkers(ff.workers)
 	if err != nil {
@@ -108,6 +109,28 @@ func (ff *fleetFlags) parallelism(flag int, target string, localGPUs func() int)
 		gpus = nodeGPUsGuess
 	}
 	return min(spec.N*gpus*2, engine.MaxParallel), nil
+}
+
+// localPerGPU is the pipelines per GPU of this host for a run without a
+// fleet: an evaluation's wall (1.2-2.9 s on the H100) is mostly host work
+// (building, loading, correctness, the search's own step) around a device
+// phase of a few hundred ms that the lease gate runs one at a time, so a
+// few in flight keep the device fed while the others build.
+const localPerGPU = 4
+
+// localParallel is the default for a run evaluated in this process: one
+// pipeline on the CPU (the timed work takes the cores), else localPerGPU
+// per GPU of this host, at most one per core (each pipeline's host work
+// takes one).
+func localParallel(target string, localGPUs func() int, cpus int) int {
+	if target == "cpu" {
+		return 1
+	}
+	gpus := localGPUs()
+	if gpus == 0 {
+		return 1
+	}
+	return max(1, min(gpus*localPerGPU, cpus, engine.MaxParallel))
 }
 
 // nodeGPUsGuess is the GPUs of a remote whole-node worker when nothing

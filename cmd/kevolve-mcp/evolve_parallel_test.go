@@ -1,6 +1,7 @@
 package main
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/kevolve/kevolve-mcp/search/engine"
@@ -17,6 +18,8 @@ func TestEvolveParallelism(t *testing.T) {
 		wantErr bool
 	}{
 		{"default without a fleet", fleetFlags{}, 0, "cpu", 0, 1, false},
+		{"a GPU target without a fleet or a GPU", fleetFlags{}, 0, "nvidia", 0, 1, false},
+		{"without a fleet: per GPU of this host, up to its cores", fleetFlags{}, 0, "nvidia", 1, min(localPerGPU, runtime.NumCPU()), false},
 		{"flag wins", fleetFlags{workers: "local:4"}, 2, "nvidia", 8, 2, false},
 		{"one per local worker", fleetFlags{workers: "local:4"}, 0, "cpu", 0, 4, false},
 		{"workers times slots", fleetFlags{workers: "local:2", slots: 3}, 0, "cpu", 0, 6, false},
@@ -40,5 +43,25 @@ func TestEvolveParallelism(t *testing.T) {
 				t.Fatalf("parallelism(%d) = %d, %v; want %d (error %v)", c.flag, got, err, c.want, c.wantErr)
 			}
 		})
+	}
+}
+
+func TestLocalParallel(t *testing.T) {
+	cases := []struct {
+		target     string
+		gpus, cpus int
+		want       int
+	}{
+		{"cpu", 8, 64, 1},
+		{"", 0, 64, 1},
+		{"", 1, 64, localPerGPU},
+		{"nvidia", 2, 64, 2 * localPerGPU},
+		{"nvidia", 8, 16, 16}, // at most one per core
+		{"amd", 1, 1, 1},
+	}
+	for _, c := range cases {
+		if got := localParallel(c.target, func() int { return c.gpus }, c.cpus); got != c.want {
+			t.Errorf("localParallel(%q, %d GPUs, %d cores) = %d, want %d", c.target, c.gpus, c.cpus, got, c.want)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"runtime"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -83,8 +84,8 @@ Tool errors are shortened to a line; --verbose prints them whole.`,
 			if opt.ToleranceRule != harness.ToleranceDefault && opt.ToleranceRule != harness.ToleranceKernelBenchV0 {
 				return fmt.Errorf("kernelbench run: --tolerance must be %s or %s", harness.ToleranceDefault, harness.ToleranceKernelBenchV0)
 			}
-			if timeoutS < 0 || opt.Jobs < 1 {
-				return errors.New("kernelbench run: --timeout must be positive and --jobs at least 1")
+			if timeoutS < 0 || opt.Jobs < 0 {
+				return errors.New("kernelbench run: --timeout must be positive and --jobs 0 (one per core on a GPU) or more")
 			}
 			var err error
 			if opt.Levels, err = kernelbench.ParseLevels(levels); err != nil {
@@ -100,6 +101,9 @@ Tool errors are shortened to a line; --verbose prints them whole.`,
 
 			a := c.newApp()
 			defer a.close()
+			if opt.Jobs == 0 {
+				opt.Jobs = kernelbench.DefaultJobs(opt.Target, a.localGPUs, runtime.NumCPU())
+			}
 			ev, err := a.evaluator()
 			if err != nil {
 				return err
@@ -155,7 +159,7 @@ Tool errors are shortened to a line; --verbose prints them whole.`,
 	f.StringVar(&opt.Target, "target", "auto", "where to run: cpu, nvidia or auto")
 	f.Float64Var(&timeoutS, "timeout", 0, "wall-clock limit per evaluation in `seconds` (default 180)")
 	f.StringVar(&opt.ToleranceRule, "tolerance", harness.ToleranceDefault, "also judge each pair under `rule` kernelbench-v0 (atol=rtol=1e-2 for every dtype, as KernelBench v0/v0.1, CUDA-L1 and the leaderboard reported), or default (the harness's own only)")
-	f.IntVar(&opt.Jobs, "jobs", 1, "evaluations in flight at once; the device is still timed one at a time")
+	f.IntVar(&opt.Jobs, "jobs", 0, "evaluations in flight at once; the device is still timed one at a time (0: one per core where the host has a GPU, so builds run on every core while the device times; 1 on the CPU)")
 	f.StringVar(&opt.JSONL, "jsonl", "kernelbench-results.jsonl", "`file` to write, one JSON record per pair")
 	f.StringVar(&summary, "summary", "", "also write the summary (wall time, peak memory) as JSON to this `file`")
 	f.StringVar(&only, "only", "", "sweep only problems whose name (level1/12_...) matches this `regexp`")

@@ -31,9 +31,10 @@ type Options struct {
 	// ToleranceRule also judges each pair under another rule
 	// (harness.ToleranceKernelBenchV0), so published numbers compare.
 	ToleranceRule string
-	// Jobs is how many evaluations are in flight at once (default 1). The
-	// evaluator's device gate still times one at a time on a GPU; more jobs
-	// overlap loading and compiling with another's timing.
+	// Jobs is how many evaluations are in flight at once (0 = 1; the CLI
+	// defaults to DefaultJobs). The evaluator's device gate still times one
+	// at a time on a GPU; more jobs overlap loading and compiling with
+	// another's timing.
 	Jobs int
 	DB   *sql.DB // results and resume; nil keeps nothing between runs
 	// Rerun evaluates pairs already in the database again.
@@ -177,6 +178,18 @@ type sweep struct {
 	mu       sync.Mutex // guards jsonl and writeErr
 	jsonl    *os.File
 	writeErr error
+}
+
+// DefaultJobs is the evaluations to keep in flight: on a GPU host one per
+// core, since building a candidate (load_inline's host compiler, Triton,
+// nvcc) is CPU work that runs beside the device phase of the others, which
+// the device gate still serializes; on the CPU 1, since there the timed
+// work shares the cores with any build. gpus is asked only for "auto".
+func DefaultJobs(target string, gpus func() int, cpus int) int {
+	if target == "cpu" || (target == "auto" || target == "") && gpus() == 0 {
+		return 1
+	}
+	return max(1, cpus)
 }
 
 // all evaluates the pairs with opt.Jobs in flight and returns their records

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/kevolve/kevolve-mcp/harness/target"
 )
@@ -95,6 +97,18 @@ type slot struct {
 	holders int
 	phase   chan struct{} // the exclusive phase: a one-token semaphore, FIFO for waiters
 	granted int           // leases ever placed here, for tie-breaking
+	// The exclusive phase's time held: finished holds, and the start (unix
+	// ns) of the one in progress, 0 when free. Written by the holder only.
+	busyNs, heldSince atomic.Int64
+}
+
+// busy is the time the exclusive phase has been held so far.
+func (s *slot) busy(now time.Time) time.Duration {
+	d := s.busyNs.Load()
+	if start := s.heldSince.Load(); start != 0 {
+		d += max(0, now.UnixNano()-start)
+	}
+	return time.Duration(d)
 }
 
 // Pool is the devices of one target.
@@ -125,6 +139,19 @@ func NewPool(t target.Name, devs []Device, maxHolders int) *Pool {
 		p.slots = append(p.slots, &slot{dev: d, phase: make(chan struct{}, 1)})
 	}
 	return p
+}
+
+// Busy is, per device index, the time its exclusive phase (an
+// evaluation's device phase, or a profile) has been held since the pool
+// was made: sampled before and after a run, the share of the run's wall
+// time the device was in use.
+func (p *Pool) Busy() map[int]time.Duration {
+	now := time.Now()
+	out := map[int]time.Duration{}
+	for _, s := range p.slots {
+		out[s.dev.Index] = s.busy(now)
+	}
+	return out
 }
 
 // Target is the pool's target.
@@ -334,8 +361,14 @@ func (l *Lease) Exclusive(ctx context.Context) (func(), error) {
 	}
 	select {
 	case l.slot.phase <- struct{}{}:
+		l.slot.heldSince.Store(time.Now().UnixNano())
 		var once sync.Once
-		return func() { once.Do(func() { <-l.slot.phase }) }, nil
+		return func() {
+			once.Do(func() {
+				l.slot.busyNs.Add(max(0, time.Now().UnixNano()-l.slot.heldSince.Swap(0)))
+				<-l.slot.phase
+			})
+		}, nil
 	case <-ctx.Done():
 		return nil, fmt.Errorf("waiting for %s device %d: %w", l.pool.target, l.slot.dev.Index, ctx.Err())
 	}

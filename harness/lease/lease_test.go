@@ -252,3 +252,37 @@ func TestSelectDeviceAndEnv(t *testing.T) {
 		t.Errorf("empty pool: %v", err)
 	}
 }
+
+// Busy counts the time the exclusive phase was held, finished holds and
+// the one in progress, per device, and nothing for shared holds.
+func TestBusyCountsTheExclusivePhase(t *testing.T) {
+	p := NewPool(target.NVIDIA, []Device{{Index: 0}, {Index: 1}}, 4)
+	ctx := context.Background()
+	l, err := p.Acquire(ctx, Request{Device: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(30 * time.Millisecond) // shared: not busy
+	if b := p.Busy()[0]; b != 0 {
+		t.Fatalf("busy %v before any exclusive phase", b)
+	}
+	rel, err := l.Exclusive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if b := p.Busy()[0]; b < 50*time.Millisecond {
+		t.Errorf("a hold in progress counts %v, want at least 50ms", b)
+	}
+	rel()
+	rel() // a second release changes nothing
+	held := p.Busy()[0]
+	time.Sleep(30 * time.Millisecond)
+	if b := p.Busy()[0]; b != held || b < 50*time.Millisecond {
+		t.Errorf("after the release busy went from %v to %v", held, b)
+	}
+	if b := p.Busy()[1]; b != 0 {
+		t.Errorf("device 1 was never held, busy %v", b)
+	}
+	l.Release()
+}

@@ -345,7 +345,7 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
     # What the reference runs on, as the harness left it (evaluate_tamper).
     tamper = RefGuard(checks, ref_mod)
     ctx.progress("load_candidate")
-    t0 = time.monotonic()
+    t0, cpu0 = time.monotonic(), os.times()
     side.now = "candidate"
     try:
         cand_mod, _ = load_module(args["candidate"], "kevolve_candidate", work_dir)
@@ -367,6 +367,8 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
     tamper.check("at the candidate's import")
     checks.add("load_candidate", True, "loaded in %.2f s" % (time.monotonic() - t0))
     res["load_s"] = round(time.monotonic() - t0, 3)
+    cpu1 = os.times()  # the compilers the import ran (load_inline, load_c): their CPU, less load-bound than wall
+    res["stage_s"]["load_candidate_cpu"] = round(cpu1.children_user + cpu1.children_system - cpu0.children_user - cpu0.children_system, 3)
 
     if device.type == "cuda":
         ctx.progress("wait_device")
