@@ -262,6 +262,12 @@ def _landlock(work_dir, extra_write, network):
         _landlock_rule(ruleset, "/", LL_READ)
         for p in _dev_entries():
             _landlock_rule(ruleset, p, LL_READ_FILE | LL_WRITE_FILE | LL_TRUNCATE | LL_READ_DIR)
+        # The NVIDIA driver writes to its own process's /proc files when it
+        # initializes: without this every CUDA call fails with error 304
+        # (measured on the H100 host). Another process's files stay out of
+        # reach (Landlock also scopes ptrace access, which /proc/PID/mem
+        # needs); a descendant that uses CUDA itself would need its own.
+        _landlock_rule(ruleset, "/proc/%d" % os.getpid(), LL_READ_FILE | LL_WRITE_FILE | LL_TRUNCATE | LL_READ_DIR)
         for p in [work_dir] + list(extra_write or []):
             if not _landlock_rule(ruleset, p, fs):
                 return False, "landlock rule for %s failed" % p, {}

@@ -611,6 +611,26 @@ def handle(line, children, by_id):
         emit({"event": "error", "id": req.get("id"), "message": "unknown op %r" % op})
 
 
+def _make_device_nodes():
+    """Lets the NVIDIA driver create its device files (/dev/nvidia-uvm and
+    the like) while this process still may. The driver makes them on its
+    first use through the setuid nvidia-modprobe, which a sandboxed child
+    (no capabilities, no_new_privs) cannot run: on a freshly booted host
+    every CUDA call in the first evaluation then fails with error 304. The
+    driver is initialized in a throwaway process, never in this one, whose
+    forked children need CUDA untouched."""
+    if not os.path.exists("/dev/nvidiactl"):
+        return ""
+    import subprocess
+    code = "import ctypes, sys; sys.exit(ctypes.CDLL('libcuda.so.1').cuInit(0))"
+    try:
+        r = subprocess.run([sys.executable, "-c", code], timeout=60, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return "cuInit returned %d" % r.returncode
+    except (OSError, subprocess.SubprocessError) as e:
+        return "cuInit failed: %r" % (e,)
+
+
 def main():
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     # Forked children keep fd 3; programs they exec (gcc, nvcc, a shell)
@@ -627,6 +647,9 @@ def main():
     children = {}  # pid -> (id, grant_w)
     by_id = {}  # id -> pid
     _set_subreaper()
+    nodes = _make_device_nodes()
+    if nodes:
+        versions["device_nodes"] = nodes
     emit({"event": "ready", **versions})
     eof = False
     last_sweep = 0.0
