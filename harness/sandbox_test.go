@@ -228,10 +228,20 @@ func TestSandboxHostileCandidates(t *testing.T) {
 		if !strings.Contains(res.Log, "REFUSED") {
 			t.Fatalf("the candidate did not run its writes: %q", res.Log)
 		}
-		for _, w := range []string{"WROTE", "DELETED", "APPENDED"} {
-			if strings.Contains(res.Log, w+" ") {
-				t.Errorf("the candidate %s outside its folders:\n%s", strings.ToLower(w), res.Log)
+		// Where this host reports the build_cache layer missing, the shared
+		// build cache is writable to candidates (the result says so); every
+		// other folder must hold.
+		buildCache := filepath.Join(cache, "kernels") + string(filepath.Separator)
+		for _, line := range strings.Split(res.Log, "\n") {
+			verb, path, _ := strings.Cut(line, " ")
+			if verb != "WROTE" && verb != "DELETED" && verb != "APPENDED" {
+				continue
 			}
+			if !has("build_cache") && strings.HasPrefix(path, buildCache) {
+				t.Logf("build_cache missing here: %s", line)
+				continue
+			}
+			t.Errorf("the candidate %s outside its folders: %s", strings.ToLower(verb), line)
 		}
 		for _, d := range append(targets, ev.w.PyDir()) {
 			if _, err := os.Stat(filepath.Join(d, "kevolve-sandbox-was-here")); err == nil {
