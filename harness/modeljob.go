@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/kevolve/kevolve-mcp/harness/target"
@@ -52,8 +53,12 @@ func (e *Evaluator) ModelJob(ctx context.Context, r ModelJobRequest, out any) er
 	if r.Timeout <= 0 {
 		r.Timeout = 10 * time.Minute
 	}
+	writable, err := modelJobFolders(args)
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.Module, err)
+	}
 	o, err := e.w.Run(ctx, worker.Job{Module: r.Module, Func: "main", Args: args, Env: env, Timeout: r.Timeout,
-		MemLimit: mem, RSSLimit: max(e.cfg.HostMemLimit, 0)})
+		MemLimit: mem, RSSLimit: max(e.cfg.HostMemLimit, 0), Writable: writable})
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.Module, err)
 	}
@@ -73,6 +78,24 @@ func (e *Evaluator) ModelJob(ctx context.Context, r ModelJobRequest, out any) er
 		return fmt.Errorf("%s: decode result: %w", r.Module, err)
 	}
 	return nil
+}
+
+// modelJobFolders are the folders a model job writes (the extracted
+// problems, the package it verifies and builds kernels in): made here, and
+// the only ones its sandbox may write besides its own work folder.
+func modelJobFolders(args map[string]any) ([]string, error) {
+	var out []string
+	for _, k := range []string{"out_dir", "package_dir"} {
+		d, ok := args[k].(string)
+		if !ok || d == "" {
+			continue
+		}
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
 }
 
 // clipLog keeps the end of a job's log, where a traceback ends.

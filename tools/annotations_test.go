@@ -33,6 +33,9 @@ func TestToolAnnotationsHonest(t *testing.T) {
 		"evolve_stop":      {false, true, false},
 		"evolve_resume":    {false, false, false},
 		"evolve_best":      {true, false, false},
+		"model_profile":    {false, false, false},
+		"deploy":           {false, false, false},
+		"verify_model":     {false, false, false},
 	}
 	tools := All(Deps{})
 	if len(tools) != len(want) {
