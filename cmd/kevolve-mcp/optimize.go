@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kevolve/kevolve-mcp/harness/sol"
+	"github.com/kevolve/kevolve-mcp/harness/target"
+	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/engine"
 	"github.com/kevolve/kevolve-mcp/search/harnesseval"
 	"github.com/kevolve/kevolve-mcp/search/optimize"
@@ -34,7 +36,8 @@ type optimizeOptions struct {
 	evalTO    time.Duration
 	asJSON    bool
 	calibrate bool
-	compile   bool // --compile-baseline given
+	compile   bool       // --compile-baseline given
+	fleet     fleetFlags // --workers: the searches' evaluations on a fleet
 }
 
 // newOptimizeCmd wires `kevolve-mcp optimize` to search/optimize.
@@ -62,8 +65,8 @@ the kevolve_kernels package: import it and call kevolve_kernels.patch(model).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&oo.o.Model, "model", "", "KernelBench-format model `file`")
-	f.StringVar(&oo.o.Target, "target", "auto", "cpu, nvidia or auto")
-	f.StringVar(&oo.o.Language, "language", "", "kernel language: c, cuda or triton (default c on cpu, cuda on nvidia)")
+	f.StringVar(&oo.o.Target, "target", "auto", "nvidia, amd, cpu or auto")
+	f.StringVar(&oo.o.Language, "language", "", "kernel language: c, cuda, hip or triton (default: the target's first: cuda on nvidia, hip on amd, c on cpu)")
 	f.StringVar(&oo.operator, "operator", "tuner", "operator: tuner, cmd:COMMAND, claude, codex or openai:MODEL[@URL][,...]")
 	registerOperatorFlags(f, &oo.ops)
 	f.IntVar(&oo.budget, "budget", 24, "evaluations for the whole job")
@@ -79,6 +82,7 @@ the kevolve_kernels package: import it and call kevolve_kernels.patch(model).`,
 	f.DurationVar(&oo.evalTO, "eval-timeout", 0, "limit per evaluation (default: the harness's 180 s)")
 	f.BoolVar(&oo.asJSON, "json", false, "end with the summary as JSON on stdout")
 	f.BoolVar(&oo.calibrate, "calibrate", true, "on a CPU never calibrated, measure it once (quick) for the SOL ranking")
+	addFleetFlags(f, &oo.fleet)
 	_ = cmd.MarkFlagRequired("model")
 	_ = cmd.MarkFlagFilename("model", "py")
 	return cmd
@@ -100,29 +104,33 @@ func optimizeRun(c *cli, oo *optimizeOptions, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rep := a.devices.Get(ctx, false)
 	o := oo.o
-	o.Target = strings.ToLower(o.Target)
-	if o.Target == "auto" || o.Target == "" || o.Target == "cuda" {
-		o.Target = "cpu"
-		if oo.o.Target == "cuda" || (rep.Python != nil && rep.Python.CUDAUsable) {
-			o.Target = "nvidia"
-		}
+	// The model is profiled and verified on this host's device, so its
+	// target is this host's even when a fleet runs the searches.
+	if o.Target, err = resolveTarget(ctx, ev, o.Target, false); err != nil {
+		return err
 	}
+	tg := target.MustGet(target.Name(o.Target))
 	if o.Language == "" {
-		o.Language = map[bool]string{true: "cuda", false: "c"}[o.Target == "nvidia"]
+		o.Language = tg.DefaultLanguage()
 	}
-	if o.Target == "nvidia" && !oo.compile {
+	if tg.GPU() && !oo.compile {
 		o.Compile = true
 	}
-	devices := []string{rep.CPU.Model}
-	if o.Target != "cpu" {
-		devices = nil
-		for _, gpu := range rep.GPUs {
-			devices = append(devices, gpu.Name)
-		}
+	devices := a.devices.Get(ctx, false).DeviceNames(o.Target)
+	if err := oo.fleet.validate(c); err != nil {
+		return err
 	}
 	adapter := &harnesseval.Adapter{Ev: ev, Timeout: oo.evalTO}
+	var evaluator search.Evaluator = adapter
+	if oo.fleet.enabled() {
+		fe, stop, err := oo.fleet.startFleet(ctx, a, c, search.Problem{Target: o.Target}, filepath.Join(filepath.Dir(c.g.db), "fleet"), stderr)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		evaluator = fe
+	}
 	if ceil, err := ceilingsFor(ctx, a, oo.calibrate, stderr); err == nil {
 		adapter.Ceilings, o.Ceilings = &ceil, &ceil
 	} else {
@@ -139,7 +147,11 @@ func optimizeRun(c *cli, oo *optimizeOptions, stdout, stderr io.Writer) error {
 		o.ReportDir = filepath.Join(o.DataDir, "runs", "model-"+strings.TrimSuffix(filepath.Base(o.Model), ".py"))
 	}
 	o.Log = c.logger
-	r := &suite.Runner{Engine: &engine.Engine{Store: st, Eval: adapter, Operator: op, Log: c.logger, Parallel: oo.parallel},
+	parallel, err := oo.fleet.parallelism(oo.parallel, o.Target, a.localGPUs)
+	if err != nil {
+		return err
+	}
+	r := &suite.Runner{Engine: &engine.Engine{Store: st, Eval: evaluator, Operator: op, Log: c.logger, Parallel: parallel},
 		Budget: suite.Budgeter{Total: oo.budget, Chunk: oo.chunk, Epsilon: 0.1, Plateau: 8}, Policy: oo.policy, Devices: devices,
 		OnTurn: func(s suite.State) {
 			fmt.Fprintf(stderr, "optimize: %s: %d evaluations, best %.2fx\n", filepath.Base(s.Name), s.Used, s.BestFitness)

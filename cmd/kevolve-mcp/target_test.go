@@ -11,7 +11,7 @@ import (
 
 // Every command that takes a target knows every row of the target table:
 // on a host without an AMD GPU, eval, evolve and an evolve suite all fail
-// on the device, with the one message the harness gives, not with "use cpu
+// on the device (optimize too), with the one message the harness gives, not with "use cpu
 // or nvidia". Aliases ("rocm") are the same target.
 func TestAMDTargetFailsOnTheDevice(t *testing.T) {
 	py := toolchaintest.Python(t)
@@ -26,6 +26,7 @@ func TestAMDTargetFailsOnTheDevice(t *testing.T) {
 		"evolve": {"evolve", "--problem", "llm/rmsnorm", "--operator", "tuner", "--budget", "2", "--target", "amd"},
 		"rocm":   {"evolve", "--problem", "llm/rmsnorm", "--operator", "tuner", "--budget", "2", "--target", "rocm"},
 		"suite":  {"evolve", "--suite", "corpus:llm/rmsnorm", "--operator", "tuner", "--budget", "2", "--target", "amd"},
+		"model":  {"optimize", "--model", cand, "--budget", "2", "--target", "amd"},
 	}
 	msgs := map[string]string{}
 	for name, args := range cmds {
