@@ -236,6 +236,9 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 	if req.Tolerance != nil {
 		args["tolerance"] = req.Tolerance
 	}
+	if judgeOff() {
+		args["judge"] = false
+	}
 	rkey := refKey(refCode, string(tgt), dev.Name, req)
 	knownCompile := e.compileGet(ctx, rkey)
 	if knownCompile != nil || tgt == target.CPU || (req.CompileReference != nil && !*req.CompileReference) {
@@ -342,6 +345,7 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 		res.Memory, res.Work = pr.Memory, pr.Work
 		res.Process = pr.Process
 		childWork = pr.Work
+		applyJudge(res, out.Judge, judgeOff())
 	}
 	res.Correct = res.Verdict == VerdictPass
 	setSpeedups(res)

@@ -220,6 +220,8 @@ type EvalResult struct {
 	// Process says which process ran the evaluation (nil: a fresh one that
 	// was not asked to stay).
 	Process *ProcessUse `json:"process,omitempty"`
+	// Judge is what the evaluation's judge process found (judge.go).
+	Judge *JudgeReport `json:"judge,omitempty"`
 }
 
 // ProcessUse is how an evaluation's process was used: a child kept from

@@ -62,7 +62,14 @@ type Outcome struct {
 	// up to boardSize bytes): a child the parent had to kill cannot report,
 	// but its board says what it was doing (evaluate: which program ran).
 	Board string
+	// Judge is what the job's judge process wrote (job_dir/judge/judge.json,
+	// up to judgeSize bytes), nil if nothing: a process of the job's own
+	// that the candidate cannot reach (evaluate_judge.py).
+	Judge json.RawMessage
 }
+
+// judgeSize bounds the judge's report read back.
+const judgeSize = 1 << 20
 
 // boardSize bounds the status board a job may keep in its directory.
 const boardSize = 64
@@ -158,6 +165,7 @@ func (w *Worker) Run(ctx context.Context, job Job) (*Outcome, error) {
 		out.Pid = pid
 		out.Log = readLog(filepath.Join(dir, "log.txt"))
 		out.Board = readBoard(filepath.Join(dir, "board"))
+		out.Judge = readJudge(filepath.Join(dir, "judge", "judge.json"))
 		if b, err := os.ReadFile(filepath.Join(dir, "result.json")); err == nil && len(b) > 0 {
 			if reported {
 				out.Result = b
@@ -399,6 +407,20 @@ func readBoard(path string) string {
 	n, _ := f.Read(b)
 	s, _, _ := strings.Cut(string(b[:n]), "\x00")
 	return strings.TrimSpace(s)
+}
+
+// readJudge reads the judge's report: a regular file of at most judgeSize
+// bytes, else nil.
+func readJudge(path string) json.RawMessage {
+	st, err := os.Lstat(path)
+	if err != nil || !st.Mode().IsRegular() || st.Size() > judgeSize {
+		return nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) == 0 {
+		return nil
+	}
+	return b
 }
 
 // readLog returns the child's output, trimmed to its head and tail: the

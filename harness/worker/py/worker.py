@@ -203,6 +203,20 @@ class ChildContext:
         self.reusable = False
         self.job_index = job_index  # 1 for a fresh child
 
+    # ---- sandbox interface (minimal stand-in; the sandbox's real versions
+    # replace this block): work_dir is the candidate's writable folder,
+    # judge_dir the judge's (made before the sandbox, read-only inside it);
+    # enter_sandbox() applies the sandbox and says which layers it set.
+    def make_dirs(self):
+        self.work_dir = os.path.join(self.job_dir, "work")
+        self.judge_dir = os.path.join(self.job_dir, "judge")
+        for d in (self.work_dir, self.judge_dir):
+            os.makedirs(d, exist_ok=True)
+
+    def enter_sandbox(self):
+        return {}
+    # ---- end of the sandbox interface
+
     def progress(self, stage, done=0, total=0):
         child_emit({"event": "progress", "id": self.job_id, "stage": str(stage)[:200],
                     "done": int(done), "total": int(total)})
@@ -314,6 +328,9 @@ def _run_job(req, grant_r, index):
                 args = json.load(f)
         mod = importlib.import_module(req["module"])
         fn = getattr(mod, req["func"])
+        ctx.make_dirs()
+        if not getattr(mod, "SANDBOX_SELF", False):  # a job that forks trusted helpers first enters it itself
+            ctx.enter_sandbox()
         try:
             result = fn(args or {}, ctx)
         except MemoryError:

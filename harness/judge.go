@@ -1,0 +1,142 @@
+package harness
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+)
+
+// The judge (worker/py/evaluate_judge.py) is a process of each evaluation
+// that the candidate cannot reach: forked before any candidate code runs,
+// non-dumpable, with its own secret seed and its own copy of the
+// reference. It re-checks a passing candidate on inputs only it knows,
+// with its own comparison, and measures from outside the times the
+// in-process timer reported. It writes judge.json in a folder only it
+// writes, and what it says decides: the in-process result can make a
+// verdict worse, never better.
+
+// JudgeReport is the judge's report (judge.json), or what the harness
+// concluded without one (status missing, off).
+type JudgeReport struct {
+	// Status: verified (the candidate matched the judge's trials; bounds
+	// apply), incorrect, failed (ModelNew raised on the judge's inputs, or
+	// its process broke the protocol), unverifiable (the judge itself found
+	// the problem's inputs cannot cross processes: the in-process verdict
+	// stands), skipped (the in-process verdict was not a pass), error,
+	// unavailable, missing (no report), off (KEVOLVE_JUDGE=off).
+	Status  string        `json:"status"`
+	Check   string        `json:"check,omitempty"`
+	Detail  string        `json:"detail,omitempty"`
+	Trials  int           `json:"trials,omitempty"`
+	RefTime *JudgeTime    `json:"reference_s,omitempty"`
+	Outside *JudgeOutside `json:"outside,omitempty"`
+	Bounds  *JudgeBounds  `json:"bounds,omitempty"`
+	Notes   []string      `json:"notes,omitempty"`
+}
+
+// JudgeTime is the judge's own timing of the reference (its process, its
+// timer, inputs the candidate never saw).
+type JudgeTime struct {
+	MedianS float64 `json:"median_s"`
+	Iters   int     `json:"iters"`
+	CV      float64 `json:"cv"`
+}
+
+// JudgeOutside is the candidate's time as the judge's clock saw it: k
+// calls and a synchronize in the candidate's process, less an empty round
+// trip, per call; CPUPerCallS is the CPU time the candidate's process
+// spent per call (the kernel's accounting).
+type JudgeOutside struct {
+	PerCallS    float64 `json:"per_call_s"`
+	Calls       int     `json:"calls"`
+	RoundTripS  float64 `json:"round_trip_s"`
+	CPUPerCallS float64 `json:"cpu_per_call_s"`
+}
+
+// JudgeBounds limit the in-process timings: the candidate's median may
+// not be under CandMinS (0: not bounded, a launch-bound GPU candidate),
+// the reference's not over RefMaxS.
+type JudgeBounds struct {
+	CandMinS   float64 `json:"cand_min_s"`
+	RefMaxS    float64 `json:"ref_max_s"`
+	CandFactor float64 `json:"cand_factor"`
+	RefFactor  float64 `json:"ref_factor"`
+}
+
+// judgeOff: KEVOLVE_JUDGE=off runs evaluations without the judge, for
+// measuring what it costs; results then say so (judge status off).
+func judgeOff() bool { return os.Getenv("KEVOLVE_JUDGE") == "off" }
+
+// applyJudge makes the judge's report authoritative over a result decoded
+// from the evaluation process: a pass stands only when the judge verified
+// it and the reported timings are within its bounds.
+func applyJudge(res *EvalResult, raw []byte, off bool) {
+	if off {
+		res.Judge = &JudgeReport{Status: "off", Detail: "KEVOLVE_JUDGE=off: verdict and timings are the evaluation process's alone"}
+		return
+	}
+	rep := &JudgeReport{}
+	if len(raw) == 0 || json.Unmarshal(raw, rep) != nil || rep.Status == "" {
+		rep = &JudgeReport{Status: "missing", Detail: "the judge wrote no readable report"}
+	}
+	res.Judge = rep
+	if res.Verdict != VerdictPass {
+		return
+	}
+	fail := func(verdict, check, detail string) {
+		res.Verdict, res.Stage = verdict, "verify"
+		res.Checks = append(res.Checks, Check{Name: check, Passed: false, Detail: detail})
+	}
+	switch rep.Status {
+	case "verified":
+		if msg := outOfBounds(res, rep); msg != "" {
+			fail(VerdictIntegrityViolation, "timer_tampered", msg)
+			return
+		}
+		res.Checks = append(res.Checks, Check{Name: "judge", Passed: true, Detail: judgeSummary(rep)})
+	case "incorrect":
+		fail(VerdictIncorrect, "judge", fmt.Sprintf("%s: %s", rep.Check, rep.Detail))
+	case "failed":
+		if rep.Check == "judge_run" {
+			fail(VerdictRuntimeError, "judge", rep.Detail)
+		} else {
+			fail(VerdictIntegrityViolation, "judge_missing", rep.Detail)
+		}
+	case "unverifiable":
+		res.Warnings = append(res.Warnings, "the judge could not verify this evaluation out of process: "+rep.Detail)
+	default:
+		fail(VerdictIntegrityViolation, "judge_missing", fmt.Sprintf(
+			"the evaluation process reported a pass but the judge did not verify it (judge status %s): %s", rep.Status, rep.Detail))
+	}
+}
+
+// outOfBounds says why the result's timings disagree with the judge's, or "".
+func outOfBounds(res *EvalResult, rep *JudgeReport) string {
+	if res.Candidate == nil {
+		return ""
+	}
+	b := rep.Bounds
+	if b == nil || rep.Outside == nil || rep.RefTime == nil {
+		return "the evaluation process reported timings but the judge measured none"
+	}
+	if res.Candidate.MedianS < b.CandMinS {
+		return fmt.Sprintf("the candidate's in-process median %.4g s is under %.2g x the judge's outside per-call time %.4g s (%d calls): the timing was not the kernel's",
+			res.Candidate.MedianS, b.CandFactor, rep.Outside.PerCallS, rep.Outside.Calls)
+	}
+	if res.RefEager != nil && res.RefEager.MedianS > b.RefMaxS {
+		return fmt.Sprintf("the reference's in-process median %.4g s is over %.2g x the judge's own timing of it %.4g s: the reference's timing was inflated",
+			res.RefEager.MedianS, b.RefFactor, rep.RefTime.MedianS)
+	}
+	return ""
+}
+
+func judgeSummary(rep *JudgeReport) string {
+	s := fmt.Sprintf("the judge process matched the candidate's outputs on %d trials of its own inputs", rep.Trials)
+	if rep.Outside != nil && rep.RefTime != nil {
+		s += fmt.Sprintf("; outside per-call time %.4g s (%d calls), reference %.4g s in the judge's process", rep.Outside.PerCallS, rep.Outside.Calls, rep.RefTime.MedianS)
+	}
+	for _, n := range rep.Notes {
+		s += "; " + n
+	}
+	return s
+}

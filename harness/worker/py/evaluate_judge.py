@@ -1,0 +1,437 @@
+"""The judge: a process of its own that decides what the candidate's
+process cannot fake.
+
+The evaluation child forks the judge at the start of evaluate.main(),
+before any candidate code is imported and before CUDA is initialized. The
+judge is trusted code only (this module and the evaluate_* modules the
+worker parent imported before the fork, in the judge's own memory): it
+makes itself non-dumpable (no ptrace, no /proc/PID/mem, no
+process_vm_writev from the candidate), draws its own secret seed from the
+OS after the fork, and loads the reference itself, from the problem's file
+or from its own copy of the inline code in its own folder.
+
+After the in-process evaluation, the verify stage (judge side, here):
+  1. the judge times the reference in its own process, with its own timer
+     (events on CUDA, the same method as the in-process timer), on inputs
+     the candidate never sees;
+  2. for TRIALS fresh input sets from its secret seed, the judge computes
+     the reference's outputs first, then shares the inputs (shared memory
+     or CUDA IPC), the candidate's process runs ModelNew on them and shares
+     its outputs back, and the judge compares them with its own compare;
+  3. it bounds the candidate's time from outside: the candidate's process
+     runs k calls on the last inputs and synchronizes; the judge's wall
+     clock around the request, less a measured empty round trip, over k is
+     an upper bound on the per-call device time, and on the CPU (and on a
+     GPU when the host side is not what takes the time) close to it.
+The judge writes judge.json in the job's judge folder (written only by
+it), and the Go side makes it authoritative (harness/judge.go): the
+in-process result can only make a verdict worse. The bounds the Go side
+applies to the result's timings are written there (cand_min_s: the
+in-process candidate median may not be below it; ref_max_s: the in-process
+reference median may not be above it); see the constants below.
+
+A kept child keeps its judge: forked at the child's first job, before its
+CUDA context, it serves the child's later jobs (a "job" message names each
+job's folder; the judge reads the job's arguments from there itself)."""
+import json
+import os
+import random
+import signal
+import socket
+import sys
+import time
+
+import torch
+
+import evaluate_judge_wire as wire
+from evaluate_common import clone_tree, flatten, load_module, tensors_of, to_device
+from evaluate_compare import compare
+from evaluate_fingerprint import Fingerprinter, same
+from evaluate_timing import Timer
+
+TRIALS = 2
+# The candidate's in-process median may be at most this far below the
+# judge's outside per-call time (the outside loop runs warm, without the
+# cache flush, so an honest kernel reads no faster outside than inside;
+# 0.5 leaves room for load on a shared host).
+CAND_FACTOR = 0.5
+# The in-process reference median may be at most this far above the
+# judge's own timing of the reference (same method, another process).
+REF_FACTOR = {"cpu": 2.5, "cuda": 2.0}
+# On a GPU the outside time is the host's launch time when the candidate's
+# process spends at least this share of it on the CPU: it then bounds
+# nothing about the device time and the candidate side is not bounded.
+LAUNCH_BOUND = 0.5
+OUTSIDE_TARGET_S = 0.02
+OUTSIDE_MAX_CALLS = 2000
+OUTSIDE_REPEATS = 3
+REF_CAP_S = 0.4
+JUDGE_FILE = "judge.json"
+# The judge's timer (its flush buffer, its spin kernel), kept for its later jobs.
+_TIMERS = {}
+
+
+def spawn():
+    """Forks the judge; returns (pid, socket to it). Called in the
+    evaluation child before any candidate code ran."""
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    pid = os.fork()
+    if pid == 0:
+        a.close()
+        code = 0
+        try:
+            _judge_main(b)
+        except BaseException:  # noqa: BLE001 - the judge ends; the Go side reads a missing judge.json
+            code = 1
+        os._exit(code)
+    b.close()
+    return pid, a
+
+
+def _judge_main(sock):
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no ptrace or /proc/PID/mem from the candidate
+    libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: ends with the evaluation process
+    try:
+        os.close(3)  # the worker's event pipe is the evaluation process's, not the judge's
+    except OSError:
+        pass
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    os.close(null)
+    sys.stdout = open(os.devnull, "w")
+    sys.stderr = sys.stdout
+    rng = random.Random(int.from_bytes(os.urandom(16), "little"))
+    job = None
+    while True:
+        try:
+            msg, fds = wire.recv(sock)
+        except (OSError, wire.WireError):
+            return
+        for fd in fds:
+            os.close(fd)
+        if msg is None:
+            return
+        op = msg.get("op")
+        if op == "job":
+            job = Job(str(msg.get("job_dir") or ""), rng)
+        elif op in ("verify", "skip") and job is not None:
+            rep = job.verify(sock, msg) if op == "verify" else {"status": "skipped", "reason": str(msg.get("reason", ""))[:500]}
+            rep["judge_pid"] = os.getpid()
+            job.write(rep)
+            try:
+                wire.send(sock, {"op": "written", "judge": rep})
+            except OSError:
+                return
+            job = None
+        else:
+            return
+
+
+class Job:
+    """One evaluation as the judge sees it."""
+
+    def __init__(self, job_dir, rng):
+        self.dir = job_dir
+        self.judge_dir = os.path.join(job_dir, "judge")
+        self.rng = rng
+        self.error = None
+        self.model = None
+        try:
+            with open(os.path.join(job_dir, "args.json")) as f:
+                self.args = json.load(f)
+            os.makedirs(self.judge_dir, exist_ok=True)
+            self.device = torch.device("cuda", 0) if self.args.get("target") == "nvidia" else torch.device("cpu")
+            if self.device.type == "cpu":
+                import evaluate_common
+                evaluate_common.CHUNK = min(evaluate_common.CHUNK, 1 << 22)
+            else:
+                torch.zeros(1, device=self.device)  # the judge's context, made while the candidate loads
+            src = self.args["reference"]
+            # Inline code is written to the judge's folder: the candidate
+            # could rewrite the copy in the job's folder.
+            self.ref_mod, _ = load_module(src if src.get("path") else {"code": src.get("code") or ""},
+                                          "kevolve_judge_reference", self.judge_dir)
+        except BaseException as e:  # noqa: BLE001 - reported by verify
+            self.error = "the judge could not load the job or the reference: %s: %s" % (type(e).__name__, str(e)[:300])
+
+    def write(self, rep):
+        tmp = os.path.join(self.judge_dir, JUDGE_FILE + ".tmp")
+        with open(tmp, "w") as f:
+            json.dump(rep, f, default=str)
+        os.replace(tmp, os.path.join(self.judge_dir, JUDGE_FILE))
+
+    # ------------------------------------------------------------ verify
+
+    def verify(self, sock, msg):
+        rep = {"status": "verified", "trials": 0, "checks": []}
+        if self.error:
+            return {"status": "error", "detail": self.error}
+        chan = Channel(sock, self.device)
+        try:
+            self._verify(chan, msg, rep)
+        except _Unverifiable as e:
+            rep.update(status="unverifiable", detail=str(e))
+        except _Failed as e:
+            if e.candidate:
+                rep.update(status="failed", check="judge_run", detail="ModelNew failed on the judge's inputs: %s" % str(e)[:500])
+            else:
+                rep.update(status="failed", check="judge_protocol",
+                           detail="the candidate's process did not answer the judge as the protocol says: %s" % str(e)[:500])
+        except (wire.WireError, OSError) as e:
+            rep.update(status="failed", check="judge_protocol",
+                       detail="the candidate's process did not answer the judge as the protocol says: %s" % str(e)[:500])
+        except BaseException as e:  # noqa: BLE001
+            if _oom(e):
+                rep.update(status="unverifiable", detail="the judge ran out of memory: %s" % str(e)[:200])
+            else:
+                rep.update(status="error", detail="%s: %s" % (type(e).__name__, str(e)[:500]))
+        try:
+            chan.request({"op": "end"}, want_reply=False)
+        except (OSError, wire.WireError):
+            pass
+        return rep
+
+    def _verify(self, chan, msg, rep):
+        self._build()
+        seeds = [self.rng.randrange(1, 1 << 62) for _ in range(TRIALS)]
+        timing = not self.args.get("skip_timing") and not msg.get("skip_timing")
+        if timing:
+            rep["reference_s"] = self._time_reference(seeds[-1])
+        fpr = Fingerprinter(self.rng)
+        for i, s in enumerate(seeds):
+            inputs, ref_out = self._fresh(s, fpr)
+            outs = chan.run(inputs)
+            ok, name, detail = _compare_all(ref_out, outs, self.args.get("tolerance") or None)
+            del outs, ref_out
+            if i < len(seeds) - 1:
+                chan.request({"op": "release"})
+                del inputs
+            rep["trials"] = i + 1
+            if not ok:
+                rep.update(status="incorrect", check=name, detail="judge trial %d (a seed only the judge knew): %s" % (i, detail))
+                return
+        if timing:
+            self._bound_candidate(chan, msg, rep)
+        del inputs
+        chan.request({"op": "release"})
+
+    def _build(self):
+        if self.model is not None:
+            return
+        seed = int(self.args.get("seed") or 42)
+        torch.manual_seed(seed)
+        if self.device.type == "cuda":
+            torch.cuda.manual_seed(seed)
+        init = self.ref_mod.get_init_inputs()
+        with torch.device(self.device):
+            self.model = self.ref_mod.Model(*clone_tree(init)).to(self.device)
+        self.model.eval()
+
+    def _inputs(self, s):
+        torch.manual_seed(s)
+        if self.device.type == "cuda":
+            torch.cuda.manual_seed(s)
+        with torch.device(self.device):
+            x = self.ref_mod.get_inputs()
+        if not isinstance(x, (list, tuple)):
+            raise _Unverifiable("get_inputs() returned a %s" % type(x).__name__)
+        return list(to_device(x, self.device))
+
+    def _ref(self, x):
+        with torch.no_grad():
+            out = self.model(*x)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        return out
+
+    def _fresh(self, s, fpr):
+        """Inputs for seed s and the reference's outputs on them, computed
+        before the candidate's process can see the inputs."""
+        x = self._inputs(s)
+        fp = fpr.of(tensors_of(x))
+        out = self._ref(x)
+        if not same(fp, fpr.of(tensors_of(x))):
+            # The reference writes its inputs: the candidate gets them as
+            # they were, made again from the seed (or, when get_inputs()
+            # ignores the seed, new ones with the reference run on a copy).
+            x = self._inputs(s)
+            if not same(fp, fpr.of(tensors_of(x))):
+                out = self._ref(clone_tree(x))
+        return x, out
+
+    def _time_reference(self, s):
+        x = self._inputs(s)
+        flush = int(self.args.get("flush_bytes") or (256 << 20 if self.device.type == "cuda" else 32 << 20))
+
+        def fn():
+            with torch.no_grad():
+                return self.model(*x)
+        timer = _TIMERS.get(flush) or _TIMERS.setdefault(flush, Timer(self.device, flush))
+        st = timer.bench(fn, REF_CAP_S, min_iters=10)
+        del x
+        return {"median_s": st["median_s"], "iters": st["iters"], "cv": st["cv"]}
+
+    def _bound_candidate(self, chan, msg, rep):
+        """The outside bound on the candidate's per-call time, remeasured
+        (up to twice) when the in-process median the candidate's process
+        reports is under it: load on the host inflates an outside time,
+        never deflates it."""
+        reported = _num(msg.get("candidate_median_s"))
+        out = None
+        for _ in range(3):
+            m = chan.outside()
+            out = m if out is None or m["per_call_s"] < out["per_call_s"] else out
+            if reported is None or reported >= CAND_FACTOR * out["per_call_s"]:
+                break
+        rep["outside"] = out
+        launch_bound = self.device.type == "cuda" and out["cpu_per_call_s"] >= LAUNCH_BOUND * out["per_call_s"]
+        rep["bounds"] = {"ref_max_s": REF_FACTOR[self.device.type] * rep["reference_s"]["median_s"],
+                         "cand_min_s": 0.0 if launch_bound else CAND_FACTOR * out["per_call_s"],
+                         "cand_factor": CAND_FACTOR, "ref_factor": REF_FACTOR[self.device.type]}
+        if launch_bound:
+            rep["notes"] = ["the candidate's calls are bound by host-side launch time (%.3g of %.3g s per call on the CPU): "
+                            "the outside time bounds the reference side only" % (out["cpu_per_call_s"], out["per_call_s"])]
+
+
+class _Unverifiable(Exception):
+    """The judge itself found this problem cannot be verified out of process."""
+
+
+class _Failed(Exception):
+    """The candidate's process answered with an error (candidate: its
+    ModelNew raised) or not at all."""
+
+    def __init__(self, msg, candidate=False):
+        super().__init__(msg)
+        self.candidate = candidate
+
+
+class Channel:
+    """The judge's side of the verify conversation."""
+
+    def __init__(self, sock, device):
+        self.sock = sock
+        self.device = device
+        self.keep = None
+        self.peer = None
+
+    def request(self, msg, fds=(), want_reply=True):
+        wire.send(self.sock, msg, fds)
+        if not want_reply:
+            return None
+        rep, rfds = wire.recv(self.sock)
+        if rep is None:
+            for fd in rfds:
+                os.close(fd)
+            raise _Failed("the candidate's process closed the connection")
+        if not rep.get("ok"):
+            for fd in rfds:
+                os.close(fd)
+            raise _Failed(str(rep.get("error") or "no ok")[:1000], candidate=bool(rep.get("candidate_error")))
+        if self.peer is None and isinstance(rep.get("pid"), int):
+            self.peer = rep["pid"]
+        rep["_fds"] = rfds
+        return rep
+
+    def run(self, inputs):
+        """The candidate's outputs on inputs, as tensors the judge reads."""
+        try:
+            tree, enc = wire.encode(inputs)
+        except wire.WireError as e:
+            raise _Unverifiable(str(e)) from None
+        if any(isinstance(n, dict) and "repr" in n for n in _nodes(tree)):
+            raise _Unverifiable("get_inputs() returned values that cannot cross processes (not tensors, scalars or dtypes)")
+        self.keep = enc.keep
+        rep = self.request({"op": "run", "inputs": tree, "tensors": enc.tensors}, enc.fds)
+        dec = wire.Decoder(rep.get("tensors"), rep["_fds"], self.device)
+        try:
+            return dec.dec(rep.get("outputs"))
+        finally:
+            dec.close()
+
+    def outside(self):
+        """Per-call wall time of k candidate calls, from the judge's clock."""
+        rt = min(self._timed({"op": "nop"})[0] for _ in range(5))
+        k = 1
+        while k < OUTSIDE_MAX_CALLS:  # k grows until k calls take the target time
+            w = max(self._timed({"op": "time", "k": k})[0] - rt, 1e-7)
+            if w >= OUTSIDE_TARGET_S:
+                break
+            k = min(OUTSIDE_MAX_CALLS, max(2 * k, int(1.2 * k * OUTSIDE_TARGET_S / w)))
+        best, cpu = None, 0.0
+        for _ in range(OUTSIDE_REPEATS):
+            w, c = self._timed({"op": "time", "k": k})
+            w = max(w - rt, 1e-9) / k
+            if best is None or w < best:
+                best, cpu = w, c / k
+        return {"per_call_s": best, "calls": k, "round_trip_s": rt, "cpu_per_call_s": cpu}
+
+    def _timed(self, msg):
+        c0 = _cpu_ns(self.peer)
+        t0 = time.perf_counter()
+        self.request(msg)
+        dt = time.perf_counter() - t0
+        return dt, (_cpu_ns(self.peer) - c0) / 1e9
+
+
+def _cpu_ns(pid):
+    """CPU time of every thread of pid, in ns (from the kernel's accounting)."""
+    if pid is None:
+        return 0
+    total = 0
+    try:
+        for tid in os.listdir("/proc/%d/task" % pid):
+            try:
+                with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                    total += int(f.read().split()[0])
+            except (OSError, ValueError, IndexError):
+                pass
+    except OSError:
+        pass
+    return total
+
+
+def _nodes(tree):
+    stack = [tree]
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, dict):
+            for k in ("seq",):
+                stack.extend(n.get(k) or [])
+            stack.extend(v for _k, v in n.get("dict") or [])
+
+
+def _compare_all(ref_out, outs, tol):
+    """(ok, check, detail) over the flattened outputs, with the judge's own compare."""
+    refs, got = flatten(ref_out), flatten(outs)
+    if len(refs) != len(got):
+        return False, "output_type", "the candidate returned %d outputs, the reference %d" % (len(got), len(refs))
+    import math
+    for i, (r, o) in enumerate(zip(refs, got)):
+        if isinstance(r, torch.Tensor):
+            if not isinstance(o, torch.Tensor):
+                return False, "output_type", "output %d is a %s, expected a torch.Tensor" % (i, type(o).__name__)
+            ok, name, detail = compare(i, r, o, tol)
+            if not ok:
+                return False, name, detail
+        elif isinstance(r, float) and isinstance(o, (int, float)) and not isinstance(o, bool):
+            if not math.isclose(o, r, rel_tol=1e-4, abs_tol=1e-6):
+                return False, "allclose", "output %d = %r, expected %r" % (i, o, r)
+        elif isinstance(o, wire.Repr):
+            if o.text != repr(r)[:2000]:
+                return False, "allclose", "output %d = %s, expected %r (compared as text)" % (i, o.text[:200], r)
+        elif o != r:
+            return False, "allclose", "output %d = %r, expected %r" % (i, o, r)
+    return True, "allclose", ""
+
+
+def _num(v):
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else None
+
+
+def _oom(e):
+    return isinstance(e, MemoryError) or "out of memory" in str(e).lower()
