@@ -116,7 +116,9 @@ var hostileCases = []hostileCase{
 // harnessReports says whether the harness itself reports this case's
 // verdict (with its memory figures and process record): not so for a
 // candidate that ends the process before the harness can.
-func (tc hostileCase) harnessReports() bool { return tc.check != "result_forged" && tc.check != "judge_missing" }
+func (tc hostileCase) harnessReports() bool {
+	return tc.check != "result_forged" && tc.check != "judge_missing"
+}
 
 // onceTimed says whether this case's reference ops show only in calls
 // made once timed (the cases named reference_ops_*).
