@@ -38,23 +38,29 @@ type JudgeReport struct {
 // timer, inputs the candidate never saw).
 type JudgeTime struct {
 	MedianS float64 `json:"median_s"`
+	P90S    float64 `json:"p90_s"`
 	Iters   int     `json:"iters"`
 	CV      float64 `json:"cv"`
 }
 
 // JudgeOutside is the candidate's time as the judge's clock saw it: k
-// calls and a synchronize in the candidate's process, less an empty round
-// trip, per call; CPUPerCallS is the CPU time the candidate's process
-// spent per call (the kernel's accounting).
+// calls in the candidate's process, less the empty round trips, per call
+// (PerCallS). BasisS is what bounds the in-process median: the whole
+// per-call time on the CPU; on a GPU the device time left once the host
+// had launched the calls (LaunchPerCallS, during which the candidate's
+// process used LaunchCPUShare of a CPU), or the whole time when that
+// process sat idle instead of launching.
 type JudgeOutside struct {
-	PerCallS    float64 `json:"per_call_s"`
-	Calls       int     `json:"calls"`
-	RoundTripS  float64 `json:"round_trip_s"`
-	CPUPerCallS float64 `json:"cpu_per_call_s"`
+	PerCallS       float64 `json:"per_call_s"`
+	BasisS         float64 `json:"basis_s"`
+	LaunchPerCallS float64 `json:"launch_per_call_s"`
+	LaunchCPUShare float64 `json:"launch_cpu_share"`
+	Calls          int     `json:"calls"`
+	RoundTripS     float64 `json:"round_trip_s"`
 }
 
 // JudgeBounds limit the in-process timings: the candidate's median may
-// not be under CandMinS (0: not bounded, a launch-bound GPU candidate),
+// not be under CandMinS,
 // the reference's not over RefMaxS.
 type JudgeBounds struct {
 	CandMinS   float64 `json:"cand_min_s"`
@@ -121,11 +127,11 @@ func outOfBounds(res *EvalResult, rep *JudgeReport) string {
 	}
 	if res.Candidate.MedianS < b.CandMinS {
 		return fmt.Sprintf("the candidate's in-process median %.4g s is under %.2g x the judge's outside per-call time %.4g s (%d calls): the timing was not the kernel's",
-			res.Candidate.MedianS, b.CandFactor, rep.Outside.PerCallS, rep.Outside.Calls)
+			res.Candidate.MedianS, b.CandFactor, rep.Outside.BasisS, rep.Outside.Calls)
 	}
 	if res.RefEager != nil && res.RefEager.MedianS > b.RefMaxS {
-		return fmt.Sprintf("the reference's in-process median %.4g s is over %.2g x the judge's own timing of it %.4g s: the reference's timing was inflated",
-			res.RefEager.MedianS, b.RefFactor, rep.RefTime.MedianS)
+		return fmt.Sprintf("the reference's in-process median %.4g s is over %.2g x the judge's own timing of it %.4g s (p90 %.4g s): the reference's timing was inflated",
+			res.RefEager.MedianS, b.RefFactor, rep.RefTime.MedianS, rep.RefTime.P90S)
 	}
 	return ""
 }

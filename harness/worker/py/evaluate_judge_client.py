@@ -161,6 +161,10 @@ def _answer(op, msg, fds, held, model, device):
             for _ in range(max(1, min(k, 100000))):
                 out = model(*x)
                 del out
+        if device.type == "cuda" and msg.get("sync", True):
+            torch.cuda.synchronize(device)
+        return {"ok": True}, []
+    if op == "sync":
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         return {"ok": True}, []
