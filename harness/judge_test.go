@@ -185,3 +185,19 @@ func TestApplyJudge(t *testing.T) {
 		})
 	}
 }
+
+// A candidate that forges the judge's report as well as the result: only
+// the sandbox's read-only judge folder stops it (issue 19 item 1).
+func TestJudgeReportForged(t *testing.T) {
+	t.Skip("needs the sandbox (issue 19 item 1): the judge's folder read-only to the candidate; remove this skip once it is merged")
+	ev := evaluator(t)
+	res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Code: readTestdata(t, "ref_normalize.py")},
+		Candidate: Source{Code: readTestdata(t, "judge_forges_judge_file.py")}, Target: testTarget(), Timeout: 150 * time.Second}, nil)
+	if err != nil {
+		t.Fatalf("Evaluate: %v", err)
+	}
+	if res.Verdict == VerdictPass {
+		t.Fatalf("a forged judge report passed\n%s", dump(res))
+	}
+	t.Logf("verdict %s", res.Verdict)
+}

@@ -108,6 +108,7 @@ def _judge_main(sock):
     sys.stderr = sys.stdout
     rng = random.Random(int.from_bytes(os.urandom(16), "little"))
     job = None
+    served = set()  # job folders: each is judged once (a second "job" for one could follow a rewrite of its args)
     while True:
         try:
             msg, fds = wire.recv(sock)
@@ -119,7 +120,16 @@ def _judge_main(sock):
             return
         op = msg.get("op")
         if op == "job":
-            job = Job(str(msg.get("job_dir") or ""), rng)
+            job_dir = os.path.realpath(str(msg.get("job_dir") or ""))
+            job = Job(job_dir, rng, job_dir in served)
+            served.add(job_dir)
+            # Everything the judge reads from the job's folder is read now,
+            # before the candidate's process goes on to load the candidate.
+            try:
+                wire.send(sock, {"op": "ready"})
+            except OSError:
+                return
+            job.prepare()
         elif op in ("verify", "skip") and job is not None:
             rep = job.verify(sock, msg) if op == "verify" else {"status": "skipped", "reason": str(msg.get("reason", ""))[:500]}
             rep["judge_pid"] = os.getpid()
@@ -136,31 +146,45 @@ def _judge_main(sock):
 class Job:
     """One evaluation as the judge sees it."""
 
-    def __init__(self, job_dir, rng):
+    def __init__(self, job_dir, rng, again=False):
         self.dir = job_dir
         self.judge_dir = os.path.join(job_dir, "judge")
         self.rng = rng
-        self.error = None
+        self.error = "the judge was given this job's folder before" if again else None
         self.model = None
+        self.device = torch.device("cpu")
+        if again:
+            return
         try:
             with open(os.path.join(job_dir, "args.json")) as f:
                 self.args = json.load(f)
             os.makedirs(self.judge_dir, exist_ok=True)
-            self.device = torch.device("cuda", 0) if self.args.get("target") == "nvidia" else torch.device("cpu")
-            if self.device.type == "cpu":
-                import evaluate_common
-                evaluate_common.CHUNK = min(evaluate_common.CHUNK, 1 << 22)
-            else:
-                torch.zeros(1, device=self.device)  # the judge's context, made while the candidate loads
+            if self.args.get("target") == "nvidia":
+                self.device = torch.device("cuda", 0)
             src = self.args["reference"]
-            # Inline code is written to the judge's folder: the candidate
-            # could rewrite the copy in the job's folder.
+            # Inline code is written to the judge's folder, not the job's
+            # (the candidate's process writes there).
             self.ref_mod, _ = load_module(src if src.get("path") else {"code": src.get("code") or ""},
                                           "kevolve_judge_reference", self.judge_dir)
         except BaseException as e:  # noqa: BLE001 - reported by verify
             self.error = "the judge could not load the job or the reference: %s: %s" % (type(e).__name__, str(e)[:300])
 
+    def prepare(self):
+        """What can overlap the candidate's loading: the judge's CUDA context."""
+        if self.error:
+            return
+        try:
+            if self.device.type == "cpu":
+                import evaluate_common
+                evaluate_common.CHUNK = min(evaluate_common.CHUNK, 1 << 22)
+            else:
+                torch.zeros(1, device=self.device)
+        except BaseException as e:  # noqa: BLE001 - reported by verify
+            self.error = "the judge could not use the device: %s: %s" % (type(e).__name__, str(e)[:300])
+
     def write(self, rep):
+        if not os.path.isdir(self.judge_dir):
+            return
         tmp = os.path.join(self.judge_dir, JUDGE_FILE + ".tmp")
         with open(tmp, "w") as f:
             json.dump(rep, f, default=str)

@@ -44,7 +44,11 @@ def start(ctx, args):
         _JUDGE["pid"], _JUDGE["sock"] = evaluate_judge.spawn()
     try:
         wire.send(_JUDGE["sock"], {"op": "job", "job_dir": os.path.abspath(ctx.job_dir)})
-    except OSError as e:
+        msg, _ = wire.recv(_JUDGE["sock"])  # the judge has read what it needs from the job's folder
+        if msg is None or msg.get("op") != "ready":
+            raise wire.WireError("no ready from the judge: %r" % (msg,))
+    except (OSError, wire.WireError) as e:
+        _abandon()
         return Handle(None, None, "could not reach the judge: %s" % e)
     return Handle(_JUDGE["sock"], _JUDGE["pid"])
 
@@ -68,6 +72,7 @@ def verify(h, res, state, progress):
     the file)."""
     if h.sock is None:
         res["judge"] = {"status": "unavailable", "detail": h.why}
+        state.pop("cand_model", None)
         return
     progress("verify")
     t0 = time.monotonic()
