@@ -260,6 +260,7 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 		Progress: progress,
 		Gate:     l.Exclusive, // loading and compiling overlap; the device phase runs alone on its device
 		Reuse:    e.cfg.Reuse == ReuseAll || (e.cfg.Reuse == ReuseGPU && tgt != target.CPU),
+		KeepIf:   keepAfterJudge,
 	}
 	var childWork *TracedWork
 	out, err := e.w.Run(ctx, job)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+
+	"github.com/kevolve/kevolve-mcp/harness/worker"
 )
 
 // The judge (worker/py/evaluate_judge.py) is a process of each evaluation
@@ -92,6 +94,9 @@ func applyJudge(res *EvalResult, raw []byte, off bool) {
 	fail := func(verdict, check, detail string) {
 		res.Verdict, res.Stage = verdict, "verify"
 		res.Checks = append(res.Checks, Check{Name: check, Passed: false, Detail: detail})
+		if res.Process != nil { // keepAfterJudge drops the child
+			res.Process.Kept, res.Process.Why = false, "the judge overturned its pass ("+check+")"
+		}
 	}
 	switch rep.Status {
 	case "verified":
@@ -116,6 +121,19 @@ func applyJudge(res *EvalResult, raw []byte, off bool) {
 	}
 }
 
+// keepAfterJudge: a child whose pass the judge overturned is not kept,
+// whatever the child said of itself (the candidate ran in it and got past
+// its in-process checks: a rewritten function's code, a C-level patch).
+func keepAfterJudge(out *worker.Outcome) bool {
+	var pr pyResult
+	if json.Unmarshal(out.Result, &pr) != nil {
+		return false
+	}
+	res := &EvalResult{Verdict: pr.Verdict, Candidate: pr.Candidate, RefEager: pr.RefEager}
+	applyJudge(res, out.Judge, judgeOff())
+	return res.Verdict == pr.Verdict
+}
+
 // outOfBounds says why the result's timings disagree with the judge's, or "".
 func outOfBounds(res *EvalResult, rep *JudgeReport) string {
 	if res.Candidate == nil {
@@ -130,8 +148,8 @@ func outOfBounds(res *EvalResult, rep *JudgeReport) string {
 			res.Candidate.MedianS, b.CandFactor, rep.Outside.BasisS, rep.Outside.Calls)
 	}
 	if res.RefEager != nil && res.RefEager.MedianS > b.RefMaxS {
-		return fmt.Sprintf("the reference's in-process median %.4g s is over %.2g x the judge's own timing of it %.4g s (p90 %.4g s): the reference's timing was inflated",
-			res.RefEager.MedianS, b.RefFactor, rep.RefTime.MedianS, rep.RefTime.P90S)
+		return fmt.Sprintf("the reference's in-process median %.4g s is over %.2g x the judge's own timing of it %.4g s: the reference's timing was inflated",
+			res.RefEager.MedianS, b.RefFactor, rep.RefTime.MedianS)
 	}
 	return ""
 }

@@ -47,7 +47,7 @@ class ModelNew(nn.Module):
     def forward(self, x, y, k, alpha):
         tri = torch.triu(torch.ones(x.shape[1], x.shape[1], dtype=x.dtype, device=x.device))
         first = (x @ tri) * alpha + k * self.scale
-        second = torch.sort(y, dim=1).values[:, -1]
+        second = torch.sort(y, dim=1).values[:, -1].contiguous()
         return first, second%s
 `
 
@@ -200,4 +200,25 @@ func TestJudgeReportForged(t *testing.T) {
 		t.Fatalf("a forged judge report passed\n%s", dump(res))
 	}
 	t.Logf("verdict %s", res.Verdict)
+}
+
+// A kept child keeps its judge: forked at the child's first job, before
+// anything of a candidate's ran, it verifies the child's later jobs too; a
+// wrong candidate in the kept child is still the judge's to catch.
+func TestJudgeKeptChild(t *testing.T) {
+	ev := reuseEvaluator(t)
+	first := evalNormalize(t, ev, candNormalize, true)
+	second := evalNormalize(t, ev, candNormalize+"\n# another candidate\n", true)
+	for i, r := range []*EvalResult{first, second} {
+		if r.Verdict != VerdictPass || r.Judge == nil || r.Judge.Status != "verified" {
+			t.Fatalf("evaluation %d: verdict %s judge %+v\n%s", i+1, r.Verdict, r.Judge, dump(r))
+		}
+	}
+	if second.Process.Job != 2 {
+		t.Fatalf("the second evaluation ran as job %d of its child, want 2 (kept): %+v", second.Process.Job, first.Process)
+	}
+	third := evalNormalize(t, ev, readTestdata(t, "judge_code_swap.py"), true)
+	if third.Verdict != VerdictIncorrect || third.Process.Job != 3 {
+		t.Fatalf("wrong candidate in the kept child: verdict %s job %d\n%s", third.Verdict, third.Process.Job, dump(third))
+	}
 }

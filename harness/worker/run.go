@@ -37,6 +37,10 @@ type Job struct {
 	// same module, function and environment, and keeps its child for a
 	// later one if the job function declares it clean (ctx.reusable).
 	Reuse bool
+	// KeepIf, when set, has the last word on keeping a child the job
+	// function declared clean: a judge outside the child's process may
+	// have found what the child could not see in itself.
+	KeepIf func(*Outcome) bool
 }
 
 // Outcome is what happened to a job's child.
@@ -298,7 +302,7 @@ func (w *Worker) Run(ctx context.Context, job Job) (*Outcome, error) {
 					waitStarted(ev.Pid)
 				}
 				res, err := finish(true)
-				if ev.Idle && key != "" && pid != 0 {
+				if ev.Idle && key != "" && pid != 0 && (job.KeepIf == nil || job.KeepIf(res)) {
 					// Kept before Run returns, so a caller's next job finds it.
 					w.putIdle(&idleChild{p: p, pid: pid, key: key, jobs: jobs})
 					return res, err

@@ -24,7 +24,7 @@ except OSError:
 with open(os.path.join(_job_dir, "result.json"), "w") as f:
     json.dump(_fake, f)
 _ids = [o.job_id for o in gc.get_objects() if type(o).__name__ == "ChildContext"]
-os.write(3, (json.dumps({"event": "done", "id": _ids[0], "pid": os.getpid(), "idle": False}) + "\n").encode())
+os.write(3, (json.dumps({"event": "done", "id": max(_ids), "pid": os.getpid(), "idle": False}) + "\n").encode())
 os._exit(0)
 
 

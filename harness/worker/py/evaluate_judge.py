@@ -178,6 +178,9 @@ class Job:
                 import evaluate_common
                 evaluate_common.CHUNK = min(evaluate_common.CHUNK, 1 << 22)
             else:
+                # The settings the in-process evaluation computes under (evaluate._evaluate).
+                torch.backends.cuda.matmul.allow_tf32 = False
+                torch.backends.cudnn.allow_tf32 = False
                 torch.zeros(1, device=self.device)
         except BaseException as e:  # noqa: BLE001 - reported by verify
             self.error = "the judge could not use the device: %s: %s" % (type(e).__name__, str(e)[:300])
@@ -226,7 +229,7 @@ class Job:
         seeds = [self.rng.randrange(1, 1 << 62) for _ in range(TRIALS)]
         timing = not self.args.get("skip_timing") and not msg.get("skip_timing")
         if timing:
-            rep["reference_s"] = self._time_reference(seeds[-1])
+            rep["reference_s"] = self._time_reference(seeds[-1], _num(msg.get("reference_median_s")))
         fpr = Fingerprinter(self.rng)
         for i, s in enumerate(seeds):
             inputs, ref_out = self._fresh(s, fpr)
@@ -289,7 +292,20 @@ class Job:
                 out = self._ref(clone_tree(x))
         return x, out
 
-    def _time_reference(self, s):
+    def _time_reference(self, s, reported):
+        """The judge's timing of the reference, remeasured (up to twice)
+        while the in-process median is over the bound: a loaded host may
+        have slowed the in-process timing, and then the judge's remeasures
+        catch a loaded moment too; the slowest median of them is kept."""
+        best = None
+        for _ in range(3):
+            m = self._time_reference_once(s)
+            best = m if best is None or m["median_s"] > best["median_s"] else best
+            if reported is None or reported <= REF_FACTOR[self.device.type] * best["median_s"]:
+                break
+        return best
+
+    def _time_reference_once(self, s):
         x = self._inputs(s)
         flush = int(self.args.get("flush_bytes") or (256 << 20 if self.device.type == "cuda" else 32 << 20))
 
@@ -314,10 +330,7 @@ class Job:
             if reported is None or reported >= CAND_FACTOR * out["basis_s"]:
                 break
         rep["outside"] = out
-        # p90: the judge's reference timing, on a loaded host, may have
-        # caught a calmer moment than the in-process one.
-        ref = max(rep["reference_s"]["median_s"], rep["reference_s"]["p90_s"])
-        rep["bounds"] = {"ref_max_s": REF_FACTOR[self.device.type] * ref,
+        rep["bounds"] = {"ref_max_s": REF_FACTOR[self.device.type] * rep["reference_s"]["median_s"],
                          "cand_min_s": CAND_FACTOR * out["basis_s"],
                          "cand_factor": CAND_FACTOR, "ref_factor": REF_FACTOR[self.device.type]}
         if self.device.type == "cuda" and out["basis_s"] < 0.25 * out["per_call_s"]:

@@ -84,6 +84,7 @@ def verify(h, res, state, progress):
             release(state["device"], force=True)
             cand = res.get("candidate") or {}
             wire.send(h.sock, {"op": "verify", "candidate_median_s": cand.get("median_s"),
+                               "reference_median_s": (res.get("ref_eager") or {}).get("median_s"),
                                "skip_timing": res.get("candidate") is None})
         res["judge"] = _serve(h.sock, model, state["device"])
     except (OSError, wire.WireError) as e:
