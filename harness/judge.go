@@ -108,9 +108,12 @@ func applyJudge(res *EvalResult, raw []byte, off bool) {
 	case "incorrect":
 		fail(VerdictIncorrect, "judge", fmt.Sprintf("%s: %s", rep.Check, rep.Detail))
 	case "failed":
-		if rep.Check == "judge_run" {
+		switch rep.Check {
+		case "judge_run":
 			fail(VerdictRuntimeError, "judge", rep.Detail)
-		} else {
+		case "judge_oom":
+			fail(VerdictRuntimeError, "out_of_memory", "in the judge's verification: "+rep.Detail)
+		default:
 			fail(VerdictIntegrityViolation, "judge_missing", rep.Detail)
 		}
 	case "unverifiable":

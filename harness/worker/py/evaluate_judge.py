@@ -43,6 +43,7 @@ import time
 
 import torch
 
+import evaluate_devstate as devstate
 import evaluate_judge_wire as wire
 from evaluate_common import clone_tree, flatten, load_module, tensors_of, to_device
 from evaluate_compare import compare
@@ -196,7 +197,7 @@ class Job:
     # ------------------------------------------------------------ verify
 
     def verify(self, sock, msg):
-        rep = {"status": "verified", "trials": 0, "checks": []}
+        rep = {"status": "verified", "trials": 0}
         if self.error:
             return {"status": "error", "detail": self.error}
         chan = Channel(sock, self.device)
@@ -215,7 +216,9 @@ class Job:
                        detail="the candidate's process did not answer the judge as the protocol says: %s" % str(e)[:500])
         except BaseException as e:  # noqa: BLE001
             if _oom(e):
-                rep.update(status="unverifiable", detail="the judge ran out of memory: %s" % str(e)[:200])
+                # Not unverifiable: the candidate's process can take the
+                # device's memory while the judge works.
+                rep.update(status="failed", check="judge_oom", detail="the judge ran out of memory: %s" % str(e)[:200])
             else:
                 rep.update(status="error", detail="%s: %s" % (type(e).__name__, str(e)[:500]))
         try:
@@ -306,6 +309,8 @@ class Job:
         return best
 
     def _time_reference_once(self, s):
+        if self.device.type == "cuda":
+            devstate.reset_persisting()  # lines a candidate made persisting do not serve the judge's reference
         x = self._inputs(s)
         flush = int(self.args.get("flush_bytes") or (256 << 20 if self.device.type == "cuda" else 32 << 20))
 
