@@ -34,6 +34,8 @@ type JudgeReport struct {
 	Outside *JudgeOutside `json:"outside,omitempty"`
 	Bounds  *JudgeBounds  `json:"bounds,omitempty"`
 	Notes   []string      `json:"notes,omitempty"`
+	// PhaseS is the judge's own time per phase of its verification.
+	PhaseS map[string]float64 `json:"phase_s,omitempty"`
 }
 
 // JudgeTime is the judge's own timing of the reference (its process, its

@@ -2,6 +2,9 @@ package harness
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -222,4 +225,38 @@ func TestJudgeKeptChild(t *testing.T) {
 	if third.Verdict != VerdictIncorrect || third.Process.Job != 3 {
 		t.Fatalf("wrong candidate in the kept child: verdict %s job %d\n%s", third.Verdict, third.Process.Job, dump(third))
 	}
+}
+
+// TestJudgeOverheadCPU measures what the judge adds to an evaluation's
+// wall time (KEVOLVE_JUDGE_BENCH=1; a measurement, not a check): the same
+// honest candidate evaluated with the judge off and on, alternately, in
+// one evaluator (a warm worker), fresh children each time.
+func TestJudgeOverheadCPU(t *testing.T) {
+	if os.Getenv("KEVOLVE_JUDGE_BENCH") != "1" {
+		t.Skip("KEVOLVE_JUDGE_BENCH=1 not set")
+	}
+	ev := evaluator(t)
+	walls := map[bool][]float64{}
+	var verify []float64
+	for i := range 8 {
+		on := i%2 == 1
+		if on {
+			os.Unsetenv("KEVOLVE_JUDGE")
+		} else {
+			os.Setenv("KEVOLVE_JUDGE", "off")
+		}
+		res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Code: readTestdata(t, "ref_normalize.py")},
+			Candidate: Source{Code: readTestdata(t, "persistent_buffer.py") + fmt.Sprintf("\n# run %d\n", i)}, Target: "cpu", Timeout: 150 * time.Second}, nil)
+		if err != nil || res.Verdict != VerdictPass {
+			t.Fatalf("run %d: %v %v", i, err, res)
+		}
+		walls[on] = append(walls[on], res.WallS)
+		if on {
+			verify = append(verify, res.StageS["verify"])
+		}
+	}
+	os.Unsetenv("KEVOLVE_JUDGE")
+	med := func(xs []float64) float64 { s := slices.Clone(xs); slices.Sort(s); return s[len(s)/2] }
+	t.Logf("wall off %v (median %.2f s), on %v (median %.2f s); verify stage %v (median %.2f s)",
+		walls[false], med(walls[false]), walls[true], med(walls[true]), verify, med(verify))
 }
