@@ -113,6 +113,8 @@ func applyJudge(res *EvalResult, raw []byte, off bool) {
 		switch rep.Check {
 		case "judge_run":
 			fail(VerdictRuntimeError, "judge", rep.Detail)
+		case "judge_timeout":
+			fail(VerdictTimeout, "judge", rep.Detail)
 		case "judge_oom":
 			fail(VerdictRuntimeError, "out_of_memory", "in the judge's verification: "+rep.Detail)
 		default:

@@ -156,6 +156,7 @@ func TestApplyJudge(t *testing.T) {
 		{"incorrect", `{"status":"incorrect","check":"allclose","detail":"judge trial 0: bad"}`, 0.0004, 0.001, VerdictIncorrect, "judge", false},
 		{"candidate_raised", `{"status":"failed","check":"judge_run","detail":"ValueError"}`, 0.0004, 0.001, VerdictRuntimeError, "judge", false},
 		{"judge_out_of_memory", `{"status":"failed","check":"judge_oom","detail":"CUDA out of memory"}`, 0.0004, 0.001, VerdictRuntimeError, "out_of_memory", false},
+		{"judge_timeout", `{"status":"failed","check":"judge_timeout","detail":"budget"}`, 0.0004, 0.001, VerdictTimeout, "judge", false},
 		{"protocol", `{"status":"failed","check":"judge_protocol","detail":"closed"}`, 0.0004, 0.001, VerdictIntegrityViolation, "judge_missing", false},
 		{"skipped_yet_pass", `{"status":"skipped","reason":"in-process verdict incorrect"}`, 0.0004, 0.001, VerdictIntegrityViolation, "judge_missing", false},
 		{"missing", ``, 0.0004, 0.001, VerdictIntegrityViolation, "judge_missing", false},

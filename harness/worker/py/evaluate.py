@@ -119,7 +119,7 @@ def main(args, ctx):
         if v and "stage" not in res:
             res["stage"] = "integrity" if v == "integrity_violation" else "correctness"
     res["correct"] = res["verdict"] == "pass"
-    judge_client.verify(judge, res, state, ctx.progress)
+    judge_client.verify(judge, res, state, ctx.progress, remaining())
     _hand_back_device(ctx, state, res["verdict"])
     if state.get("taint") is not None:
         ok, why = devstate.keep(state.get("device"), *judge_client.keep(judge, *reusable(state["taint"], res["verdict"])))

@@ -201,8 +201,15 @@ class Job:
         if self.error:
             return {"status": "error", "detail": self.error}
         chan = Channel(sock, self.device)
+        # The evaluation's budget, as the candidate's process says (a lie
+        # only shortens the judge's work into a timeout): remeasures and
+        # repeats stop where it would run out, a phase that cannot start is
+        # a timeout.
+        chan.deadline = time.monotonic() + max(0.0, (_num(msg.get("budget_s")) or 60.0) - 2.0)
         try:
             self._verify(chan, msg, rep)
+        except _Timeout as e:
+            rep.update(status="failed", check="judge_timeout", detail=str(e))
         except _Unverifiable as e:
             rep.update(status="unverifiable", detail=str(e))
         except _Failed as e:
@@ -235,11 +242,12 @@ class Job:
         timing = not self.args.get("skip_timing") and not msg.get("skip_timing")
         phases["build"] = round(time.perf_counter() - t0, 4)
         if timing:
-            rep["reference_s"] = self._time_reference(seeds[-1], _num(msg.get("reference_median_s")))
+            rep["reference_s"] = self._time_reference(seeds[-1], _num(msg.get("reference_median_s")), chan)
             phases["reference_timing"] = round(time.perf_counter() - t0 - phases["build"], 4)
         t1 = time.perf_counter()
         fpr = Fingerprinter(self.rng)
         for i, s in enumerate(seeds):
+            chan.need("trial %d" % i)
             inputs, ref_out = self._fresh(s, fpr)
             outs = chan.run(inputs)
             ok, name, detail = _compare_all(ref_out, outs, self.args.get("tolerance") or None)
@@ -253,6 +261,7 @@ class Job:
                 return
         phases["trials"] = round(time.perf_counter() - t1, 4)
         if timing:
+            chan.need("the outside timing")
             t2 = time.perf_counter()
             self._bound_candidate(chan, msg, rep)
             phases["outside_timing"] = round(time.perf_counter() - t2, 4)
@@ -303,16 +312,19 @@ class Job:
                 out = self._ref(clone_tree(x))
         return x, out
 
-    def _time_reference(self, s, reported):
+    def _time_reference(self, s, reported, chan):
         """The judge's timing of the reference, remeasured (up to twice)
         while the in-process median is over the bound: a loaded host may
         have slowed the in-process timing, and then the judge's remeasures
         catch a loaded moment too; the slowest median of them is kept."""
         best = None
         for _ in range(3):
+            t0 = time.perf_counter()
             m = self._time_reference_once(s)
             best = m if best is None or m["median_s"] > best["median_s"] else best
             if reported is None or reported <= REF_FACTOR[self.device.type] * best["median_s"]:
+                break
+            if chan.left() < 3 * (time.perf_counter() - t0) + 1:
                 break
         return best
 
@@ -338,9 +350,12 @@ class Job:
         reported = _num(msg.get("candidate_median_s"))
         out = None
         for _ in range(3):
+            t0 = time.perf_counter()
             m = chan.outside()
             out = m if out is None or m["basis_s"] < out["basis_s"] else out
             if reported is None or reported >= CAND_FACTOR * out["basis_s"]:
+                break
+            if chan.left() < 3 * (time.perf_counter() - t0) + 1:
                 break
         rep["outside"] = out
         rep["bounds"] = {"ref_max_s": REF_FACTOR[self.device.type] * rep["reference_s"]["median_s"],
@@ -349,6 +364,10 @@ class Job:
         if self.device.type == "cuda" and out["basis_s"] < 0.25 * out["per_call_s"]:
             rep["notes"] = ["the candidate's calls are bound by host-side launch time (%.3g of %.3g s per call): "
                             "the outside time bounds its device time loosely" % (out["launch_per_call_s"], out["per_call_s"])]
+
+
+class _Timeout(Exception):
+    """The evaluation's budget ran out before a phase of the verification."""
 
 
 class _Unverifiable(Exception):
@@ -370,6 +389,7 @@ class Channel:
     def __init__(self, sock, device):
         self.sock = sock
         self.device = device
+        self.deadline = float("inf")
         self.keep = None
         self.peer = None
 
@@ -418,20 +438,29 @@ class Channel:
         "launch" phase (it was waiting, not launching)."""
         rt = min(self._round_trip() for _ in range(5))
         cap = OUTSIDE_MAX_CALLS if self.device.type == "cpu" else OUTSIDE_MAX_CALLS_GPU
-        k = 1
+        k, best = 1, None
         while k < cap:  # sized on the basis (CPU time on a loaded host), the wall time capped
             m = self._batch(k, rt)
             w = m["basis_s"] if self.device.type == "cpu" else m["total_s"]
             if w >= OUTSIDE_TARGET_S or m["total_s"] >= 10 * OUTSIDE_TARGET_S:
+                best = m  # a batch of the final size: the first repeat
                 break
             k = min(cap, max(2 * k, int(1.2 * k * OUTSIDE_TARGET_S / max(w, 1e-7))))
-        best = None
-        for _ in range(OUTSIDE_REPEATS):
+        for _ in range(OUTSIDE_REPEATS - (best is not None)):
+            if best is not None and self.left() < 3 * best["total_s"] + 1:
+                break  # slow calls: the time left goes to the verdict
             m = self._batch(k, rt)
             if best is None or m["basis_s"] < best["basis_s"]:
                 best = m
         return {"per_call_s": best["total_s"] / k, "basis_s": best["basis_s"] / k, "launch_per_call_s": best["launch_s"] / k,
                 "launch_cpu_share": best["cpu_share"], "calls": k, "round_trip_s": rt}
+
+    def left(self):
+        return self.deadline - time.monotonic()
+
+    def need(self, what):
+        if self.left() <= 0:
+            raise _Timeout("the evaluation's time budget ran out before %s of the judge's verification" % what)
 
     def _round_trip(self):
         t0 = time.perf_counter()

@@ -64,7 +64,7 @@ def _alive():
     return done == 0
 
 
-def verify(h, res, state, progress):
+def verify(h, res, state, progress, budget_s):
     """The verify stage: the judge checks a passing in-process result on
     its own inputs and bounds its timing; any other verdict is final as it
     is (the judge can only make one worse) and the judge records a skip.
@@ -84,7 +84,7 @@ def verify(h, res, state, progress):
             release(state["device"], force=True)
             cand = res.get("candidate") or {}
             wire.send(h.sock, {"op": "verify", "candidate_median_s": cand.get("median_s"),
-                               "reference_median_s": (res.get("ref_eager") or {}).get("median_s"),
+                               "reference_median_s": (res.get("ref_eager") or {}).get("median_s"), "budget_s": budget_s,
                                "skip_timing": res.get("candidate") is None})
         res["judge"] = _serve(h.sock, model, state["device"])
     except (OSError, wire.WireError) as e:
