@@ -34,6 +34,9 @@ type JudgeReport struct {
 	Outside *JudgeOutside `json:"outside,omitempty"`
 	Bounds  *JudgeBounds  `json:"bounds,omitempty"`
 	Notes   []string      `json:"notes,omitempty"`
+	// Unbounded says why the judge, of its own finding, bounded no timing
+	// (jagged inputs); the result's timings then stand with a warning.
+	Unbounded string `json:"unbounded,omitempty"`
 	// PhaseS is the judge's own time per phase of its verification.
 	PhaseS map[string]float64 `json:"phase_s,omitempty"`
 }
@@ -147,6 +150,10 @@ func outOfBounds(res *EvalResult, rep *JudgeReport) string {
 		return ""
 	}
 	b := rep.Bounds
+	if b == nil && rep.Unbounded != "" {
+		res.Warnings = append(res.Warnings, "timings not bounded by the judge: "+rep.Unbounded)
+		return ""
+	}
 	if b == nil || rep.Outside == nil || rep.RefTime == nil {
 		return "the evaluation process reported timings but the judge measured none"
 	}

@@ -152,6 +152,7 @@ func TestApplyJudge(t *testing.T) {
 		{"verified", verified, 0.0004, 0.001, VerdictPass, "judge", false},
 		{"candidate_too_fast", verified, 0.0001, 0.001, VerdictIntegrityViolation, "timer_tampered", false},
 		{"reference_too_slow", verified, 0.0004, 0.01, VerdictIntegrityViolation, "timer_tampered", false},
+		{"verified_jagged_unbounded", `{"status":"verified","trials":2,"unbounded":"jagged"}`, 0.0004, 0.001, VerdictPass, "judge", false},
 		{"verified_without_timing", `{"status":"verified","trials":2}`, 0.0004, 0.001, VerdictIntegrityViolation, "timer_tampered", false},
 		{"incorrect", `{"status":"incorrect","check":"allclose","detail":"judge trial 0: bad"}`, 0.0004, 0.001, VerdictIncorrect, "judge", false},
 		{"candidate_raised", `{"status":"failed","check":"judge_run","detail":"ValueError"}`, 0.0004, 0.001, VerdictRuntimeError, "judge", false},
