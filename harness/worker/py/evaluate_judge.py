@@ -54,10 +54,11 @@ TRIALS = 2
 # The candidate's in-process median may be at most this far below the
 # judge's outside per-call time (the outside loop runs warm, without the
 # cache flush, so an honest kernel reads no faster outside than inside;
-# 0.5 leaves room for load on a shared host; on the CPU 0.2: on the loaded
+# 0.5 leaves room for load on a shared host; on the CPU 0.05: on the loaded
 # 2-core CI host an honest 0.2 ms candidate read 1.8 ms per call outside,
-# its process's CPU time inflated as much by its thread pool's spinning).
-CAND_FACTOR = {"cpu": 0.2, "cuda": 0.5}
+# and the relu C start kernel 0.41 ms in-process, 4.4 ms outside (cause not
+# found: see the issue-19 report); a thousandfold fake is still caught).
+CAND_FACTOR = {"cpu": 0.05, "cuda": 0.5}
 # The in-process reference median may be at most this far above the
 # judge's own timing of the reference (same method, another process).
 REF_FACTOR = {"cpu": 2.5, "cuda": 2.0}
