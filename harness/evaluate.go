@@ -260,6 +260,9 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 	if req.ToleranceRule != "" && req.ToleranceRule != ToleranceDefault {
 		args["tolerance_rule"] = req.ToleranceRule
 	}
+	if judgeOff() {
+		args["judge"] = false
+	}
 	rkey := refKey(refCode, string(tgt), dev.Name, req)
 	var knownCompile *Stats
 	if !req.Retime {
@@ -284,6 +287,7 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 		Progress: progress,
 		Gate:     l.Exclusive, // loading and compiling overlap; the device phase runs alone on its device
 		Reuse:    e.cfg.Reuse == ReuseAll || (e.cfg.Reuse == ReuseGPU && tgt != target.CPU),
+		KeepIf:   keepAfterJudge,
 	}
 	var childWork *TracedWork
 	prepS := e.prepareBuilds(ctx, candCode) // the shared build caches, written by the harness
@@ -375,6 +379,7 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 		res.Process = pr.Process
 		res.Notes = pr.Notes
 		childWork = pr.Work
+		applyJudge(res, out.Judge, judgeOff())
 	}
 	res.Correct = res.Verdict == VerdictPass
 	setSpeedups(res)

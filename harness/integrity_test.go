@@ -81,6 +81,18 @@ var hostileCases = []hostileCase{
 	{"slows_the_reference_timing", "ref_normalize.py", "slows_reference_timing.py", VerdictIntegrityViolation, "threads", false},
 	// Writes a passing result file itself and ends the process.
 	{"forges_the_result", "ref_normalize.py", "forges_result.py", VerdictIntegrityViolation, "result_forged", false},
+	// The judge in its own process (issue 19): the in-process checks are
+	// rewritten from inside, so only the judge can decide. Wrong, with
+	// every compare* function's __code__ swapped for one that agrees; the
+	// same swap made with ctypes.memmove into the function objects; right,
+	// with the timing statistics rewritten to report a thousandth of the
+	// candidate's time, or ten times the reference's; a forged result file
+	// reported with a forged "done" event on the worker's pipe.
+	{"judge_code_swap", "ref_normalize.py", "judge_code_swap.py", VerdictIncorrect, "judge", false},
+	{"judge_ctypes_patch", "ref_normalize.py", "judge_ctypes_patch.py", VerdictIncorrect, "judge", false},
+	{"judge_timing_stats", "ref_normalize.py", "judge_timing_stats.py", VerdictIntegrityViolation, "timer_tampered", false},
+	{"judge_inflates_reference", "ref_normalize.py", "judge_inflates_reference.py", VerdictIntegrityViolation, "timer_tampered", false},
+	{"judge_forges_done", "ref_normalize.py", "judge_forges_done.py", VerdictIntegrityViolation, "judge_missing", false},
 	// A jagged problem (shapes change with the seed): a cache keyed by
 	// pointer and shape, and a replay of the previous output once timed.
 	{"jagged_cache_by_pointer", "ref_jagged_sum.py", "jagged_seen.py", VerdictIntegrityViolation, "memoization", false},
@@ -104,7 +116,9 @@ var hostileCases = []hostileCase{
 // harnessReports says whether the harness itself reports this case's
 // verdict (with its memory figures and process record): not so for a
 // candidate that ends the process before the harness can.
-func (tc hostileCase) harnessReports() bool { return tc.check != "result_forged" }
+func (tc hostileCase) harnessReports() bool {
+	return tc.check != "result_forged" && tc.check != "judge_missing"
+}
 
 // onceTimed says whether this case's reference ops show only in calls
 // made once timed (the cases named reference_ops_*).

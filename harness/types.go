@@ -282,6 +282,8 @@ type EvalResult struct {
 	// Sandbox says which sandbox layers the candidate ran under and which
 	// this host lacked (nil: the process died before it entered one).
 	Sandbox *sandbox.Report `json:"sandbox,omitempty"`
+	// Judge is what the evaluation's judge process found (judge.go).
+	Judge *JudgeReport `json:"judge,omitempty"`
 }
 
 // ProcessUse is how an evaluation's process was used: a child kept from

@@ -40,6 +40,10 @@ type Job struct {
 	Network bool
 	// Writable are folders the job's sandbox may write besides its work/.
 	Writable []string
+	// KeepIf, when set, has the last word on keeping a child the job
+	// function declared clean: a judge outside the child's process may
+	// have found what the child could not see in itself.
+	KeepIf func(*Outcome) bool
 }
 
 // Outcome is what happened to a job's child.
@@ -75,7 +79,14 @@ type Outcome struct {
 	// LoadGrant is what the deadline was extended by: the time the job's
 	// processes waited for a CPU on a loaded host (see load.go).
 	LoadGrant time.Duration
+	// Judge is what the job's judge process wrote (job_dir/judge/judge.json,
+	// up to judgeSize bytes), nil if nothing: a process of the job's own
+	// that the candidate cannot reach (evaluate_judge.py).
+	Judge json.RawMessage
 }
+
+// judgeSize bounds the judge's report read back.
+const judgeSize = 1 << 20
 
 // boardSize bounds the status board a job may keep in its directory.
 const boardSize = 64
@@ -198,6 +209,7 @@ func (w *Worker) run(ctx context.Context, job Job) (*Outcome, error) {
 		out.LogDropped = logc.dropped()
 		out.Board = readBoard(filepath.Join(judge, "board"))
 		out.Sandbox = readSandbox(filepath.Join(judge, "sandbox.json"))
+		out.Judge = readJudge(filepath.Join(judge, "judge.json"))
 		if b, err := os.ReadFile(filepath.Join(judge, "result.json")); err == nil && len(b) > 0 {
 			if reported {
 				out.Result = b
@@ -333,7 +345,8 @@ func (w *Worker) run(ctx context.Context, job Job) (*Outcome, error) {
 				res, err := finish(true)
 				// A kept child must have nothing left below it (it killed
 				// what its job started; this checks).
-				if ev.Idle && key != "" && pid != 0 && len(descendants(pid)) == 0 {
+				if ev.Idle && key != "" && pid != 0 && len(descendants(pid)) == 0 &&
+					(job.KeepIf == nil || job.KeepIf(res)) {
 					// Kept before Run returns, so a caller's next job finds it.
 					kept = true
 					w.putIdle(&idleChild{p: p, pid: pid, key: key, jobs: jobs, dir: dir})
@@ -449,6 +462,20 @@ func readBoard(path string) string {
 	n, _ := f.Read(b)
 	s, _, _ := strings.Cut(string(b[:n]), "\x00")
 	return strings.TrimSpace(s)
+}
+
+// readJudge reads the judge's report: a regular file of at most judgeSize
+// bytes, else nil.
+func readJudge(path string) json.RawMessage {
+	st, err := os.Lstat(path)
+	if err != nil || !st.Mode().IsRegular() || st.Size() > judgeSize {
+		return nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) == 0 {
+		return nil
+	}
+	return b
 }
 
 // readSandbox reads the job's sandbox report (a few hundred bytes; more

@@ -37,6 +37,8 @@ from evaluate_tamper import RefGuard
 from evaluate_tolerance import TrialJudge, profile_of
 from evaluate_timing import AuditFailed, DeviceSpin, Timer, runqueue_wait_s, time_limit
 from evaluate_warm import warm, warm_host
+import evaluate_devstate as devstate
+import evaluate_judge_client as judge_client
 
 try:  # imported in the warm parent (0.1 s, no CUDA), so count_work costs no import
     import workcount
@@ -44,10 +46,13 @@ except Exception:  # noqa: BLE001 - counting is optional; _count_work reports it
     workcount = None
 
 VERDICT_ORDER = ("integrity_violation", "compile_error", "runtime_error", "incorrect")
+SANDBOX_SELF = True  # main() forks the judge (evaluate_judge), then enters the sandbox itself
 
 
 def main(args, ctx):
     t_begin, w_begin = time.monotonic(), runqueue_wait_s()
+    judge = judge_client.start(ctx, args)  # before any candidate code and before CUDA
+    getattr(ctx, "enter_sandbox", dict)()
     budget = float(args.get("budget_s") or 600)
 
     def remaining():
@@ -117,9 +122,10 @@ def main(args, ctx):
         if v and "stage" not in res:
             res["stage"] = "integrity" if v == "integrity_violation" else "correctness"
     res["correct"] = res["verdict"] == "pass"
+    judge_client.verify(judge, res, state, ctx.progress, remaining())
     _hand_back_device(ctx, state, res["verdict"])
     if state.get("taint") is not None:
-        ok, why = reusable(state["taint"], res["verdict"])
+        ok, why = devstate.keep(state.get("device"), *judge_client.keep(judge, *reusable(state["taint"], res["verdict"])))
         if ok and state.get("device") is not None:
             # An idle child holds no cached device memory another
             # evaluation on its device could need.
@@ -327,6 +333,7 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
                 str(e).splitlines()[0][:300] if str(e) else type(e).__name__))
         ctx.progress("warm")
         warm(device, _source_of(args["reference"], ref_path))
+        warnings.extend(w for w in [devstate.begin(device)] if w)
         spin = _SPINS.get(str(device)) or _SPINS.setdefault(str(device), DeviceSpin(device))
 
     try:
@@ -412,6 +419,7 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
         raise KernelFailure(v, "init", "")
     side.now = "harness"
     checks.add("construct", True, "")
+    state["cand_model"] = cand_model  # for the judge's verify stage
     # Weights match because both constructions start from the same seed
     # (KernelBench's convention); a candidate that creates its parameters in
     # another order gets other values and fails allclose, as in KernelBench.
@@ -749,6 +757,8 @@ def _evaluate(args, ctx, checks, warnings, res, remaining, state):
                        "integrity_violation")
             raise KernelFailure("integrity_violation", "timing", "")
     tamper.check("before the reference's timing")
+    if not devstate.check(device, checks, "before the reference's timing,"):
+        raise KernelFailure("integrity_violation", "timing", "")
     no_threads_around_ref_timing("before")
     side.now = "reference"
     res["ref_eager"] = timer.bench(ref_fn, cap)

@@ -35,6 +35,7 @@ import importlib  # noqa: F401
 import math  # noqa: F401
 import random  # noqa: F401
 import time  # noqa: F401
+import types
 
 import torch
 
@@ -108,6 +109,13 @@ def _compared(kind, v):
     return kind == "class" or is_code(v)
 
 
+def _ident(v):
+    """A function is the same only with the same code: a candidate can swap
+    a function's __code__ (or write its func_code slot with ctypes) and
+    leave the object in place."""
+    return (id(v), id(v.__code__)) if type(v) is types.FunctionType else id(v)
+
+
 def _allocated():
     return torch.cuda.memory_allocated() if torch.cuda.is_initialized() else 0
 
@@ -139,7 +147,7 @@ class Snapshot:
             self.kinds[name] = kind
             for k, v in list(vars(ns).items()):
                 if _compared(kind, v):
-                    self.ids[(name, k)] = id(v)
+                    self.ids[(name, k)] = _ident(v)
         self.flags = _flags()
         self.hooks = _hooks()
         self.sys_path = list(sys.path)
@@ -172,7 +180,7 @@ class Snapshot:
                     if kind == "harness":
                         continue  # a harness module's new function (lazy definitions)
                     out.append("added %s.%s" % (name, k))
-                elif old != id(v):
+                elif old != _ident(v):
                     out.append("replaced %s.%s" % (name, k))
         for key in self.ids:
             if key not in now:

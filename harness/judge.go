@@ -1,0 +1,180 @@
+package harness
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/kevolve/kevolve-mcp/harness/worker"
+)
+
+// The judge (worker/py/evaluate_judge.py) is a process of each evaluation
+// that the candidate cannot reach: forked before any candidate code runs,
+// non-dumpable, with its own secret seed and its own copy of the
+// reference. It re-checks a passing candidate on inputs only it knows,
+// with its own comparison, and measures from outside the times the
+// in-process timer reported. It writes judge.json in a folder only it
+// writes, and what it says decides: the in-process result can make a
+// verdict worse, never better.
+
+// JudgeReport is the judge's report (judge.json), or what the harness
+// concluded without one (status missing, off).
+type JudgeReport struct {
+	// Status: verified (the candidate matched the judge's trials; bounds
+	// apply), incorrect, failed (ModelNew raised on the judge's inputs, or
+	// its process broke the protocol), unverifiable (the judge itself found
+	// the problem's inputs cannot cross processes: the in-process verdict
+	// stands), skipped (the in-process verdict was not a pass), error,
+	// unavailable, missing (no report), off (KEVOLVE_JUDGE=off).
+	Status  string        `json:"status"`
+	Check   string        `json:"check,omitempty"`
+	Detail  string        `json:"detail,omitempty"`
+	Trials  int           `json:"trials,omitempty"`
+	RefTime *JudgeTime    `json:"reference_s,omitempty"`
+	Outside *JudgeOutside `json:"outside,omitempty"`
+	Bounds  *JudgeBounds  `json:"bounds,omitempty"`
+	Notes   []string      `json:"notes,omitempty"`
+	// Unbounded says why the judge, of its own finding, bounded no timing
+	// (jagged inputs); the result's timings then stand with a warning.
+	Unbounded string `json:"unbounded,omitempty"`
+	// PhaseS is the judge's own time per phase of its verification.
+	PhaseS map[string]float64 `json:"phase_s,omitempty"`
+}
+
+// JudgeTime is the judge's own timing of the reference (its process, its
+// timer, inputs the candidate never saw).
+type JudgeTime struct {
+	MedianS float64 `json:"median_s"`
+	P90S    float64 `json:"p90_s"`
+	Iters   int     `json:"iters"`
+	CV      float64 `json:"cv"`
+}
+
+// JudgeOutside is the candidate's time as the judge's clock saw it: k
+// calls in the candidate's process, less the empty round trips, per call
+// (PerCallS). BasisS is what bounds the in-process median: the whole
+// per-call time on the CPU; on a GPU the device time left once the host
+// had launched the calls (LaunchPerCallS, during which the candidate's
+// process used LaunchCPUShare of a CPU), or the whole time when that
+// process sat idle instead of launching.
+type JudgeOutside struct {
+	PerCallS       float64 `json:"per_call_s"`
+	BasisS         float64 `json:"basis_s"`
+	LaunchPerCallS float64 `json:"launch_per_call_s"`
+	LaunchCPUShare float64 `json:"launch_cpu_share"`
+	Calls          int     `json:"calls"`
+	RoundTripS     float64 `json:"round_trip_s"`
+}
+
+// JudgeBounds limit the in-process timings: the candidate's median may
+// not be under CandMinS,
+// the reference's not over RefMaxS.
+type JudgeBounds struct {
+	CandMinS   float64 `json:"cand_min_s"`
+	RefMaxS    float64 `json:"ref_max_s"`
+	CandFactor float64 `json:"cand_factor"`
+	RefFactor  float64 `json:"ref_factor"`
+}
+
+// judgeOff: KEVOLVE_JUDGE=off runs evaluations without the judge, for
+// measuring what it costs; results then say so (judge status off).
+func judgeOff() bool { return os.Getenv("KEVOLVE_JUDGE") == "off" }
+
+// applyJudge makes the judge's report authoritative over a result decoded
+// from the evaluation process: a pass stands only when the judge verified
+// it and the reported timings are within its bounds.
+func applyJudge(res *EvalResult, raw []byte, off bool) {
+	if off {
+		res.Judge = &JudgeReport{Status: "off", Detail: "KEVOLVE_JUDGE=off: verdict and timings are the evaluation process's alone"}
+		return
+	}
+	rep := &JudgeReport{}
+	if len(raw) == 0 || json.Unmarshal(raw, rep) != nil || rep.Status == "" {
+		rep = &JudgeReport{Status: "missing", Detail: "the judge wrote no readable report"}
+	}
+	res.Judge = rep
+	if res.Verdict != VerdictPass {
+		return
+	}
+	fail := func(verdict, check, detail string) {
+		res.Verdict, res.Stage = verdict, "verify"
+		res.Checks = append(res.Checks, Check{Name: check, Passed: false, Detail: detail})
+		if res.Process != nil { // keepAfterJudge drops the child
+			res.Process.Kept, res.Process.Why = false, "the judge overturned its pass ("+check+")"
+		}
+	}
+	switch rep.Status {
+	case "verified":
+		if msg := outOfBounds(res, rep); msg != "" {
+			fail(VerdictIntegrityViolation, "timer_tampered", msg)
+			return
+		}
+		res.Checks = append(res.Checks, Check{Name: "judge", Passed: true, Detail: judgeSummary(rep)})
+	case "incorrect":
+		fail(VerdictIncorrect, "judge", fmt.Sprintf("%s: %s", rep.Check, rep.Detail))
+	case "failed":
+		switch rep.Check {
+		case "judge_run":
+			fail(VerdictRuntimeError, "judge", rep.Detail)
+		case "judge_timeout":
+			fail(VerdictTimeout, "judge", rep.Detail)
+		case "judge_oom":
+			fail(VerdictRuntimeError, "out_of_memory", "in the judge's verification: "+rep.Detail)
+		default:
+			fail(VerdictIntegrityViolation, "judge_missing", rep.Detail)
+		}
+	case "unverifiable":
+		res.Warnings = append(res.Warnings, "the judge could not verify this evaluation out of process: "+rep.Detail)
+	default:
+		fail(VerdictIntegrityViolation, "judge_missing", fmt.Sprintf(
+			"the evaluation process reported a pass but the judge did not verify it (judge status %s): %s", rep.Status, rep.Detail))
+	}
+}
+
+// keepAfterJudge: a child whose pass the judge overturned is not kept,
+// whatever the child said of itself (the candidate ran in it and got past
+// its in-process checks: a rewritten function's code, a C-level patch).
+func keepAfterJudge(out *worker.Outcome) bool {
+	var pr pyResult
+	if json.Unmarshal(out.Result, &pr) != nil {
+		return false
+	}
+	res := &EvalResult{Verdict: pr.Verdict, Candidate: pr.Candidate, RefEager: pr.RefEager}
+	applyJudge(res, out.Judge, judgeOff())
+	return res.Verdict == pr.Verdict
+}
+
+// outOfBounds says why the result's timings disagree with the judge's, or "".
+func outOfBounds(res *EvalResult, rep *JudgeReport) string {
+	if res.Candidate == nil {
+		return ""
+	}
+	b := rep.Bounds
+	if b == nil && rep.Unbounded != "" {
+		res.Warnings = append(res.Warnings, "timings not bounded by the judge: "+rep.Unbounded)
+		return ""
+	}
+	if b == nil || rep.Outside == nil || rep.RefTime == nil {
+		return "the evaluation process reported timings but the judge measured none"
+	}
+	if res.Candidate.MedianS < b.CandMinS {
+		return fmt.Sprintf("the candidate's in-process median %.4g s is under %.2g x the judge's outside per-call time %.4g s (%d calls): the timing was not the kernel's",
+			res.Candidate.MedianS, b.CandFactor, rep.Outside.BasisS, rep.Outside.Calls)
+	}
+	if res.RefEager != nil && res.RefEager.MedianS > b.RefMaxS {
+		return fmt.Sprintf("the reference's in-process median %.4g s is over %.2g x the judge's own timing of it %.4g s: the reference's timing was inflated",
+			res.RefEager.MedianS, b.RefFactor, rep.RefTime.MedianS)
+	}
+	return ""
+}
+
+func judgeSummary(rep *JudgeReport) string {
+	s := fmt.Sprintf("the judge process matched the candidate's outputs on %d trials of its own inputs", rep.Trials)
+	if rep.Outside != nil && rep.RefTime != nil {
+		s += fmt.Sprintf("; outside per-call time %.4g s (%d calls), reference %.4g s in the judge's process", rep.Outside.PerCallS, rep.Outside.Calls, rep.RefTime.MedianS)
+	}
+	for _, n := range rep.Notes {
+		s += "; " + n
+	}
+	return s
+}

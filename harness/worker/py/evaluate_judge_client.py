@@ -1,0 +1,185 @@
+"""The candidate process's side of the judge (evaluate_judge): starts it
+before any candidate code runs, and in the verify stage serves its
+requests (run ModelNew on the judge's inputs and share the outputs back,
+run k calls for the outside timing).
+
+Nothing here decides anything: whatever this process reports, the judge
+compares and times for itself and writes judge.json, which the Go side
+reads. A candidate that rewrites this module only makes the judge's
+verdict worse (a missing or failed judge is not a pass)."""
+import os
+import time
+
+import torch
+
+import evaluate_judge
+import evaluate_judge_wire as wire
+from evaluate_common import release
+
+# The judge of this process: forked at its first job, before its CUDA
+# context; a kept child's later jobs use it again (a process with a CUDA
+# context cannot fork one that uses CUDA).
+_JUDGE = {"pid": None, "sock": None}
+
+
+class Handle:
+    def __init__(self, sock, pid, why=""):
+        self.sock = sock
+        self.pid = pid
+        self.why = why  # why there is no judge (sock None)
+
+
+def start(ctx, args):
+    """Gives the judge this job (forking it first if this process has
+    none). Called at the start of evaluate.main(), before the candidate is
+    imported and before this process initializes CUDA."""
+    if args.get("judge") is False:
+        return Handle(None, None, "the judge is off for this job (KEVOLVE_JUDGE=off)")
+    if not _alive():
+        if _JUDGE["sock"] is not None:
+            _JUDGE["sock"].close()
+            _JUDGE["sock"] = None
+        if torch.cuda.is_initialized():
+            return Handle(None, None, "this process's judge is gone and a process with a CUDA context cannot fork a new one")
+        _JUDGE["pid"], _JUDGE["sock"] = evaluate_judge.spawn()
+    try:
+        wire.send(_JUDGE["sock"], {"op": "job", "job_dir": os.path.abspath(ctx.job_dir)})
+        msg, _ = wire.recv(_JUDGE["sock"])  # the judge has read what it needs from the job's folder
+        if msg is None or msg.get("op") != "ready":
+            raise wire.WireError("no ready from the judge: %r" % (msg,))
+    except (OSError, wire.WireError) as e:
+        _abandon()
+        return Handle(None, None, "could not reach the judge: %s" % e)
+    return Handle(_JUDGE["sock"], _JUDGE["pid"])
+
+
+def _alive():
+    pid = _JUDGE["pid"]
+    if pid is None:
+        return False
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return False
+    return done == 0
+
+
+def verify(h, res, state, progress, budget_s):
+    """The verify stage: the judge checks a passing in-process result on
+    its own inputs and bounds its timing; any other verdict is final as it
+    is (the judge can only make one worse) and the judge records a skip.
+    res["judge"] is the judge's report as it sent it (the Go side reads
+    the file)."""
+    if h.sock is None:
+        res["judge"] = {"status": "unavailable", "detail": h.why}
+        state.pop("cand_model", None)
+        return
+    progress("verify")
+    t0 = time.monotonic()
+    model = state.get("cand_model")
+    try:
+        if res.get("verdict") != "pass" or model is None:
+            wire.send(h.sock, {"op": "skip", "reason": "in-process verdict %s" % res.get("verdict")})
+        else:
+            release(state["device"], force=True)
+            cand = res.get("candidate") or {}
+            wire.send(h.sock, {"op": "verify", "candidate_median_s": cand.get("median_s"),
+                               "reference_median_s": (res.get("ref_eager") or {}).get("median_s"), "budget_s": budget_s,
+                               "skip_timing": res.get("candidate") is None})
+        res["judge"] = _serve(h.sock, model, state["device"])
+    except (OSError, wire.WireError) as e:
+        res["judge"] = {"status": "unavailable", "detail": "the judge did not answer: %s" % e}
+        _abandon()  # mid-conversation: it cannot serve another job
+    state.pop("cand_model", None)
+    release(state["device"])
+    res.setdefault("stage_s", {})["verify"] = round(time.monotonic() - t0, 4)
+
+
+def _abandon():
+    import signal
+    if _JUDGE["pid"] is not None:
+        try:
+            os.kill(_JUDGE["pid"], signal.SIGKILL)
+            os.waitpid(_JUDGE["pid"], 0)
+        except OSError:
+            pass
+    if _JUDGE["sock"] is not None:
+        _JUDGE["sock"].close()
+    _JUDGE["pid"] = _JUDGE["sock"] = None
+
+
+def keep(h, ok, why):
+    """A child may serve another job only with its judge alive."""
+    if ok and (h.sock is None or not _alive()):
+        return False, "the judge process is gone"
+    return ok, why
+
+
+def _serve(sock, model, device):
+    """Answers the judge's requests until it reports what it wrote."""
+    held = {"inputs": None, "outputs": None, "enc": None}
+    while True:
+        msg, fds = wire.recv(sock)
+        if msg is None:
+            raise wire.WireError("the judge closed the connection")
+        op = msg.get("op")
+        if op == "written":
+            return msg.get("judge")
+        if op == "end":
+            held.clear()
+            continue
+        try:
+            reply, out_fds = _answer(op, msg, fds, held, model, device)
+        except BaseException as e:  # noqa: BLE001 - the candidate's failure, reported to the judge
+            reply, out_fds = {"ok": False, "candidate_error": True, "error": "%s: %s" % (type(e).__name__, str(e)[:500])}, []
+        finally:
+            for fd in fds:
+                os.close(fd)
+        reply["pid"] = os.getpid()
+        # The descriptors are the shared storages' own: sending dups them.
+        wire.send(sock, reply, out_fds)
+
+
+def _answer(op, msg, fds, held, model, device):
+    if op == "nop":
+        return {"ok": True}, []
+    if op == "release":
+        held.update(inputs=None, outputs=None, enc=None)
+        if device.type == "cuda":
+            torch.cuda.ipc_collect()
+        return {"ok": True}, []
+    if op == "run":
+        held.update(inputs=None, outputs=None, enc=None)
+        dec = wire.Decoder(msg.get("tensors"), list(fds), device)
+        try:
+            x = dec.dec(msg.get("inputs"))
+        finally:
+            dec.fds = []  # closed by the caller
+        held["inputs"] = x
+        out = _call(model, x, device)
+        tree, enc = wire.encode(out)
+        held["outputs"], held["enc"] = out, enc
+        return {"ok": True, "outputs": tree, "tensors": enc.tensors}, list(enc.fds)
+    if op == "time":
+        k = int(msg.get("k") or 1)
+        x = held["inputs"]
+        with torch.no_grad():
+            for _ in range(max(1, min(k, 100000))):
+                out = model(*x)
+                del out
+        if device.type == "cuda" and msg.get("sync", True):
+            torch.cuda.synchronize(device)
+        return {"ok": True}, []
+    if op == "sync":
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        return {"ok": True}, []
+    return {"ok": False, "error": "unknown op %r" % (op,)}, []
+
+
+def _call(model, x, device):
+    with torch.no_grad():
+        out = model(*x)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return out

@@ -1,0 +1,267 @@
+"""The wire between the judge process and the candidate's process.
+
+Messages are JSON, one per datagram of a SOCK_SEQPACKET socketpair, never
+pickle: the judge decodes what the candidate's process sends, and
+unpickling it would run the candidate's code in the judge. Tensors cross
+by reference, never by value:
+
+  CPU:  the storage lives in shared memory (torch's fd strategy); its file
+        descriptor rides along the message (SCM_RIGHTS) and the receiver
+        maps it. No copy beyond moving a fresh tensor into shared memory.
+  CUDA: the storage's CUDA IPC handle (torch's own _share_cuda_ and
+        _new_shared_cuda, the calls torch.multiprocessing's reductions
+        make), its bytes base64-encoded in the JSON.
+
+A value is encoded as a tree: {"t": i} names the i-th tensor of the
+message's "tensors" list; {"seq": [...], "tuple": bool}, {"dict": [[k,
+v], ...]}, {"v": scalar}, {"dtype": name}, {"device": name}; anything else
+is {"repr": text}, which the judge compares as text and says so."""
+import base64
+import json
+import os
+import socket
+
+import torch
+
+MAX_MSG = 4 << 20
+MAX_FDS = 250
+
+_DTYPES = {str(d).replace("torch.", ""): d for d in (
+    torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.int16, torch.int32, torch.int64,
+    torch.uint8, torch.bool, torch.complex64, torch.complex128)}
+for _n in ("float8_e4m3fn", "float8_e5m2", "uint16", "uint32", "uint64"):
+    if hasattr(torch, _n):
+        _DTYPES[_n] = getattr(torch, _n)
+
+
+class WireError(Exception):
+    """A message that does not follow the protocol."""
+
+
+def send(sock, msg, fds=()):
+    data = json.dumps(msg).encode()
+    if len(data) > MAX_MSG:
+        raise WireError("message of %d bytes over %d" % (len(data), MAX_MSG))
+    if fds:
+        socket.send_fds(sock, [data], list(fds))
+    else:
+        sock.sendall(data)
+
+
+def recv(sock):
+    """(message, fds), or (None, []) when the other side closed."""
+    data, fds, _flags, _addr = socket.recv_fds(sock, MAX_MSG, MAX_FDS)
+    if not data:
+        for fd in fds:
+            os.close(fd)
+        return None, []
+    try:
+        msg = json.loads(data)
+    except ValueError as e:
+        for fd in fds:
+            os.close(fd)
+        raise WireError("not JSON: %s" % e) from None
+    if not isinstance(msg, dict):
+        for fd in fds:
+            os.close(fd)
+        raise WireError("not an object")
+    return msg, fds
+
+
+# ---------------------------------------------------------------- encoding
+
+class Encoder:
+    """Encodes one value tree; tensors go into self.tensors (metadata) and
+    self.fds (CPU storages). self.keep holds what must stay alive until
+    the receiver is done (shared copies made for the wire)."""
+
+    def __init__(self):
+        self.tensors = []
+        self.fds = []
+        self.keep = []
+
+    def enc(self, x):
+        if isinstance(x, torch.Tensor):
+            self.tensors.append(self._tensor(x))
+            return {"t": len(self.tensors) - 1}
+        if isinstance(x, (list, tuple)):
+            return {"seq": [self.enc(v) for v in x], "tuple": isinstance(x, tuple)}
+        if isinstance(x, dict) and all(isinstance(k, str) for k in x):
+            return {"dict": [[k, self.enc(v)] for k, v in x.items()]}
+        if x is None or isinstance(x, (bool, int, float, str)):
+            return {"v": x}
+        if isinstance(x, torch.dtype):
+            return {"dtype": str(x).replace("torch.", "")}
+        if isinstance(x, torch.device):
+            return {"device": str(x)}
+        return {"repr": repr(x)[:2000]}
+
+    def _tensor(self, t):
+        t = t.detach()
+        meta = {"dtype": str(t.dtype).replace("torch.", ""), "size": list(t.shape), "stride": list(t.stride()),
+                "offset": t.storage_offset(), "device": t.device.type}
+        if t.numel() == 0:
+            meta["empty"] = True
+            return meta
+        if t.device.type == "cpu":
+            return self._cpu(t, meta)
+        if t.device.type == "cuda":
+            return self._cuda(t, meta)
+        raise WireError("tensors on %s cannot cross processes" % t.device)
+
+    def _cpu(self, t, meta):
+        st = t.untyped_storage()
+        if not st.is_shared():
+            try:
+                t.share_memory_()  # moves the storage into shared memory in place
+            except RuntimeError:
+                t = t.clone().share_memory_()
+                meta["offset"], meta["stride"] = t.storage_offset(), list(t.stride())
+            st = t.untyped_storage()
+        self.keep.append(t)
+        fd, size = st._share_fd_cpu_()
+        meta["fd"] = len(self.fds)
+        meta["nbytes"] = int(size)
+        self.fds.append(fd)
+        return meta
+
+    def _cuda(self, t, meta):
+        try:
+            h = t.untyped_storage()._share_cuda_()
+        except RuntimeError:
+            # Memory torch's allocator did not make (or received by IPC
+            # itself) cannot be shared again: a copy can.
+            t = t.clone()
+            meta["offset"], meta["stride"] = t.storage_offset(), list(t.stride())
+            h = t.untyped_storage()._share_cuda_()
+        self.keep.append(t)
+        dev, handle, size, off, rc_handle, rc_off, ev_handle, ev_sync = h
+        b = lambda v: None if v is None else base64.b64encode(bytes(v)).decode()  # noqa: E731
+        meta["cuda"] = {"device": int(dev), "handle": b(handle), "nbytes": int(size), "storage_offset": int(off),
+                        "rc_handle": b(rc_handle), "rc_offset": int(rc_off), "event": b(ev_handle), "event_sync": bool(ev_sync)}
+        return meta
+
+
+# ---------------------------------------------------------------- decoding
+
+class Decoder:
+    """Rebuilds a value tree from a message; validates every field, since
+    the judge decodes what the candidate's process sent."""
+
+    def __init__(self, tensors, fds, device):
+        if not isinstance(tensors, list) or len(tensors) > 10000:
+            raise WireError("bad tensor list")
+        self.meta = tensors
+        self.fds = fds
+        self.device = device
+        self.made = {}
+
+    def close(self):
+        for fd in self.fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.fds = []
+
+    def dec(self, x, depth=0):
+        if depth > 50 or not isinstance(x, dict) or len(x) > 2:
+            raise WireError("bad value node")
+        if "t" in x:
+            return self._tensor(_int(x["t"]))
+        if "seq" in x:
+            items = [self.dec(v, depth + 1) for v in _list(x["seq"])]
+            return tuple(items) if x.get("tuple") else items
+        if "dict" in x:
+            return {str(k): self.dec(v, depth + 1) for k, v in _list(x["dict"])}
+        if "v" in x:
+            v = x["v"]
+            if not (v is None or isinstance(v, (bool, int, float, str))):
+                raise WireError("bad scalar")
+            return v
+        if "dtype" in x:
+            return _dtype(x["dtype"])
+        if "device" in x:
+            return torch.device(str(x["device"]))
+        if "repr" in x:
+            return Repr(str(x["repr"]))
+        raise WireError("unknown value node %s" % sorted(x)[:3])
+
+    def _tensor(self, i):
+        if i < 0 or i >= len(self.meta):
+            raise WireError("tensor index out of range")
+        if i in self.made:
+            return self.made[i]
+        m = self.meta[i]
+        if not isinstance(m, dict):
+            raise WireError("bad tensor metadata")
+        dtype = _dtype(m.get("dtype"))
+        size = [_int(v) for v in _list(m.get("size"))]
+        stride = [_int(v) for v in _list(m.get("stride"))]
+        offset = _int(m.get("offset"))
+        if len(size) != len(stride) or len(size) > 64 or any(v < 0 for v in size + stride) or offset < 0:
+            raise WireError("bad tensor geometry")
+        kind = m.get("device")
+        if m.get("empty"):
+            dev = self.device if kind == self.device.type else torch.device(kind if kind in ("cpu", "cuda") else "cpu")
+            t = torch.empty_strided(size, stride, dtype=dtype, device=dev)
+        elif kind == "cpu":
+            fi = _int(m.get("fd"))
+            if fi < 0 or fi >= len(self.fds):
+                raise WireError("tensor names a missing descriptor")
+            st = torch.UntypedStorage._new_shared_fd_cpu(self.fds[fi], _int(m.get("nbytes")))
+            t = torch.empty(0, dtype=dtype).set_(st, offset, size, stride)  # torch checks the bounds
+        elif kind == "cuda" and self.device.type == "cuda":
+            t = _cuda_tensor(m.get("cuda"), dtype, size, stride, offset)
+        else:
+            raise WireError("a %s tensor cannot be received here (%s)" % (kind, self.device))
+        self.made[i] = t
+        return t
+
+
+class Repr:
+    """A value that crossed as its repr() (not a tensor, scalar or dtype)."""
+
+    def __init__(self, text):
+        self.text = text
+
+    def __eq__(self, other):
+        return isinstance(other, Repr) and other.text == self.text
+
+    def __repr__(self):
+        return self.text
+
+
+def _cuda_tensor(c, dtype, size, stride, offset):
+    from torch.multiprocessing.reductions import rebuild_cuda_tensor
+    if not isinstance(c, dict):
+        raise WireError("bad CUDA share")
+    u = lambda v: None if v is None else base64.b64decode(str(v))  # noqa: E731
+    return rebuild_cuda_tensor(torch.Tensor, torch.Size(size), tuple(stride), offset, torch.UntypedStorage, dtype,
+                               _int(c.get("device")), u(c.get("handle")), _int(c.get("nbytes")), _int(c.get("storage_offset")),
+                               False, u(c.get("rc_handle")), _int(c.get("rc_offset")), u(c.get("event")), bool(c.get("event_sync")))
+
+
+def _int(v):
+    if not isinstance(v, int) or isinstance(v, bool) or abs(v) > (1 << 62):
+        raise WireError("not an integer: %r" % (v,))
+    return v
+
+
+def _list(v):
+    if not isinstance(v, list) or len(v) > 100000:
+        raise WireError("not a list")
+    return v
+
+
+def _dtype(name):
+    d = _DTYPES.get(str(name))
+    if d is None:
+        raise WireError("unknown dtype %r" % (name,))
+    return d
+
+
+def encode(value):
+    """(tree, encoder) for value; send encoder.tensors and encoder.fds with the tree."""
+    e = Encoder()
+    return e.enc(value), e
