@@ -345,7 +345,7 @@ func (w *Worker) run(ctx context.Context, job Job) (*Outcome, error) {
 				res, err := finish(true)
 				// A kept child must have nothing left below it (it killed
 				// what its job started; this checks).
-				if ev.Idle && key != "" && pid != 0 && len(descendants(pid)) == 0 &&
+				if ev.Idle && key != "" && pid != 0 && len(except(descendants(pid), judgePid(res.Judge))) == 0 &&
 					(job.KeepIf == nil || job.KeepIf(res)) {
 					// Kept before Run returns, so a caller's next job finds it.
 					kept = true
@@ -492,4 +492,28 @@ func readSandbox(path string) json.RawMessage {
 		return nil
 	}
 	return json.RawMessage(b[:n])
+}
+
+// judgePid is the pid the job's judge declared in its report (0 if none):
+// the one process a kept child may keep below it. The judge's folder is
+// out of the candidate's reach, so the candidate cannot name its own.
+func judgePid(judge json.RawMessage) int {
+	var j struct {
+		Pid int `json:"judge_pid"`
+	}
+	if len(judge) == 0 || json.Unmarshal(judge, &j) != nil {
+		return 0
+	}
+	return j.Pid
+}
+
+// except is pids without skip.
+func except(pids []int, skip int) []int {
+	out := pids[:0:0]
+	for _, p := range pids {
+		if p != skip {
+			out = append(out, p)
+		}
+	}
+	return out
 }

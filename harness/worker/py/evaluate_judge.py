@@ -200,6 +200,7 @@ class Job:
         if not os.path.isdir(self.judge_dir):
             return
         tmp = os.path.join(self.judge_dir, JUDGE_FILE + ".tmp")
+        rep = dict(rep, judge_pid=os.getpid())  # the one process a kept child may keep (worker/run.go)
         with open(tmp, "w") as f:
             json.dump(rep, f, default=str)
         os.replace(tmp, os.path.join(self.judge_dir, JUDGE_FILE))

@@ -42,6 +42,9 @@ def start(ctx, args):
         if torch.cuda.is_initialized():
             return Handle(None, None, "this process's judge is gone and a process with a CUDA context cannot fork a new one")
         _JUDGE["pid"], _JUDGE["sock"] = evaluate_judge.spawn()
+    # The judge outlives the job in a kept child: the worker spares it when
+    # it kills what the job started (Go checks the pid the judge declared).
+    ctx.helper_pids = {_JUDGE["pid"]}
     try:
         wire.send(_JUDGE["sock"], {"op": "job", "job_dir": os.path.abspath(ctx.job_dir)})
         msg, _ = wire.recv(_JUDGE["sock"])  # the judge has read what it needs from the job's folder

@@ -454,13 +454,16 @@ def _descendants(pid):
     return out
 
 
-def kill_descendants():
+def kill_descendants(spare=()):
     """Kills every process this child started (it is their subreaper, so
-    setsid and double-forked ones are found too) and reaps them. Returns
-    how many there were."""
+    setsid and double-forked ones are found too) and reaps them, but the
+    harness's own helpers in spare (the judge a kept child keeps: Go checks
+    that it is the pid the judge itself declared). Returns how many there
+    were."""
     n = 0
+    spare = set(spare)
     for _ in range(10):
-        pids = _descendants(os.getpid())
+        pids = [p for p in _descendants(os.getpid()) if p not in spare]
         if not pids:
             break
         n += len(pids)
@@ -476,7 +479,7 @@ def kill_descendants():
                 break
             if pid == 0:
                 time.sleep(0.005)
-                if not _descendants(os.getpid()):
+                if not [p for p in _descendants(os.getpid()) if p not in spare]:
                     break
     return n
 
@@ -535,7 +538,7 @@ def _run_job(req, grant_r, index):
         code = code or 1
     # Nothing the job started outlives it; a child that had to kill
     # something is not kept.
-    left = kill_descendants()
+    left = kill_descendants(getattr(ctx, "helper_pids", ()))
     again = bool(code == 0 and ctx is not None and ctx.reuse and ctx.reusable and not left)
     if code == 0:
         # Go returns on this, not on the exit, which waits for the driver
