@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
+	"github.com/kevolve/kevolve-mcp/harness/worker"
 )
 
 // The judge process works for the problem shapes the harness supports:
@@ -195,7 +198,11 @@ func TestApplyJudge(t *testing.T) {
 // A candidate that forges the judge's report as well as the result: only
 // the sandbox's read-only judge folder stops it (issue 19 item 1).
 func TestJudgeReportForged(t *testing.T) {
-	t.Skip("needs the sandbox (issue 19 item 1): the judge's folder read-only to the candidate; remove this skip once it is merged")
+	// Without Landlock nothing keeps the candidate out of the judge's
+	// folder (the result says the layer was missing).
+	if probe, err := worker.ProbeSandbox(context.Background(), toolchaintest.Python(t), ""); err != nil || !slices.Contains(probe.Active, "landlock") {
+		t.Skipf("no Landlock on this host (%v %v): the judge's folder is not out of the candidate's reach", err, probe.Missing)
+	}
 	ev := evaluator(t)
 	res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Code: readTestdata(t, "ref_normalize.py")},
 		Candidate: Source{Code: readTestdata(t, "judge_forges_judge_file.py")}, Target: testTarget(), Timeout: 150 * time.Second}, nil)

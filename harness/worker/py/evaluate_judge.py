@@ -119,7 +119,11 @@ def _judge_main(sock):
     sys.stderr = sys.stdout
     rng = random.Random(int.from_bytes(os.urandom(16), "little"))
     job = None
-    served = set()  # job folders: each is judged once (a second "job" for one could follow a rewrite of its args)
+    # Each job is judged once: a second "job" for one could follow a rewrite
+    # of its arguments. A kept child's jobs share its folder (the worker
+    # writes each one's arguments into judge/, out of the candidate's
+    # reach), so a job is its folder and the worker's job id.
+    served = set()
     while True:
         try:
             msg, fds = wire.recv(sock)
@@ -132,8 +136,9 @@ def _judge_main(sock):
         op = msg.get("op")
         if op == "job":
             job_dir = os.path.realpath(str(msg.get("job_dir") or ""))
-            job = Job(job_dir, rng, job_dir in served)
-            served.add(job_dir)
+            key = (job_dir, str(msg.get("job_id")))
+            job = Job(job_dir, rng, key in served)
+            served.add(key)
             # Everything the judge reads from the job's folder is read now,
             # before the candidate's process goes on to load the candidate.
             try:
@@ -167,10 +172,11 @@ class Job:
         if again:
             return
         try:
-            with open(os.path.join(job_dir, "args.json")) as f:
+            # The worker writes the job's arguments into its judge/ folder,
+            # which the sandboxed candidate cannot write.
+            with open(os.path.join(self.judge_dir, "args.json")) as f:
                 self.args = json.load(f)
-            os.makedirs(self.judge_dir, exist_ok=True)
-            if self.args.get("target") == "nvidia":
+            if self.args.get("target") in ("nvidia", "amd"):
                 self.device = torch.device("cuda", 0)
             src = self.args["reference"]
             # Inline code is written to the judge's folder, not the job's

@@ -46,7 +46,7 @@ def start(ctx, args):
     # it kills what the job started (Go checks the pid the judge declared).
     ctx.helper_pids = {_JUDGE["pid"]}
     try:
-        wire.send(_JUDGE["sock"], {"op": "job", "job_dir": os.path.abspath(ctx.job_dir)})
+        wire.send(_JUDGE["sock"], {"op": "job", "job_dir": os.path.abspath(ctx.job_dir), "job_id": getattr(ctx, "job_id", None)})
         msg, _ = wire.recv(_JUDGE["sock"])  # the judge has read what it needs from the job's folder
         if msg is None or msg.get("op") != "ready":
             raise wire.WireError("no ready from the judge: %r" % (msg,))
