@@ -29,7 +29,7 @@ func TestWorkerCommand(t *testing.T) {
 		{[]string{"evolve", "--workers", "pbs:q", "--budget", "1", "--calibrate=false"}, "unknown engine"},
 		{[]string{"evolve", "--workers", "slurm:gpu:2", "--listen", "127.0.0.1:0", "--budget", "1", "--calibrate=false"}, "cannot reach a coordinator on loopback"},
 		{[]string{"evolve", "--listen", "0.0.0.0:0", "--budget", "1", "--calibrate=false"}, "only with a token"},
-		{[]string{"evolve", "--workers", "local:2", "--targets", "tpu:v5", "--budget", "1", "--calibrate=false"}, "is not a target"},
+		{[]string{"evolve", "--workers", "local:2", "--targets", "tpu:v5", "--budget", "1", "--calibrate=false"}, `unknown target "tpu"`},
 		{[]string{"evolve", "--targets", "h100", "--budget", "1", "--calibrate=false"}, "needs a fleet"},
 		{[]string{"evolve", "--listen", "nohost", "--budget", "1", "--calibrate=false"}, "want HOST:PORT"},
 	} {
