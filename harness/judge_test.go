@@ -84,7 +84,7 @@ import torch.nn as nn
 
 class ModelNew(nn.Module):
     def forward(self, x):
-        return (x @ torch.ones(x.shape[1], 1, dtype=x.dtype)).squeeze(1) * 2.0%s
+        return (x @ torch.ones(x.shape[1], 1, dtype=x.dtype, device=x.device)).squeeze(1) * 2.0%s
 `
 
 // silenced: the in-process comparison always agrees (judge_code_swap.py's swap).
