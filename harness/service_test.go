@@ -106,7 +106,6 @@ func TestEvaluationsSpreadOverLeases(t *testing.T) {
 	if _, err := ev.WorkerInfo(context.Background()); err != nil { // start the parent before the clock matters
 		t.Fatal(err)
 	}
-	out := t.TempDir()
 	var wg sync.WaitGroup
 	results := make([]Result, 3)
 	errs := make([]error, 3)
@@ -114,9 +113,9 @@ func TestEvaluationsSpreadOverLeases(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			// Each candidate records the device index its process was given,
-			// and sleeps so the three overlap.
-			c := candidate("import os, time\n", fmt.Sprintf("        if self.cache is None:\n            self.cache = 1\n            open(%q, 'w').write(os.environ.get('KEVOLVE_DEVICE_INDEX', '?'))\n            time.sleep(1.5)\n", filepath.Join(out, fmt.Sprint(i)))+normBody+"        return x / n")
+			// Each candidate prints the device index its process was given
+			// (its folder is all it may write), and sleeps so the three overlap.
+			c := candidate("import os, time\n", "        if self.cache is None:\n            self.cache = 1\n            print('DEVICE_INDEX=' + os.environ.get('KEVOLVE_DEVICE_INDEX', '?'), flush=True)\n            time.sleep(1.5)\n"+normBody+"        return x / n")
 			results[i], errs[i] = ev.Evaluate(context.Background(), Problem{Reference: Source{Code: refNormalize}}, Candidate{Code: c}, nil,
 				Options{Target: "cpu", SkipTiming: true, Trials: 1})
 		}(i)
@@ -130,12 +129,8 @@ func TestEvaluationsSpreadOverLeases(t *testing.T) {
 		if r.Verdict != VerdictPass {
 			t.Fatalf("evaluation %d: %s %+v\n%s", i, r.Verdict, r.Checks, r.Log)
 		}
-		b, err := os.ReadFile(filepath.Join(out, fmt.Sprint(i)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(b) != fmt.Sprint(r.DeviceIndex) || r.Device != devs[r.DeviceIndex].Name {
-			t.Errorf("evaluation %d reports device %d (%s) but its child ran with index %q", i, r.DeviceIndex, r.Device, b)
+		if !strings.Contains(r.Log, fmt.Sprintf("DEVICE_INDEX=%d\n", r.DeviceIndex)) || r.Device != devs[r.DeviceIndex].Name {
+			t.Errorf("evaluation %d reports device %d (%s) but its child printed %q", i, r.DeviceIndex, r.Device, r.Log)
 		}
 		seen[r.DeviceIndex] = true
 	}

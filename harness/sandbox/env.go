@@ -34,9 +34,12 @@ var secretName = regexp.MustCompile(`(?i)TOKEN|KEY|SECRET|PASSW|CREDENTIAL|AUTH`
 // deniedNames are dropped by name, whatever the patterns say.
 var deniedNames = map[string]bool{"KEVOLVE_TOKEN": true, "OPENAI_API_KEY": true, "ANTHROPIC_API_KEY": true}
 
+// secret says whether a variable names a secret: never passed on.
+func secret(name string) bool { return deniedNames[name] || secretName.MatchString(name) }
+
 // Allowed says whether a variable may reach untrusted code.
 func Allowed(name string) bool {
-	if name == "" || deniedNames[name] || secretName.MatchString(name) {
+	if name == "" || secret(name) {
 		return false
 	}
 	if allowedNames[name] {
@@ -52,8 +55,9 @@ func Allowed(name string) bool {
 
 // Env is the environment of a process that runs untrusted code: the
 // allowlisted part of this process's environment, then extra ("K=V",
-// later entries win, filtered the same way). Everything else (tokens, API
-// keys, the user's other variables) is dropped.
+// later entries win): the caller's own settings, which pass unless they
+// name a secret. Everything else (tokens, API keys, the user's other
+// variables) is dropped.
 func Env(extra ...string) []string {
 	return Filter(os.Environ(), extra...)
 }
@@ -62,9 +66,9 @@ func Env(extra ...string) []string {
 func Filter(base []string, extra ...string) []string {
 	out := make([]string, 0, len(base)+len(extra))
 	idx := map[string]int{}
-	for _, kv := range append(append([]string(nil), base...), extra...) {
+	for i, kv := range append(append([]string(nil), base...), extra...) {
 		k, _, ok := strings.Cut(kv, "=")
-		if !ok || !Allowed(k) {
+		if !ok || (i < len(base) && !Allowed(k)) || secret(k) {
 			continue
 		}
 		if i, seen := idx[k]; seen {

@@ -45,6 +45,10 @@ func (o *Op) watchRoots(reference string) []string {
 	return roots
 }
 
+// coarseClockTick bounds how far a file's modification time may lag the
+// clock it is compared with.
+const coarseClockTick = 20 * time.Millisecond
+
 // writesOutside lists files under roots modified at or after since that
 // are not in dir: what an agent wrote outside its proposal's folder. The
 // proposal folders (WorkRoot: proposals running in parallel), kevolve's
@@ -59,6 +63,10 @@ func (o *Op) writesOutside(roots []string, dir string, since time.Time) []string
 		}
 		return false
 	}
+	// File times come from the kernel's coarse clock, up to a tick (1-10
+	// ms) behind the time since was read: a file the agent wrote at once
+	// can carry an earlier time.
+	since = since.Add(-coarseClockTick)
 	seen := map[string]bool{}
 	n := 0
 	for _, root := range roots {
