@@ -63,10 +63,10 @@ var (
 		"bank-conflicts", "tail-effect", "divergence", "low-tensor-core-use",
 		"numerics", "compile-error", "runtime-error", "incorrect",
 	}
-	Vendors   = []string{"generic", "nvidia", "amd", "cpu"}
+	Vendors = []string{"generic", "nvidia", "amd", "cpu"}
 	// Arches holds every arch of the hardware spec table (harness/spec;
 	// a test keeps the two in step) and the CPU ISAs.
-	Arches = []string{"generic", "ampere", "ada", "hopper", "blackwell", "cdna3", "cdna4", "x86", "arm"}
+	Arches    = []string{"generic", "ampere", "ada", "hopper", "blackwell", "cdna3", "cdna4", "x86", "arm"}
 	Operators = []string{
 		"gemm", "attention", "norm", "softmax", "embedding-bag", "jagged", "interaction",
 		"conv", "reduction", "scan", "elementwise", "any",
