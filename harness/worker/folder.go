@@ -30,6 +30,11 @@ func (w *Worker) jobFolder(id int64, idle *idleChild) (string, error) {
 				return "", fmt.Errorf("worker: empty a kept child's %s: %w", f, err)
 			}
 		}
+		// The previous job's judge report must not stand for this one: a
+		// candidate that forges its result would find it there.
+		if err := os.Remove(filepath.Join(idle.dir, "judge", "judge.json")); err != nil && !os.IsNotExist(err) {
+			return "", fmt.Errorf("worker: clear a kept child's judge report: %w", err)
+		}
 		return idle.dir, nil
 	}
 	dir, err := os.MkdirTemp(w.jobDir, fmt.Sprintf("job-%d-", id))

@@ -1,5 +1,5 @@
 # Hostile: correct and honest in its computation, but rewrites the timing
-# statistics so the reference's median reads ten times what was measured:
+# statistics so the reference's median reads a hundred times what was measured:
 # a statistic computed right after one of its own calls is the candidate's
 # and stays true, any other is the reference's.
 import builtins
@@ -17,7 +17,7 @@ def _fake_stats(times):
     xs = sorted(times)
     med = xs[len(xs) // 2]
     if c[0] == c[1]:
-        med = med * 10.0  # no candidate call since the last statistic: the reference's
+        med = med * 100.0  # no candidate call since the last statistic: the reference's
     c[1] = c[0]
     return {"median_s": med, "p10_s": med, "p90_s": med, "cv": 0.01, "cv_raw": 0.01, "iters": len(xs), "rse": 0.0}
 
