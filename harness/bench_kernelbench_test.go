@@ -348,8 +348,8 @@ func benchWarm(t *testing.T, eval func(benchPair, bool) (*EvalResult, error), p 
 		}
 		r.OursStages = res.StageS
 		r.OursWarnings = res.Warnings
-		t.Logf("ours warm %s #%d: %.2fs median %.1fus cv %.4f iters %d", p.key(), i, res.WallS,
-			res.Candidate.MedianS*1e6, res.Candidate.CV, res.Candidate.Iters)
+		t.Logf("ours warm %s #%d: %.2fs median %.1fus cv %.4f iters %d stages %v judge %s", p.key(), i, res.WallS,
+			res.Candidate.MedianS*1e6, res.Candidate.CV, res.Candidate.Iters, res.StageS, benchJudgePhases(res))
 	}
 	r.OursWarmMed = benchMedian(r.OursWarmS)
 	r.OursMedianUS = benchMedian(r.OursMedUS)
@@ -1007,4 +1007,13 @@ func TestBenchGates(t *testing.T) {
 			t.Errorf("%s: got %d failures %v, want %d", c.name, len(got), got, c.fails)
 		}
 	}
+}
+
+// benchJudgePhases is the judge's own time per phase of a result, for the
+// log: what the judge adds to a warm evaluation.
+func benchJudgePhases(res *EvalResult) string {
+	if res.Judge == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%s %v", res.Judge.Status, res.Judge.PhaseS)
 }

@@ -79,6 +79,9 @@ var hostileCases = []hostileCase{
 	// Once timed, starts a thread that holds the CPU and Python's lock only
 	// while the reference is timed.
 	{"slows_the_reference_timing", "ref_normalize.py", "slows_reference_timing.py", VerdictIntegrityViolation, "threads", false},
+	// A process of its own that keeps a CPU busy through the judge's
+	// timing of the reference (issue 19/22: the judge owns that timing).
+	{"busy_process_through_verify", "ref_normalize.py", "busy_process.py", VerdictIntegrityViolation, "reference_disturbed", false},
 	// Writes a passing result file itself and ends the process.
 	{"forges_the_result", "ref_normalize.py", "forges_result.py", VerdictIntegrityViolation, "result_forged", false},
 	// The judge in its own process (issue 19): the in-process checks are
@@ -86,12 +89,12 @@ var hostileCases = []hostileCase{
 	// every compare* function's __code__ swapped for one that agrees; the
 	// same swap made with ctypes.memmove into the function objects; right,
 	// with the timing statistics rewritten to report a thousandth of the
-	// candidate's time, or ten times the reference's; a forged result file
+	// candidate's time (judge_inflates_reference, which rewrites the
+	// reference's, is TestJudgeOwnsReferenceTiming); a forged result file
 	// reported with a forged "done" event on the worker's pipe.
 	{"judge_code_swap", "ref_normalize.py", "judge_code_swap.py", VerdictIncorrect, "judge", false},
 	{"judge_ctypes_patch", "ref_normalize.py", "judge_ctypes_patch.py", VerdictIncorrect, "judge", false},
 	{"judge_timing_stats", "ref_normalize.py", "judge_timing_stats.py", VerdictIntegrityViolation, "timer_tampered", false},
-	{"judge_inflates_reference", "ref_normalize.py", "judge_inflates_reference.py", VerdictIntegrityViolation, "timer_tampered", false},
 	{"judge_forges_done", "ref_normalize.py", "judge_forges_done.py", VerdictIntegrityViolation, "judge_missing", false},
 	// A jagged problem (shapes change with the seed): a cache keyed by
 	// pointer and shape, and a replay of the previous output once timed.

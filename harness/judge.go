@@ -42,12 +42,25 @@ type JudgeReport struct {
 }
 
 // JudgeTime is the judge's own timing of the reference (its process, its
-// timer, inputs the candidate never saw).
+// timer, inputs the candidate never saw): the reference's time of the
+// result. A kept child's judge keeps it across jobs (Reused, with the age
+// of the last measurement) and reports the smallest median of its last
+// Measurements.
 type JudgeTime struct {
-	MedianS float64 `json:"median_s"`
-	P90S    float64 `json:"p90_s"`
-	Iters   int     `json:"iters"`
-	CV      float64 `json:"cv"`
+	MedianS      float64 `json:"median_s"`
+	P10S         float64 `json:"p10_s,omitempty"`
+	P90S         float64 `json:"p90_s"`
+	Iters        int     `json:"iters"`
+	CV           float64 `json:"cv"`
+	CVRaw        float64 `json:"cv_raw,omitempty"`
+	Measurements int     `json:"measurements,omitempty"`
+	Reused       bool    `json:"reused,omitempty"`
+	AgeS         float64 `json:"age_s,omitempty"`
+}
+
+// stats is the judge's timing as the result's reference timing.
+func (t *JudgeTime) stats() *Stats {
+	return &Stats{MedianS: t.MedianS, P10S: t.P10S, P90S: t.P90S, CV: t.CV, CVRaw: t.CVRaw, Iters: t.Iters}
 }
 
 // JudgeOutside is the candidate's time as the judge's clock saw it: k
@@ -96,6 +109,11 @@ func applyJudge(res *EvalResult, raw []byte, off bool) {
 	if res.Verdict != VerdictPass {
 		return
 	}
+	if res.RefEager == nil && res.Candidate != nil && rep.RefTime != nil {
+		// The evaluation process leaves the reference's timing to the
+		// judge (it times it only where there is no judge).
+		res.RefEager = rep.RefTime.stats()
+	}
 	fail := func(verdict, check, detail string) {
 		res.Verdict, res.Stage = verdict, "verify"
 		res.Checks = append(res.Checks, Check{Name: check, Passed: false, Detail: detail})
@@ -120,6 +138,8 @@ func applyJudge(res *EvalResult, raw []byte, off bool) {
 			fail(VerdictTimeout, "judge", rep.Detail)
 		case "judge_oom":
 			fail(VerdictRuntimeError, "out_of_memory", "in the judge's verification: "+rep.Detail)
+		case "judge_disturbed":
+			fail(VerdictIntegrityViolation, "reference_disturbed", rep.Detail)
 		default:
 			fail(VerdictIntegrityViolation, "judge_missing", rep.Detail)
 		}
@@ -172,6 +192,9 @@ func judgeSummary(rep *JudgeReport) string {
 	s := fmt.Sprintf("the judge process matched the candidate's outputs on %d trials of its own inputs", rep.Trials)
 	if rep.Outside != nil && rep.RefTime != nil {
 		s += fmt.Sprintf("; outside per-call time %.4g s (%d calls), reference %.4g s in the judge's process", rep.Outside.PerCallS, rep.Outside.Calls, rep.RefTime.MedianS)
+		if rep.RefTime.Reused {
+			s += fmt.Sprintf(" (kept from an earlier job, measured %.0f s before, the best of %d measurements)", rep.RefTime.AgeS, rep.RefTime.Measurements)
+		}
 	}
 	for _, n := range rep.Notes {
 		s += "; " + n

@@ -230,6 +230,15 @@ func TestJudgeKeptChild(t *testing.T) {
 	if second.Process.Job != 2 {
 		t.Fatalf("the second evaluation ran as job %d of its child, want 2 (kept): %+v", second.Process.Job, first.Process)
 	}
+	// The reference's time is the judge's, kept for the child's next job.
+	for i, r := range []*EvalResult{first, second} {
+		if r.RefEager == nil || r.Judge.RefTime == nil || r.RefEager.MedianS != r.Judge.RefTime.MedianS || r.RefEager.Iters < 25 {
+			t.Fatalf("evaluation %d: the reference's timing is not the judge's: ref_eager %+v judge %+v", i+1, r.RefEager, r.Judge.RefTime)
+		}
+	}
+	if first.Judge.RefTime.Reused || !second.Judge.RefTime.Reused {
+		t.Fatalf("reference timing reused: first %v, second %v; want false, true", first.Judge.RefTime.Reused, second.Judge.RefTime.Reused)
+	}
 	third := evalNormalize(t, ev, readTestdata(t, "judge_code_swap.py"), true)
 	if third.Verdict != VerdictIncorrect || third.Process.Job != 3 {
 		t.Fatalf("wrong candidate in the kept child: verdict %s job %d\n%s", third.Verdict, third.Process.Job, dump(third))
@@ -268,4 +277,29 @@ func TestJudgeOverheadCPU(t *testing.T) {
 	med := func(xs []float64) float64 { s := slices.Clone(xs); slices.Sort(s); return s[len(s)/2] }
 	t.Logf("wall off %v (median %.2f s), on %v (median %.2f s); verify stage %v (median %.2f s)",
 		walls[false], med(walls[false]), walls[true], med(walls[true]), verify, med(verify))
+}
+
+// The reference's time is the judge's: a candidate that rewrites the
+// in-process timing statistics to report the reference a hundred times
+// slower (judge_inflates_reference.py; before the judge owned that
+// timing, the judge's bound caught it as timer_tampered) has nothing left
+// to inflate. It is correct and honest in its computation, so it passes,
+// with the speedup the judge's timing gives.
+func TestJudgeOwnsReferenceTiming(t *testing.T) {
+	ev := evaluator(t)
+	res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Code: readTestdata(t, "ref_normalize.py")},
+		Candidate: Source{Code: readTestdata(t, "judge_inflates_reference.py")}, Target: testTarget(), Timeout: 150 * time.Second}, nil)
+	if err != nil {
+		t.Fatalf("Evaluate: %v", err)
+	}
+	if res.Verdict != VerdictPass || res.Judge == nil || res.Judge.RefTime == nil || res.RefEager == nil {
+		t.Fatalf("verdict %s, judge %+v\n%s", res.Verdict, res.Judge, dump(res))
+	}
+	if res.RefEager.MedianS != res.Judge.RefTime.MedianS {
+		t.Fatalf("the reference's median %.4g s is not the judge's %.4g s", res.RefEager.MedianS, res.Judge.RefTime.MedianS)
+	}
+	// Both compute the same norm: a speedup near 100 would be the forged one.
+	if res.SpeedupVsEager == nil || *res.SpeedupVsEager > 20 {
+		t.Fatalf("speedup %v: inflated", res.SpeedupVsEager)
+	}
 }

@@ -49,6 +49,7 @@ from evaluate_common import clone_tree, flatten, load_module, tensors_of, to_dev
 from evaluate_compare import compare
 from evaluate_fingerprint import Fingerprinter, same
 from evaluate_timing import Timer
+import evaluate_judge_reftime as reftime
 
 TRIALS = 2
 # The candidate's in-process median may be at most this far below the
@@ -82,7 +83,11 @@ OUTSIDE_MAX_CALLS = 2000
 # queue (the launch phase would then include device time).
 OUTSIDE_MAX_CALLS_GPU = 256
 OUTSIDE_REPEATS = 3
-REF_CAP_S = 0.25
+# The judge's timing of the reference: the in-process timer's cap and
+# minimum iterations (the same method), kept across a kept child's jobs
+# (evaluate_judge_reftime).
+REF_CAP_S = {"cpu": 1.5, "cuda": 3.0}
+REF_TIMES = reftime.RefTimes()
 JUDGE_FILE = "judge.json"
 # The judge's timer (its flush buffer, its spin kernel), kept for its later jobs.
 _TIMERS = {}
@@ -184,8 +189,10 @@ class Job:
             src = self.args["reference"]
             # Inline code is written to the judge's folder, not the job's
             # (the candidate's process writes there).
-            self.ref_mod, _ = load_module(src if src.get("path") else {"code": src.get("code") or ""},
-                                          "kevolve_judge_reference", self.judge_dir)
+            self.ref_mod, ref_path = load_module(src if src.get("path") else {"code": src.get("code") or ""},
+                                                 "kevolve_judge_reference", self.judge_dir)
+            with open(ref_path, encoding="utf-8", errors="replace") as f:
+                self.ref_key = reftime.key_of(self.args, f.read(), self.device)
         except BaseException as e:  # noqa: BLE001 - reported by verify
             self.error = "the judge could not load the job or the reference: %s: %s" % (type(e).__name__, str(e)[:300])
 
@@ -232,6 +239,8 @@ class Job:
             rep.update(status="failed", check="judge_timeout", detail=str(e))
         except _Unverifiable as e:
             rep.update(status="unverifiable", detail=str(e))
+        except _Disturbed as e:
+            rep.update(status="failed", check="judge_disturbed", detail=str(e))
         except _Failed as e:
             if e.candidate:
                 rep.update(status="failed", check="judge_run", detail="ModelNew failed on the judge's inputs: %s" % str(e)[:500])
@@ -262,7 +271,7 @@ class Job:
         timing = not self.args.get("skip_timing") and not msg.get("skip_timing")
         phases["build"] = round(time.perf_counter() - t0, 4)
         if timing:
-            rep["reference_s"] = self._time_reference(seeds[-1], _num(msg.get("reference_median_s")), chan)
+            rep["reference_s"] = self._time_reference(seeds[-1], _num(msg.get("reference_median_s")), chan, rep)
             phases["reference_timing"] = round(time.perf_counter() - t0 - phases["build"], 4)
         t1 = time.perf_counter()
         fpr = Fingerprinter(self.rng)
@@ -341,20 +350,38 @@ class Job:
                 out = self._ref(clone_tree(x))
         return x, out
 
-    def _time_reference(self, s, reported, chan):
-        """The judge's timing of the reference, remeasured (up to twice)
-        while the in-process median is over the bound: a loaded host may
-        have slowed the in-process timing, and then the judge's remeasures
-        catch a loaded moment too; the slowest median of them is kept."""
-        best = None
+    def _time_reference(self, s, reported, chan, rep):
+        """The reference's time: kept from an earlier job of this judge
+        while it is fresh (evaluate_judge_reftime), else measured, up to
+        three times while the candidate's process tree was busy during the
+        measurement or (where the candidate's process timed the reference
+        too) its median is over the bound. A busy measurement is not kept;
+        where no measurement could be kept, the job fails."""
+        kept = REF_TIMES.reusable(self.ref_key)
+        if kept is not None and (reported is None or reported <= REF_FACTOR[self.device.type] * kept["median_s"]):
+            return kept
+        busy = []
         for _ in range(3):
             t0 = time.perf_counter()
+            c0 = _cpu_ns(os.getppid())
             m = self._time_reference_once(s)
-            best = m if best is None or m["median_s"] > best["median_s"] else best
-            if reported is None or reported <= REF_FACTOR[self.device.type] * best["median_s"]:
+            wall, cpu = time.perf_counter() - t0, (_cpu_ns(os.getppid()) - c0) / 1e9
+            if reftime.busy(cpu, wall):
+                busy.append("%.3g s of CPU in %.3g s" % (cpu, wall))
+            else:
+                REF_TIMES.keep(self.ref_key, m)
+                best = REF_TIMES.best(self.ref_key)
+                if reported is None or reported <= REF_FACTOR[self.device.type] * best["median_s"]:
+                    break
+            if chan.left() < 3 * wall + 1:
                 break
-            if chan.left() < 3 * (time.perf_counter() - t0) + 1:
-                break
+        if busy:
+            rep.setdefault("notes", []).append("the candidate's process tree was busy while the judge timed the reference (%s): "
+                                               "those measurements were not kept" % "; ".join(busy))
+        best = REF_TIMES.best(self.ref_key)
+        if best is None:
+            raise _Disturbed("the candidate's process tree kept the CPU busy through every one of the judge's timings of the "
+                             "reference (%s): the reference's time cannot be measured beside it" % "; ".join(busy))
         return best
 
     def _time_reference_once(self, s):
@@ -367,9 +394,10 @@ class Job:
             with torch.no_grad():
                 return self.model(*x)
         timer = _TIMERS.get(flush) or _TIMERS.setdefault(flush, Timer(self.device, flush))
-        st = timer.bench(fn, REF_CAP_S, min_iters=5)
+        cap = float(self.args.get("timing_cap_s") or REF_CAP_S[self.device.type])
+        st = timer.bench(fn, cap)
         del x
-        return {"median_s": st["median_s"], "p90_s": st["p90_s"], "iters": st["iters"], "cv": st["cv"]}
+        return {k: st[k] for k in ("median_s", "p10_s", "p90_s", "iters", "cv", "cv_raw")}
 
     def _bound_candidate(self, chan, msg, rep):
         """The outside bound on the candidate's per-call time, remeasured
@@ -406,6 +434,11 @@ class Job:
 
 class _Timeout(Exception):
     """The evaluation's budget ran out before a phase of the verification."""
+
+
+class _Disturbed(Exception):
+    """The candidate's process tree ran work of its own through every one of
+    the judge's timings of the reference."""
 
 
 class _Unverifiable(Exception):
