@@ -79,9 +79,6 @@ var hostileCases = []hostileCase{
 	// Once timed, starts a thread that holds the CPU and Python's lock only
 	// while the reference is timed.
 	{"slows_the_reference_timing", "ref_normalize.py", "slows_reference_timing.py", VerdictIntegrityViolation, "threads", false},
-	// A process of its own that keeps a CPU busy through the judge's
-	// timing of the reference (issue 19/22: the judge owns that timing).
-	{"busy_process_through_verify", "ref_normalize.py", "busy_process.py", VerdictIntegrityViolation, "reference_disturbed", false},
 	// Writes a passing result file itself and ends the process.
 	{"forges_the_result", "ref_normalize.py", "forges_result.py", VerdictIntegrityViolation, "result_forged", false},
 	// The judge in its own process (issue 19): the in-process checks are

@@ -56,6 +56,9 @@ type JudgeTime struct {
 	Measurements int     `json:"measurements,omitempty"`
 	Reused       bool    `json:"reused,omitempty"`
 	AgeS         float64 `json:"age_s,omitempty"`
+	// Frozen: processes of the candidate's tree stopped while the judge
+	// measured (0 when the timing was kept from an earlier job).
+	Frozen int `json:"frozen,omitempty"`
 }
 
 // stats is the judge's timing as the result's reference timing.
@@ -138,8 +141,6 @@ func applyJudge(res *EvalResult, raw []byte, off bool) {
 			fail(VerdictTimeout, "judge", rep.Detail)
 		case "judge_oom":
 			fail(VerdictRuntimeError, "out_of_memory", "in the judge's verification: "+rep.Detail)
-		case "judge_disturbed":
-			fail(VerdictIntegrityViolation, "reference_disturbed", rep.Detail)
 		default:
 			fail(VerdictIntegrityViolation, "judge_missing", rep.Detail)
 		}

@@ -303,3 +303,22 @@ func TestJudgeOwnsReferenceTiming(t *testing.T) {
 		t.Fatalf("speedup %v: inflated", res.SpeedupVsEager)
 	}
 }
+
+// A candidate whose own process keeps a CPU busy through the verify stage
+// (busy_process.py, correct outputs) is stopped, with that process, while
+// the judge times the reference: it cannot slow the speedup's
+// denominator, and its honest verdict stands.
+func TestJudgeFreezesCandidateTree(t *testing.T) {
+	ev := evaluator(t)
+	res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Code: readTestdata(t, "ref_normalize.py")},
+		Candidate: Source{Code: readTestdata(t, "busy_process.py")}, Target: testTarget(), Timeout: 150 * time.Second}, nil)
+	if err != nil {
+		t.Fatalf("Evaluate: %v", err)
+	}
+	if res.Verdict != VerdictPass || res.Judge == nil || res.Judge.RefTime == nil {
+		t.Fatalf("verdict %s, judge %+v\n%s", res.Verdict, res.Judge, dump(res))
+	}
+	if res.Judge.RefTime.Frozen < 2 {
+		t.Fatalf("the judge stopped %d processes while timing the reference, want the candidate's and its spinner", res.Judge.RefTime.Frozen)
+	}
+}

@@ -82,7 +82,9 @@ OUTSIDE_MAX_CALLS = 2000
 # Few enough calls on a GPU that their launches do not fill the launch
 # queue (the launch phase would then include device time).
 OUTSIDE_MAX_CALLS_GPU = 256
-OUTSIDE_REPEATS = 3
+# On a GPU one batch at the final size: the bound remeasures (up to twice)
+# only when the in-process median is under it (Job._bound_candidate).
+OUTSIDE_REPEATS = 1
 # The judge's timing of the reference: the in-process timer's cap and
 # minimum iterations (the same method), kept across a kept child's jobs
 # (evaluate_judge_reftime).
@@ -239,8 +241,6 @@ class Job:
             rep.update(status="failed", check="judge_timeout", detail=str(e))
         except _Unverifiable as e:
             rep.update(status="unverifiable", detail=str(e))
-        except _Disturbed as e:
-            rep.update(status="failed", check="judge_disturbed", detail=str(e))
         except _Failed as e:
             if e.candidate:
                 rep.update(status="failed", check="judge_run", detail="ModelNew failed on the judge's inputs: %s" % str(e)[:500])
@@ -352,36 +352,24 @@ class Job:
 
     def _time_reference(self, s, reported, chan, rep):
         """The reference's time: kept from an earlier job of this judge
-        while it is fresh (evaluate_judge_reftime), else measured, up to
-        three times while the candidate's process tree was busy during the
-        measurement or (where the candidate's process timed the reference
-        too) its median is over the bound. A busy measurement is not kept;
-        where no measurement could be kept, the job fails."""
+        while it is fresh (evaluate_judge_reftime), else measured with the
+        candidate's process tree stopped, up to three times while (where
+        the candidate's process timed the reference too) its median is
+        over the bound."""
         kept = REF_TIMES.reusable(self.ref_key)
         if kept is not None and (reported is None or reported <= REF_FACTOR[self.device.type] * kept["median_s"]):
             return kept
-        busy = []
         for _ in range(3):
             t0 = time.perf_counter()
-            c0 = _cpu_ns(os.getppid())
-            m = self._time_reference_once(s)
-            wall, cpu = time.perf_counter() - t0, (_cpu_ns(os.getppid()) - c0) / 1e9
-            if reftime.busy(cpu, wall):
-                busy.append("%.3g s of CPU in %.3g s" % (cpu, wall))
-            else:
-                REF_TIMES.keep(self.ref_key, m)
-                best = REF_TIMES.best(self.ref_key)
-                if reported is None or reported <= REF_FACTOR[self.device.type] * best["median_s"]:
-                    break
-            if chan.left() < 3 * wall + 1:
+            with reftime.Frozen(os.getppid(), _tree) as frozen:
+                m = self._time_reference_once(s)
+            REF_TIMES.keep(self.ref_key, m)
+            best = REF_TIMES.best(self.ref_key)
+            if reported is None or reported <= REF_FACTOR[self.device.type] * best["median_s"]:
                 break
-        if busy:
-            rep.setdefault("notes", []).append("the candidate's process tree was busy while the judge timed the reference (%s): "
-                                               "those measurements were not kept" % "; ".join(busy))
-        best = REF_TIMES.best(self.ref_key)
-        if best is None:
-            raise _Disturbed("the candidate's process tree kept the CPU busy through every one of the judge's timings of the "
-                             "reference (%s): the reference's time cannot be measured beside it" % "; ".join(busy))
+            if chan.left() < 3 * (time.perf_counter() - t0) + 1:
+                break
+        best["frozen"] = frozen.count
         return best
 
     def _time_reference_once(self, s):
@@ -408,7 +396,7 @@ class Job:
         out = None
         for _ in range(3):
             t0 = time.perf_counter()
-            m = chan.outside()
+            m = chan.outside(reported)
             out = m if out is None or m["basis_s"] < out["basis_s"] else out
             if reported is None or reported >= CAND_FACTOR[self.device.type] * out["basis_s"]:
                 break
@@ -434,11 +422,6 @@ class Job:
 
 class _Timeout(Exception):
     """The evaluation's budget ran out before a phase of the verification."""
-
-
-class _Disturbed(Exception):
-    """The candidate's process tree ran work of its own through every one of
-    the judge's timings of the reference."""
 
 
 class _Unverifiable(Exception):
@@ -498,7 +481,7 @@ class Channel:
         finally:
             dec.close()
 
-    def outside(self):
+    def outside(self, reported=None):
         """The candidate's calls as the judge's clock sees them: k calls in
         the candidate's process (k grown until they take the target time),
         the best of OUTSIDE_REPEATS batches. basis_s is what bounds the
@@ -511,11 +494,16 @@ class Channel:
         cpu = self.device.type == "cpu"
         cap = OUTSIDE_MAX_CALLS if cpu else OUTSIDE_MAX_CALLS_GPU
         target = OUTSIDE_TARGET_CPU_S if cpu else OUTSIDE_TARGET_S
+        # The first batch is sized from the in-process median: a true one
+        # makes it the final size at once; a false one only costs batches
+        # (too few calls grow as before; too many are capped).
         k, best = 1, None
-        while k < cap:  # sized on the basis (CPU time on a loaded host), the wall time capped
+        if reported is not None and reported > 0:
+            k = max(1, min(cap, int(target / reported)))
+        while True:  # sized on the basis (CPU time on a loaded host), the wall time capped
             m = self._batch(k, rt)
             w = m["basis_s"] if cpu else m["total_s"]
-            if w >= target or m["total_s"] >= 10 * target:
+            if w >= target or m["total_s"] >= 10 * target or k >= cap:
                 best = m  # a batch of the final size: the first repeat
                 break
             k = min(cap, max(2 * k, int(1.2 * k * target / max(w, 1e-7))))
@@ -573,21 +561,8 @@ def _cpu_ns(pid):
     accounting; the judge itself (a child of pid) excluded."""
     if pid is None:
         return 0
-    kids = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open("/proc/%s/stat" % d) as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            kids.setdefault(ppid, []).append(int(d))
-    total, todo, me = 0, [pid], os.getpid()
-    while todo:
-        p = todo.pop()
-        if p == me:
-            continue
-        todo.extend(kids.get(p, ()))
+    total = 0
+    for p in _tree(pid):
         try:
             for tid in os.listdir("/proc/%d/task" % p):
                 try:
@@ -598,6 +573,28 @@ def _cpu_ns(pid):
         except OSError:
             pass
     return total
+
+
+def _tree(pid):
+    """pid and its descendant processes, the judge (a child of pid) and
+    its own descendants excluded."""
+    kids = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            kids.setdefault(ppid, []).append(int(d))
+    out, todo, me = [], [pid], os.getpid()
+    while todo:
+        p = todo.pop()
+        if p == me:
+            continue
+        todo.extend(kids.get(p, ()))
+        out.append(p)
+    return out
 
 
 def _nodes(tree):

@@ -84,7 +84,10 @@ def verify(h, res, state, progress, budget_s):
         if res.get("verdict") != "pass" or model is None:
             wire.send(h.sock, {"op": "skip", "reason": "in-process verdict %s" % res.get("verdict")})
         else:
-            release(state["device"], force=True)
+            # Unused cached blocks go back where memory is short (the judge
+            # needs room for its inputs and the reference's outputs); a
+            # forced empty_cache cost each evaluation its cudaFree calls.
+            release(state["device"])
             cand = res.get("candidate") or {}
             wire.send(h.sock, {"op": "verify", "candidate_median_s": cand.get("median_s"),
                                "reference_median_s": (res.get("ref_eager") or {}).get("median_s"), "budget_s": budget_s,

@@ -8,33 +8,29 @@ of a search on one problem: a kept child's judge keeps it and measures it
 again only every REUSE_JOBS jobs or REUSE_AGE_S seconds, to follow the
 device's drift (clocks, temperature).
 
-What a job reports is the smallest median of the last WINDOW measurements:
-a process that slows the reference while the judge times it (work queued
-on the device, a busy CPU) can only make one measurement slower, never
-faster, so a slowed measurement cannot raise the reported time unless
-every measurement of the window was slowed. Each measurement also reads
-the CPU time the candidate's process tree spent meanwhile: a measurement
-during which it was busy is not kept (it was waiting for the judge, with
-nothing of its own to run)."""
+While the judge measures, the candidate's process tree is stopped
+(SIGSTOP, then SIGCONT): nothing of the candidate's runs beside the
+reference on the CPU or launches work on the device (the candidate's
+process synchronized its device before the verify stage). What a job
+reports is the smallest median of the last WINDOW measurements, so one
+slowed measurement (work the candidate queued on the device before it
+was stopped) cannot raise it unless every measurement of the window was
+slowed."""
 import hashlib
 import json
+import os
+import signal
 import time
 
 WINDOW = 3
 REUSE_JOBS = 8
 REUSE_AGE_S = 120.0
-# CPU time of the candidate's process tree, during one of the judge's
-# reference measurements, above which that measurement is not kept: the
-# tree sat in a blocking read, so anything more is work of its own.
-BUSY_MIN_S = 0.02
-BUSY_SHARE = 0.05
 
 
 def key_of(args, ref_text, device):
     """What makes two jobs' reference timings the same measurement: the
     reference's code, the construction seed, the timing settings, and the
     device (name and which one)."""
-    import os
     dev = "cpu"
     if device.type == "cuda":
         import torch
@@ -81,6 +77,35 @@ class RefTimes:
         return st
 
 
-def busy(cpu_s, wall_s):
-    """Whether the candidate's tree used the CPU during a measurement."""
-    return cpu_s > max(BUSY_MIN_S, BUSY_SHARE * wall_s)
+class Frozen:
+    """The candidate's process tree (root and its descendants, from
+    tree(root)), stopped for the with-block. Processes forked while it is
+    being stopped are found by looking again until no new one appears."""
+
+    def __init__(self, root, tree):
+        self.root, self.tree, self.stopped = root, tree, []
+
+    def __enter__(self):
+        for _ in range(5):
+            new = [p for p in self.tree(self.root) if p not in self.stopped]
+            if not new:
+                break
+            for p in new:
+                try:
+                    os.kill(p, signal.SIGSTOP)
+                    self.stopped.append(p)
+                except OSError:
+                    pass  # gone already
+        return self
+
+    @property
+    def count(self):
+        return len(self.stopped)
+
+    def __exit__(self, *exc):
+        for p in self.stopped:
+            try:
+                os.kill(p, signal.SIGCONT)
+            except OSError:
+                pass
+        return False
