@@ -15,7 +15,7 @@
 //     exit, an unchanged kernel.py or the deadline is a failed proposal,
 //     reported with the command's trimmed output; the working directory is
 //     kept for inspection;
-//   - it may print, as the last line of stdout, a JSON object with
+//   - it may print, as its last JSON line of stdout, a JSON object with
 //     "tokens", "cost_usd" and "notes"; the claude and codex presets parse
 //     their CLIs' own JSON output instead.
 //
