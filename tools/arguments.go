@@ -56,7 +56,11 @@ func rejectedBySchema(res *mcp.CallToolResult) bool {
 }
 
 // argExplainer validates arguments against each tool's input schema (the
-// same JSON Schema mcp-go checks) and describes the violations in words.
+// same JSON Schema mcp-go checks, with the same validator, because mcp-go's
+// rejection reaches the hook as flat text, not as the violations) and
+// describes the violations in words. It decides nothing: the hook calls it
+// only for calls mcp-go rejected, and where it finds no violation mcp-go's
+// message stands (TestArgExplainerAgreesWithMCPGo).
 type argExplainer struct {
 	tools map[string]mcp.Tool
 	mu    sync.Mutex

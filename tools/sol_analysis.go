@@ -2,9 +2,6 @@ package tools
 
 import (
 	"context"
-	"fmt"
-	"math"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -13,14 +10,6 @@ import (
 	"github.com/kevolve/kevolve-mcp/harness/problem"
 	"github.com/kevolve/kevolve-mcp/harness/sol"
 )
-
-// shapesOrLarge is the set a corpus name resolves to: "" is large.
-func shapesOrLarge(s string) string {
-	if s == "" {
-		return "large"
-	}
-	return s
-}
 
 // SolAnalysisInput is sol_analysis's arguments.
 type SolAnalysisInput struct {
@@ -40,7 +29,7 @@ type SolAnalysisInput struct {
 
 // CeilingsProvider returns the ceilings for a device key ("" = the detected
 // device, measured figures over the datasheet).
-type CeilingsProvider func(ctx context.Context, deviceKey string) (sol.Ceilings, error)
+type CeilingsProvider = harness.CeilingsFunc
 
 // SolAnalysis returns the sol_analysis tool: the speed-of-light bound of a
 // problem on a device and, given a candidate time, how close it comes.
@@ -61,108 +50,19 @@ func SolAnalysis(ceilings CeilingsProvider, trace sol.TraceOptions, resolve prob
 		mcp.WithOpenWorldHintAnnotation(false),
 	)
 	return server.ServerTool{Tool: tool, Handler: mcp.NewTypedToolHandler(func(ctx context.Context, req mcp.CallToolRequest, in SolAnalysisInput) (*mcp.CallToolResult, error) {
-		if in.Candidate != "" {
-			var msg string
-			if in, msg = measureCandidate(ctx, in, ev, resolve, progressFor(ctx, req)); msg != "" {
-				return toolErrorf("%s", msg), nil
-			}
-		}
-		r, msg := SolRequest(ctx, in, trace, resolve)
-		if msg != "" {
-			return toolErrorf("%s", msg), nil
-		}
-		if ceilings == nil {
-			return toolErrorf("sol_analysis is not available: no ceilings provider is configured"), nil
-		}
-		ceil, err := ceilings(ctx, in.Device)
+		q := in.query()
+		q.Progress = progressFor(ctx, req)
+		rep, err := harness.SOLAnalysis(ctx, q, harness.SOLDeps{Evaluator: ev, Resolve: resolve, Ceilings: ceilings, Trace: trace})
 		if err != nil {
-			return toolErrorf("sol_analysis: ceilings: %v (pass device, e.g. \"h100\", or run `kevolve-mcp calibrate`)", err), nil
-		}
-		rep, err := sol.AnalyzeRequest(ctx, r, ceil)
-		if err != nil {
-			return toolErrorf("sol_analysis: %v", err), nil
+			return toolErr("sol_analysis", err), nil
 		}
 		return structured(rep), nil
 	})}
 }
 
-// measureCandidate evaluates in.Candidate as run_kernel would and puts what
-// was measured into in: the shape set that was timed (a CPU run defaults to
-// the small one, so the bound must count that), the candidate's and the
-// eager reference's medians, and correctness.
-func measureCandidate(ctx context.Context, in SolAnalysisInput, ev *harness.Evaluator, resolve problem.Resolver, progress Progress) (SolAnalysisInput, string) {
-	switch {
-	case in.CandidateS > 0 || in.ReferenceS > 0 || in.Correct != nil:
-		return in, "give candidate (a file to evaluate) or measured candidate_s/reference_s/correct, not both"
-	case in.Reference == "":
-		return in, "candidate needs reference: the problem it is evaluated against (a file or a corpus name)"
-	case ev == nil:
-		return in, "candidate cannot be evaluated here: no Python with torch was found (see device_info); pass candidate_s instead"
-	}
-	rk := RunKernelInput{Reference: in.Reference, Candidate: in.Candidate, Target: in.Target, Shapes: in.Shapes}
-	p, err := rk.Problem(ctx, resolve)
-	if err != nil {
-		return in, err.Error()
-	}
-	c, err := problem.ParseCandidate(rk.Candidate, "")
-	if err != nil {
-		return in, err.Error()
-	}
-	o := rk.Options()
-	o.Progress = progress
-	res, err := ev.Evaluate(ctx, p, c, nil, o)
-	if err != nil {
-		return in, fmt.Sprintf("sol_analysis: evaluating candidate: %v", err)
-	}
-	m, ok := res.Measured()
-	if !ok {
-		return in, fmt.Sprintf("candidate %q was not timed (verdict %s): run_kernel on it says why", in.Candidate, res.Verdict)
-	}
-	in.Candidate = ""
-	in.Shapes = m.Shapes
-	in.CandidateS, in.ReferenceS = m.CandidateS, m.ReferenceS
-	in.Correct = &m.Correct
-	return in, ""
-}
-
-// SolRequest validates the arguments; a non-empty message says what to change.
-func SolRequest(ctx context.Context, in SolAnalysisInput, trace sol.TraceOptions, resolve problem.Resolver) (sol.Request, string) {
-	for name, v := range map[string]float64{"flops": in.Flops, "bytes": in.Bytes, "candidate_s": in.CandidateS, "reference_s": in.ReferenceS, "timeout_s": in.TimeoutS} {
-		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-			return sol.Request{}, fmt.Sprintf("%s must be a finite number >= 0", name)
-		}
-	}
-	if in.Candidate != "" {
-		return sol.Request{}, "candidate must be evaluated first (the sol_analysis tool and `kevolve-mcp sol --candidate` do); pass candidate_s here"
-	}
-	if in.Reference == "" && (in.Flops == 0 || in.Bytes == 0) {
-		return sol.Request{}, "give reference (a file to trace) or both flops and bytes"
-	}
-	if in.Reference != "" {
-		p, err := problem.Resolve(ctx, problem.Ref{Reference: in.Reference, Shapes: in.Shapes}, resolve)
-		if err != nil {
-			return sol.Request{}, err.Error()
-		}
-		if p.Name != "" {
-			// Declared counts of the set asked for win over tracing; what
-			// the caller gave wins over both.
-			in.Reference = p.Reference.Path
-			if in.Flops == 0 && in.Bytes == 0 && p.Work.Shapes == shapesOrLarge(in.Shapes) {
-				in.Flops, in.Bytes = p.Work.FLOPs, p.Work.Bytes
-			}
-			if in.Dtype == "" {
-				in.Dtype = p.Work.Dtype
-			}
-		}
-	}
-	if in.TimeoutS > 3600 {
-		return sol.Request{}, "timeout_s must be at most 3600"
-	}
-	trace.Shapes = in.Shapes
-	if in.TimeoutS > 0 {
-		trace.Timeout = time.Duration(in.TimeoutS * float64(time.Second))
-	}
-	correct := in.Correct == nil || *in.Correct
-	return sol.Request{Reference: in.Reference, FLOPs: in.Flops, Bytes: in.Bytes, Dtype: in.Dtype,
-		CandidateS: in.CandidateS, ReferenceS: in.ReferenceS, Correct: correct, Trace: trace}, ""
+// query is the question the arguments ask.
+func (in SolAnalysisInput) query() harness.SOLQuery {
+	return harness.SOLQuery{Reference: in.Reference, FLOPs: in.Flops, Bytes: in.Bytes, Dtype: in.Dtype, Device: in.Device,
+		Shapes: in.Shapes, Candidate: in.Candidate, Target: in.Target, CandidateS: in.CandidateS, ReferenceS: in.ReferenceS,
+		Correct: in.Correct, TimeoutS: in.TimeoutS}
 }

@@ -91,9 +91,9 @@ func demo(c *cli, name, svgPath string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	in := tools.SolAnalysisInput{Reference: p.Name}
-	withMeasured(&in, &res)
-	srep, err := a.solReport(ctx, in)
+	q := harness.SOLQuery{Reference: p.Name}
+	q.WithMeasured(&res)
+	srep, err := harness.SOLAnalysis(ctx, q, a.solDeps(ctx))
 	if err != nil {
 		return err
 	}

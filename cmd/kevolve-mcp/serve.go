@@ -59,9 +59,7 @@ func deps(ctx context.Context, c *cli) (tools.Deps, func(), error) {
 		d.Profile.PyDir = ev.PyDir()
 	}
 	d.Resolve = a.resolver()
-	d.Ceilings = func(ctx context.Context, key string) (sol.Ceilings, error) {
-		return sol.ForDevice(ctx, a.db, a.devices.Get(ctx, false), key)
-	}
+	d.Ceilings = a.ceilings
 	closeAll := a.close
 	var fl *fleet.Fleet
 	if c.fleet.enabled() {

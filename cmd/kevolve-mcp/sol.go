@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
@@ -10,18 +9,15 @@ import (
 
 	"github.com/kevolve/kevolve-mcp/harness"
 	"github.com/kevolve/kevolve-mcp/harness/sol"
-	"github.com/kevolve/kevolve-mcp/tools"
 )
 
 func init() { register(newSolCmd) }
 
 func newSolCmd(c *cli) *cobra.Command {
 	var (
-		in        tools.SolAnalysisInput
-		candidate string
-		target    string
-		svg       string
-		asJSON    bool
+		q      harness.SOLQuery
+		svg    string
+		asJSON bool
 	)
 	cmd := &cobra.Command{
 		Use:   "sol --ref FILE|PROBLEM [--candidate FILE]",
@@ -43,16 +39,15 @@ candidate is evaluated first and scored against the bound.`,
 			if err := a.openDB(); err != nil {
 				c.logger.Warn("no database: measured ceilings unavailable", "err", err)
 			}
-			if candidate != "" {
-				res, err := a.evaluate(ctx, tools.RunKernelInput{Reference: in.Reference, Candidate: candidate, Target: target, Shapes: in.Shapes}, stageProgress(stderr))
+			d := a.solDeps(ctx)
+			if q.Candidate != "" {
+				ev, err := a.evaluator()
 				if err != nil {
 					return err
 				}
-				if !withMeasured(&in, &res) {
-					return fmt.Errorf("the candidate was not timed (verdict %s): fix it first (kevolve-mcp eval shows why)", res.Verdict)
-				}
+				d.Evaluator, q.Progress = ev, stageProgress(stderr)
 			}
-			rep, err := a.solReport(ctx, in)
+			rep, err := harness.SOLAnalysis(ctx, q, d)
 			if err != nil {
 				return err
 			}
@@ -69,14 +64,14 @@ candidate is evaluated first and scored against the bound.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&in.Reference, "ref", "", "reference `file` (traced) or corpus problem name (declared counts)")
-	f.StringVar(&candidate, "candidate", "", "candidate `file`: evaluated first, then scored against SOL")
-	f.StringVar(&in.Device, "device", "", "spec-table `key` to bound against (default: this machine's device)")
-	f.StringVar(&in.Dtype, "dtype", "", "compute dtype for the FLOP ceiling")
-	f.StringVar(&in.Shapes, "shapes", "", "shape set of a corpus problem")
-	f.Float64Var(&in.Flops, "flops", 0, "declared FLOPs (with --bytes, no trace)")
-	f.Float64Var(&in.Bytes, "bytes", 0, "declared bytes")
-	f.StringVar(&target, "target", "auto", "where to evaluate --candidate: cpu, nvidia or auto")
+	f.StringVar(&q.Reference, "ref", "", "reference `file` (traced) or corpus problem name (declared counts)")
+	f.StringVar(&q.Candidate, "candidate", "", "candidate `file`: evaluated first, then scored against SOL")
+	f.StringVar(&q.Device, "device", "", "spec-table `key` to bound against (default: this machine's device)")
+	f.StringVar(&q.Dtype, "dtype", "", "compute dtype for the FLOP ceiling")
+	f.StringVar(&q.Shapes, "shapes", "", "shape set of a corpus problem")
+	f.Float64Var(&q.FLOPs, "flops", 0, "declared FLOPs (with --bytes, no trace)")
+	f.Float64Var(&q.Bytes, "bytes", 0, "declared bytes")
+	f.StringVar(&q.Target, "target", "auto", "where to evaluate --candidate: cpu, nvidia or auto")
 	f.StringVar(&svg, "svg", "", "also draw the roofline into this SVG `file`")
 	f.BoolVar(&asJSON, "json", false, "print the structured result the sol_analysis tool returns")
 	_ = cmd.RegisterFlagCompletionFunc("ref", completeReference)
@@ -89,34 +84,17 @@ candidate is evaluated first and scored against the bound.`,
 	return cmd
 }
 
-// withMeasured puts a timed evaluation's shape set, medians and correctness
-// into a SOL request, so the bound counts the work that was timed (a CPU run
-// defaults to the small set); an untimed one leaves it unchanged.
-func withMeasured(in *tools.SolAnalysisInput, res *harness.EvalResult) bool {
-	m, ok := res.Measured()
-	if ok {
-		in.Shapes, in.CandidateS, in.ReferenceS, in.Correct = m.Shapes, m.CandidateS, m.ReferenceS, &m.Correct
-	}
-	return ok
+// solDeps wires the SOL flow to this machine: its device's ceilings
+// (measured figures over the datasheet), its Python for traces, and the
+// shape set an evaluation here runs, so `sol` with and without --candidate
+// bounds the same shapes.
+func (a *app) solDeps(ctx context.Context) harness.SOLDeps {
+	return harness.SOLDeps{Resolve: a.resolver(), Ceilings: a.ceilings, Trace: sol.TraceOptions{Python: a.python},
+		DefaultShapes: harness.EvalShapes(a.devices.Get(ctx, false))}
 }
 
-// solReport validates in as the sol_analysis tool does and bounds it under
-// the ceilings of this machine's device (or of in.Device).
-func (a *app) solReport(ctx context.Context, in tools.SolAnalysisInput) (sol.Report, error) {
-	rep := a.devices.Get(ctx, false)
-	if in.Shapes == "" && in.Device == "" && (rep.Python == nil || !rep.Python.CUDAUsable) {
-		// This machine evaluates on its CPU, where an evaluation runs a
-		// problem's small shape set (harness.Evaluate): bound the same
-		// shapes with or without --candidate.
-		in.Shapes = "small"
-	}
-	r, msg := tools.SolRequest(ctx, in, sol.TraceOptions{Python: a.python}, a.resolver())
-	if msg != "" {
-		return sol.Report{}, errors.New(msg)
-	}
-	ceil, err := sol.ForDevice(ctx, a.db, rep, in.Device)
-	if err != nil {
-		return sol.Report{}, err
-	}
-	return sol.AnalyzeRequest(ctx, r, ceil)
+// ceilings are the ceilings of a spec-table device key ("" = this
+// machine's device, measured figures over the datasheet).
+func (a *app) ceilings(ctx context.Context, key string) (sol.Ceilings, error) {
+	return sol.ForDevice(ctx, a.db, a.devices.Get(ctx, false), key)
 }

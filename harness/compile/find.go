@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 
 	"github.com/kevolve/kevolve-mcp/harness/toolchain"
@@ -48,20 +46,14 @@ func FindPython() (string, error) {
 func FindTool(name string) (string, error) {
 	if name == "gcc" {
 		if cc := os.Getenv("CC"); cc != "" {
-			if p, err := exec.LookPath(cc); err == nil {
+			if p, err := toolchain.Which(cc); err == nil {
 				return p, nil
 			}
 		}
 	}
-	if p, err := exec.LookPath(name); err == nil {
-		return p, nil
-	}
 	dirs := toolchain.ToolDirs()
-	for _, d := range dirs {
-		p := filepath.Join(d, name)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
-			return p, nil
-		}
+	if p := toolchain.LookPathIn(name, dirs); p != "" {
+		return p, nil
 	}
 	return "", &ToolMissingError{Tool: name, Searched: dirs, Hint: toolHints[name]}
 }

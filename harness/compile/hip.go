@@ -245,7 +245,7 @@ func (b *hipBuilder) hipify(ctx context.Context, res *Result, dir, src string) (
 		Status string `json:"status"`
 		Error  string `json:"error"`
 	}
-	if err := json.Unmarshal([]byte(toolchain.LastLine(out.Stdout)), &hr); err != nil || !hr.OK {
+	if err := json.Unmarshal([]byte(toolchain.LastJSONLine(out.Stdout)), &hr); err != nil || !hr.OK {
 		msg := hr.Error
 		if msg == "" {
 			msg = toolchain.LastLine(out.Stderr)

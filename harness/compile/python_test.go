@@ -9,10 +9,10 @@ import (
 )
 
 // TestPythonLoaders runs the kevolve package's own unit tests (signature
-// parser, load_c, load_cuda compile paths, hipify and load_hip, the
-// load_inline precompiled header; launches
-// where a GPU is present)
-// in the harness's Python, so `go test` covers them.
+// parser, the loader base load_cuda and load_hip share, load_c, load_cuda
+// compile paths, hipify and load_hip, the load_inline precompiled header;
+// launches where a GPU is present) in the harness's Python, so `go test`
+// covers them.
 func TestPythonLoaders(t *testing.T) {
 	py := needPython(t)
 	root, err := filepath.Abs(filepath.Join("..", "worker", "py"))
@@ -21,7 +21,7 @@ func TestPythonLoaders(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, py, "-m", "unittest", "-v", "kevolve.tests.test_sig", "kevolve.tests.test_load_c", "kevolve.tests.test_load_cuda", "kevolve.tests.test_nvcc", "kevolve.tests.test_load_hip", "kevolve.tests.test_pch", "kevolve.tests.test_inline_ro")
+	cmd := exec.CommandContext(ctx, py, "-m", "unittest", "-v", "kevolve.tests.test_sig", "kevolve.tests.test_loader", "kevolve.tests.test_load_c", "kevolve.tests.test_load_cuda", "kevolve.tests.test_nvcc", "kevolve.tests.test_load_hip", "kevolve.tests.test_pch", "kevolve.tests.test_inline_ro")
 	cmd.Dir = root
 	cmd.Env = append(cmd.Environ(), "PYTHONPATH="+root, "KEVOLVE_CACHE_DIR="+t.TempDir(), "PYTHONDONTWRITEBYTECODE=1")
 	out, err := cmd.CombinedOutput()

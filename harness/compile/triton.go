@@ -88,7 +88,7 @@ func (b *tritonBuilder) build(ctx context.Context, req Request, dir string) (*Re
 		return nil, fmt.Errorf("compile triton: run python: %w", out.Err)
 	}
 	var to tritonOut
-	if err := json.Unmarshal([]byte(toolchain.LastLine(out.Stdout)), &to); err != nil {
+	if err := json.Unmarshal([]byte(toolchain.LastJSONLine(out.Stdout)), &to); err != nil {
 		res.Diagnostics = []Diagnostic{{Severity: "error", Message: "the Triton compile script failed: " + toolchain.LastLine(out.Stderr)}}
 		res.Log = trimLog(out.Stdout+out.Stderr, 8000)
 		return res, nil

@@ -9,13 +9,15 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kevolve/kevolve-mcp/harness/toolchain"
 )
 
 // discoverAMD asks amd-smi, then rocm-smi, for their JSON output.
 func discoverAMD(ctx context.Context) ([]GPU, Source) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	if p, err := exec.LookPath("amd-smi"); err == nil {
+	if p, err := toolchain.Which("amd-smi"); err == nil {
 		out, err := exec.CommandContext(ctx, p, "static", "--json").Output()
 		if err != nil {
 			return nil, Source{Detail: fmt.Sprintf("amd-smi static --json failed: %v", err)}
@@ -26,7 +28,7 @@ func discoverAMD(ctx context.Context) ([]GPU, Source) {
 		}
 		return gpus, Source{Available: len(gpus) > 0, Detail: fmt.Sprintf("amd-smi: %d device(s)", len(gpus))}
 	}
-	if p, err := exec.LookPath("rocm-smi"); err == nil {
+	if p, err := toolchain.Which("rocm-smi"); err == nil {
 		out, err := exec.CommandContext(ctx, p, "--showproductname", "--showmeminfo", "vram", "--showuniqueid", "--json").Output()
 		if err != nil {
 			return nil, Source{Detail: fmt.Sprintf("rocm-smi --json failed: %v", err)}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -66,7 +65,7 @@ type Report struct {
 
 func lookPath(explicit string, names ...string) string {
 	if explicit != "" {
-		if p, err := exec.LookPath(explicit); err == nil {
+		if p, err := toolchain.Which(explicit); err == nil {
 			return p
 		}
 		return ""
@@ -126,7 +125,7 @@ func Profile(ctx context.Context, ref, cand string, opt Options) (Report, error)
 
 // noPython reports a missing interpreter as a result, not a crash.
 func noPython(opt Options, mode string) (Report, bool) {
-	if _, err := exec.LookPath(opt.Python); err != nil {
+	if _, err := toolchain.Which(opt.Python); err != nil {
 		return Report{Mode: mode, Profiler: "none", Missing: fmt.Sprintf("Python %q not found (%v): set KEVOLVE_PYTHON to an interpreter with torch", opt.Python, err)}, false
 	}
 	return Report{}, true

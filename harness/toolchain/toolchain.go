@@ -55,7 +55,7 @@ func PythonCandidates() []string {
 	if home, err := os.UserHomeDir(); err == nil {
 		c = append(c, filepath.Join(home, ".cache", "kevolve", "venv", "bin", "python"))
 	}
-	if p, err := exec.LookPath("python3"); err == nil {
+	if p, err := Which("python3"); err == nil {
 		c = append(c, p)
 	}
 	return c
@@ -207,17 +207,35 @@ func Find(ctx context.Context, name string) Tool {
 	return Tool{Name: name, Missing: "unknown tool"}
 }
 
-// LookPath is the one tool search: PATH, then ToolDirs (the CUDA, Nsight
-// Compute and ROCm folders and the Python wheels), so doctor, compile and
-// profile find the same ncu, nvcc or rocprofv3. "" when absent.
+// The one tool search. Every program the harness and the search start is
+// found through Which, LookPath or LookPathIn, so doctor, compile, profile
+// and the operators agree on which nvcc, ncu, rocprofv3 or agent CLI runs.
+
+// Which finds a program the way the shell does and nothing more: a name
+// with a path separator as given, else the first match on PATH. For what
+// the user named (an explicit path, $CC, KEVOLVE_PYTHON) and the system's
+// own tools. The error is exec.LookPath's, which says what was looked for.
+func Which(name string) (string, error) {
+	return exec.LookPath(name)
+}
+
+// LookPath is Which, then ToolDirs (the CUDA, Nsight Compute and ROCm
+// folders and the Python wheels), for the toolkits that are often not on
+// PATH. "" when absent.
 func LookPath(name string) string {
-	if p, err := exec.LookPath(name); err == nil {
+	return LookPathIn(name, ToolDirs())
+}
+
+// LookPathIn is Which, then the executable name in each of dirs in order
+// (a bare name only: a path is not looked for elsewhere). "" when absent.
+func LookPathIn(name string, dirs []string) string {
+	if p, err := Which(name); err == nil {
 		return p
 	}
 	if strings.ContainsRune(name, os.PathSeparator) {
 		return ""
 	}
-	for _, d := range ToolDirs() {
+	for _, d := range dirs {
 		p := filepath.Join(d, name)
 		if st, e := os.Stat(p); e == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
 			return p
@@ -231,7 +249,7 @@ func find(ctx context.Context, s spec) Tool {
 	var path string
 	var err error
 	if s.name == "gcc" { // the system compiler only: wheels carry none worth reporting
-		path, err = exec.LookPath(s.name)
+		path, err = Which(s.name)
 	} else if path = LookPath(s.name); path == "" {
 		err = exec.ErrNotFound
 	}

@@ -83,3 +83,35 @@ func mustLook(t *testing.T, name string) string {
 	}
 	return p
 }
+
+// LookPathIn is PATH first, then the folders given, in order, and only
+// executables; a path is not looked for elsewhere. Which is PATH alone.
+func TestLookPathIn(t *testing.T) {
+	first, second := t.TempDir(), t.TempDir()
+	for _, f := range []struct {
+		dir, name string
+		mode      os.FileMode
+	}{{first, "kevolve-fake-cli", 0o755}, {second, "kevolve-fake-cli", 0o755}, {first, "kevolve-fake-noexec", 0o644}, {second, "kevolve-fake-late", 0o755}} {
+		if err := os.WriteFile(filepath.Join(f.dir, f.name), []byte("#!/bin/sh\n"), f.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dirs := []string{first, second}
+	for name, want := range map[string]string{
+		"kevolve-fake-cli":     filepath.Join(first, "kevolve-fake-cli"),
+		"kevolve-fake-late":    filepath.Join(second, "kevolve-fake-late"),
+		"kevolve-fake-noexec":  "",
+		"sub/kevolve-fake-cli": "",
+		"sh":                   mustLook(t, "sh"),
+	} {
+		if got := LookPathIn(name, dirs); got != want {
+			t.Errorf("LookPathIn(%q) = %q, want %q", name, got, want)
+		}
+	}
+	if _, err := Which("kevolve-fake-cli"); err == nil {
+		t.Error("Which looked outside PATH")
+	}
+	if p, err := Which(filepath.Join(first, "kevolve-fake-cli")); err != nil || p != filepath.Join(first, "kevolve-fake-cli") {
+		t.Errorf("Which(path) = %q, %v", p, err)
+	}
+}

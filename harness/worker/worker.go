@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"time"
@@ -65,7 +64,7 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.Python == "" {
 		return nil, errors.New("worker: no Python interpreter configured")
 	}
-	if _, err := exec.LookPath(cfg.Python); err != nil {
+	if _, err := toolchain.Which(cfg.Python); err != nil {
 		return nil, fmt.Errorf("worker: python %q: %w", cfg.Python, err)
 	}
 	if cfg.CacheDir == "" {

@@ -15,7 +15,7 @@
 //     exit, an unchanged kernel.py or the deadline is a failed proposal,
 //     reported with the command's trimmed output; the working directory is
 //     kept for inspection;
-//   - it may print, as the last line of stdout, a JSON object with
+//   - it may print, as its last JSON line of stdout, a JSON object with
 //     "tokens", "cost_usd" and "notes"; the claude and codex presets parse
 //     their CLIs' own JSON output instead.
 //
@@ -344,14 +344,12 @@ func (o *Op) find(name string) (string, error) {
 	if o.cfg.Bin != "" {
 		return o.cfg.Bin, nil
 	}
-	if p, err := exec.LookPath(name); err == nil {
-		return p, nil
-	}
+	var dirs []string
 	if d := os.Getenv("KEVOLVE_NODE_DIR"); d != "" {
-		p := filepath.Join(d, "node_modules", ".bin", name)
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
+		dirs = append(dirs, filepath.Join(d, "node_modules", ".bin"))
+	}
+	if p := toolchain.LookPathIn(name, dirs); p != "" {
+		return p, nil
 	}
 	pkg := map[string]string{"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex"}[name]
 	return "", fmt.Errorf("%w: operator %s: the %s CLI is not installed: npm install -g %s (or put it on PATH, or set KEVOLVE_NODE_DIR)", search.ErrOperatorUnavailable, o.name, name, pkg)

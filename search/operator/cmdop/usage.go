@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+
+	"github.com/kevolve/kevolve-mcp/harness/toolchain"
 )
 
 // usage is what an agent's output says it cost, and whether it failed.
@@ -16,12 +18,12 @@ type usage struct {
 	Err     string
 }
 
-// parseLastLineJSON reads the generic contract: the last non-empty stdout
-// line may be {"tokens": N, "input_tokens": N, "output_tokens": N,
-// "cost_usd": X, "notes": "..."}. Anything else is ignored.
+// parseLastLineJSON reads the generic contract: the last stdout line that
+// is a JSON object (toolchain.LastJSONLine, the harness's one reader) may
+// be {"tokens": N, "input_tokens": N, "output_tokens": N, "cost_usd": X,
+// "notes": "..."}. Anything else is ignored.
 func parseLastLineJSON(out []byte) usage {
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	last := strings.TrimSpace(lines[len(lines)-1])
+	last := toolchain.LastJSONLine(string(out))
 	var v struct {
 		Tokens  int     `json:"tokens"`
 		In      int     `json:"input_tokens"`
@@ -29,7 +31,7 @@ func parseLastLineJSON(out []byte) usage {
 		CostUSD float64 `json:"cost_usd"`
 		Notes   string  `json:"notes"`
 	}
-	if !strings.HasPrefix(last, "{") || json.Unmarshal([]byte(last), &v) != nil {
+	if last == "" || json.Unmarshal([]byte(last), &v) != nil {
 		return usage{}
 	}
 	u := usage{In: v.In, Out: v.Out, CostUSD: v.CostUSD, Notes: v.Notes}
@@ -56,11 +58,9 @@ func parseClaude(out []byte) usage {
 			CacheRead   int `json:"cache_read_input_tokens"`
 		} `json:"usage"`
 	}
-	b := bytes.TrimSpace(out)
-	if i := bytes.LastIndex(b, []byte("\n{")); i >= 0 {
-		b = b[i+1:]
-	}
-	if json.Unmarshal(b, &v) != nil {
+	// The CLI prints its result as one line; anything it printed before
+	// (a warning) is skipped.
+	if json.Unmarshal([]byte(toolchain.LastJSONLine(string(out))), &v) != nil {
 		return usage{}
 	}
 	u := usage{In: v.Usage.In + v.Usage.CacheCreate + v.Usage.CacheRead, Out: v.Usage.Out, CostUSD: v.Cost, Turns: v.Turns}

@@ -16,17 +16,11 @@ import ctypes
 import glob
 import os
 import shutil
-import subprocess
-import threading
-import time
 
-from . import _args
-from ._cache import CompileError, cache_dir, digest, tool_version, write_atomic
-from ._cuda import _dim3
+from . import _loader
+from ._cache import CompileError, tool_version
 from ._hipify import hipify as _hipify_src
 from ._sig import Function, cuda_kernels
-
-_lock = threading.Lock()
 
 
 def rocm_torch_error() -> str | None:
@@ -73,17 +67,13 @@ def _load_hiprtc():
     cands = ["libhiprtc.so", "libhiprtc.so.7", "libhiprtc.so.6"]
     for r in _rocm_roots():
         cands += sorted(glob.glob(os.path.join(r, "lib", "libhiprtc.so*")), reverse=True)
-    for c in cands:
-        try:
-            lib = ctypes.CDLL(c)
-            lib.hiprtcGetCode  # noqa: B018 - must have the code entry point
-        except (OSError, AttributeError):
-            continue
-        lib.hiprtcGetErrorString.restype = ctypes.c_char_p
-        _hiprtc = lib
-        return lib
-    _hiprtc = False
-    return None
+    lib = _loader.first_library(cands, "hiprtcGetCode")  # the code entry point: not a stub
+    if lib is None:
+        _hiprtc = False
+        return None
+    lib.hiprtcGetErrorString.restype = ctypes.c_char_p
+    _hiprtc = lib
+    return lib
 
 
 def _hiprtc_version(lib) -> str:
@@ -104,52 +94,21 @@ def _arch_default() -> str:
 
 
 def _compile_hiprtc(lib, src: str, arch: str, flags: list[str]) -> bytes:
-    prog = ctypes.c_void_p()
-    r = lib.hiprtcCreateProgram(ctypes.byref(prog), src.encode(), b"kernel.hip", 0, None, None)
-    if r:
-        raise CompileError(f"hiprtcCreateProgram failed: {lib.hiprtcGetErrorString(r).decode()}")
-    try:
-        opts = [f"--offload-arch={arch}", "-O3", "-std=c++17", *flags]
-        copts = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
-        r = lib.hiprtcCompileProgram(prog, len(opts), copts)
-        size = ctypes.c_size_t()
-        lib.hiprtcGetProgramLogSize(prog, ctypes.byref(size))
-        buf = ctypes.create_string_buffer(size.value + 1)
-        lib.hiprtcGetProgramLog(prog, buf)
-        log = buf.value.decode(errors="replace")
-        if r:
-            raise CompileError(f"hiprtc compile failed for {arch}: {lib.hiprtcGetErrorString(r).decode()}", log,
-                               ["hiprtc", *opts])
-        lib.hiprtcGetCodeSize(prog, ctypes.byref(size))
-        out = ctypes.create_string_buffer(size.value)
-        lib.hiprtcGetCode(prog, out)
-        return out.raw
-    finally:
-        lib.hiprtcDestroyProgram(ctypes.byref(prog))
+    opts = [f"--offload-arch={arch}", "-O3", "-std=c++17", *flags]
+    return _loader.rtc_compile(lib, "hiprtc", "hiprtc", src, b"kernel.hip", opts, arch, "Code")
 
 
 def _compile_hipcc(hipcc: str, src: str, arch: str, flags: list[str], key: str) -> bytes:
-    d = cache_dir("hip")
-    path = os.path.join(d, key + ".hip")
-    write_atomic(path, src.encode())
-    out = os.path.join(d, f".{key}.{os.getpid()}.hsaco")
-    cmd = [hipcc, "--genco", f"--offload-arch={arch}", "-O3", "-o", out, path, *flags]
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    except subprocess.TimeoutExpired as e:
-        raise CompileError(f"hipcc timed out after {e.timeout}s for {arch}", "", cmd) from e
-    if r.returncode != 0:
-        raise CompileError(f"hipcc failed for {arch} (exit {r.returncode})",
-                           (r.stdout + r.stderr).replace(path, "kernel.hip"), cmd)
-    with open(out, "rb") as f:
-        data = f.read()
-    os.unlink(out)
-    return data
+    return _loader.tool_compile("hipcc", "hip", key, src, ".hip", ".hsaco", arch,
+                                lambda out, path: [hipcc, "--genco", f"--offload-arch={arch}", "-O3", "-o", out, path, *flags],
+                                timeout=600)
 
 
 # ------------------------------------------------------------------ runtime
 
-class _Runtime:
+class _Runtime(_loader.Api):
+    vendor = "HIP"
+
     def __init__(self):
         lib = None
         errs = []
@@ -168,105 +127,52 @@ class _Runtime:
         lib.hipModuleLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 6 + [
             ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
 
-    def check(self, r: int, what: str):
-        if r:
-            msg = self.lib.hipGetErrorString(r)
-            raise RuntimeError(f"{what} failed: HIP error {r} ({msg.decode() if msg else 'unknown'})")
+    def error_string(self, r: int) -> str:
+        msg = self.lib.hipGetErrorString(r)
+        return msg.decode() if msg else ""
 
+    def load(self, image: bytes, what: str) -> ctypes.c_void_p:
+        m = ctypes.c_void_p()
+        self.check(self.lib.hipModuleLoadData(ctypes.byref(m), image), what)
+        return m
 
-_runtime: _Runtime | None = None
-
-
-def _rt() -> _Runtime:
-    global _runtime
-    with _lock:
-        if _runtime is None:
-            _runtime = _Runtime()
-    return _runtime
-
-
-class HipKernel:
-    def __init__(self, module: "HipModule", fn: Function):
-        self.module = module
-        self.sig = fn
-        self._funcs: dict[int, ctypes.c_void_p] = {}
-
-    def _function(self, dev: int) -> ctypes.c_void_p:
-        f = self._funcs.get(dev)
-        if f is None:
-            mod = self.module._module(dev)
-            f = ctypes.c_void_p()
-            _rt().check(_rt().lib.hipModuleGetFunction(ctypes.byref(f), mod, self.sig.name.encode()),
-                        f"hipModuleGetFunction({self.sig.name})")
-            self._funcs[dev] = f
+    def function(self, module: ctypes.c_void_p, name: str) -> ctypes.c_void_p:
+        f = ctypes.c_void_p()
+        self.check(self.lib.hipModuleGetFunction(ctypes.byref(f), module, name.encode()), f"hipModuleGetFunction({name})")
         return f
 
-    def __call__(self, *args, grid, block, shared_mem: int = 0, stream=None):
-        # The same conversion and checks as load_cuda: torch's ROCm build
-        # calls its GPU tensors "cuda".
-        vals, dev = _args.convert(self.sig, args, "cuda")
-        g, b = _dim3(grid, "grid"), _dim3(block, "block")
-        err = rocm_torch_error()
-        if err:
-            raise RuntimeError(err)
-        import torch
-        if dev is None:
-            dev = torch.cuda.current_device()
-        with torch.cuda.device(dev):
-            if stream is None:
-                stream = torch.cuda.current_stream(dev)
-            handle = stream.cuda_stream if hasattr(stream, "cuda_stream") else int(stream)
-            f = self._function(dev)
-            ptrs = (ctypes.c_void_p * max(1, len(vals)))(
-                *[ctypes.cast(ctypes.byref(v), ctypes.c_void_p) for v in vals])
-            r = _rt().lib.hipModuleLaunchKernel(f, g[0], g[1], g[2], b[0], b[1], b[2], int(shared_mem),
-                                                ctypes.c_void_p(handle), ptrs, None)
-            if r:
-                _rt().check(r, f"launching {self.sig.name} grid={g} block={b} shared_mem={shared_mem}")
-
-    def __repr__(self):
-        return f"<kevolve HIP kernel {self.sig.signature()}>"
+    def launch(self, f, g, b, shared_mem: int, stream: int, params) -> int:
+        return self.lib.hipModuleLaunchKernel(f, g[0], g[1], g[2], b[0], b[1], b[2], shared_mem,
+                                              ctypes.c_void_p(stream), params, None)
 
 
-class HipModule:
+_rt = _loader.Lazy(_Runtime)
+
+
+class HipKernel(_loader.Kernel):
+    label = "HIP"
+
+
+class HipModule(_loader.Module):
     """A compiled HIP source: each extern "C" __global__ kernel is an attribute."""
+
+    api = _rt
+    kernel_class = HipKernel
 
     def __init__(self, code: bytes, kernels: dict[str, Function], mangled: list[str], *, backend: str,
                  arch: str, compile_seconds: float, cached: bool, path: str, source: str):
+        super().__init__(code, kernels, mangled, backend=backend, arch=arch, compile_seconds=compile_seconds,
+                         cached=cached, path=path)
         self.code = code
-        self.backend = backend
-        self.arch = arch
-        self.compile_seconds = compile_seconds
-        self.cached = cached
-        self.path = path
         self.source = source  # what was compiled (the hipified text when hipify=True)
-        self._mangled = mangled
-        self._modules: dict[int, ctypes.c_void_p] = {}
-        self._kernels = {n: HipKernel(self, f) for n, f in kernels.items()}
 
-    @property
-    def kernels(self) -> list[str]:
-        return list(self._kernels)
+    def check_launchable(self):
+        err = rocm_torch_error()
+        if err:
+            raise RuntimeError(err)
 
-    def _module(self, dev: int) -> ctypes.c_void_p:
-        m = self._modules.get(dev)
-        if m is None:
-            m = ctypes.c_void_p()
-            _rt().check(_rt().lib.hipModuleLoadData(ctypes.byref(m), self.code),
-                        f"hipModuleLoadData ({self.arch} code object on device {dev}; does the arch match the GPU?)")
-            self._modules[dev] = m
-        return m
-
-    def __getattr__(self, name):
-        ks = self.__dict__.get("_kernels", {})
-        if name in ks:
-            return ks[name]
-        if name in self.__dict__.get("_mangled", []):
-            raise AttributeError(f"kernel '{name}' has C++ linkage; declare it extern \"C\" __global__ "
-                                 "so it can be launched by name")
-        raise AttributeError(f"no extern \"C\" __global__ kernel '{name}' in the source; found: {sorted(ks) or 'none'}")
-
-    __getitem__ = __getattr__
+    def load_what(self, dev: int) -> str:
+        return f"hipModuleLoadData ({self.arch} code object on device {dev}; does the arch match the GPU?)"
 
 
 _loaded: dict[str, HipModule] = {}
@@ -292,34 +198,21 @@ def load_hip(src: str, *, backend: str = "auto", arch: str | None = None, flags=
     flags = [str(f) for f in flags]
     rtc = _load_hiprtc() if backend in ("auto", "hiprtc") else None
     hipcc = find_hipcc() if backend in ("auto", "hipcc") else None
-    order = (["hiprtc"] if rtc is not None else []) + (["hipcc"] if hipcc is not None else [])
-    if not order:
+    backends = []
+    if rtc is not None:
+        backends.append(_loader.Backend("hiprtc", lambda: _hiprtc_version(rtc),
+                                        lambda s, a, f, _key: _compile_hiprtc(rtc, s, a, f)))
+    if hipcc is not None:
+        backends.append(_loader.Backend("hipcc", lambda: tool_version(hipcc, "--version"),
+                                        lambda s, a, f, key: _compile_hipcc(hipcc, s, a, f, key)))
+    if not backends:
         what = {"hiprtc": "libhiprtc (ROCm)", "hipcc": "hipcc (ROCm, in /opt/rocm/bin)",
                 "auto": "libhiprtc or hipcc (a ROCm install, /opt/rocm)"}[backend]
         raise CompileError(f"no HIP compiler found: need {what}")
-    for b in order:
-        ver = _hiprtc_version(rtc) if b == "hiprtc" else tool_version(hipcc, "--version")
-        key = digest("hip", b, src, arch, flags, ver)
-        if key in _loaded:
-            return _loaded[key]
-        path = os.path.join(cache_dir("hip"), key + ".hsaco")
-        cached = os.path.exists(path)
-        t0 = time.perf_counter()
-        try:
-            if cached:
-                with open(path, "rb") as f:
-                    code = f.read()
-            else:
-                code = _compile_hiprtc(rtc, src, arch, flags) if b == "hiprtc" else _compile_hipcc(hipcc, src, arch, flags, key)
-                write_atomic(path, code)
-        except CompileError as e:
-            # hiprtc has no host headers: try hipcc.
-            if b == "hiprtc" and "hipcc" in order and "file not found" in e.log:
-                continue
-            raise
-        mod = HipModule(code, kernels, mangled, backend=b, arch=arch,
-                        compile_seconds=0.0 if cached else time.perf_counter() - t0, cached=cached, path=path,
-                        source=src)
-        _loaded[key] = mod
-        return mod
-    raise CompileError("no HIP compiler could build the source")  # pragma: no cover - the loop returns or raises
+
+    def make(code, b, path, cached, seconds):
+        return HipModule(code, kernels, mangled, backend=b, arch=arch, compile_seconds=seconds, cached=cached,
+                         path=path, source=src)
+
+    # hiprtc has no host headers: hipcc may.
+    return _loader.build("hip", ".hsaco", src, arch, flags, backends, _loaded, make, lambda e: "file not found" in e.log)
