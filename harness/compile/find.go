@@ -1,7 +1,6 @@
 package compile
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -64,10 +63,4 @@ func FindTool(name string) (string, error) {
 		}
 	}
 	return "", &ToolMissingError{Tool: name, Searched: dirs, Hint: toolHints[name]}
-}
-
-// IsToolMissing reports whether err says a tool is missing.
-func IsToolMissing(err error) bool {
-	var tm *ToolMissingError
-	return errors.As(err, &tm)
 }
