@@ -179,7 +179,7 @@ func (r *jobRun) delivered(ev event) (*Outcome, error) {
 		killTree(r.pid) // idle although nobody asked, or not clean: not ours to keep
 	}
 	r.handedOff = true
-	go r.w.reap(r.p, r.pd, r.id, r.pid, r.release, r.cleanup)
+	go r.reap(r.release, exitGrace)
 	return res, nil
 }
 
@@ -253,36 +253,38 @@ func (r *jobRun) waitStarted(childPid int) {
 var exitGrace = 10 * time.Second
 
 // reap waits for the exit of a child that already delivered its result,
-// kills its group if the exit does not come within exitGrace (a candidate's
+// kills its group if the exit does not come within grace (a candidate's
 // leftover work stuck on the device), then hands back the device if the
-// child still held it and forgets the job.
-func (w *Worker) reap(p *proc, pd *pending, id int64, pid int, release func(), cleanup func()) {
+// child still held it (release) and forgets the job. Run has returned: the
+// job is reap's alone. grace is read by the caller, before Run returns, so
+// a test that changes exitGrace after Run races with no reaper.
+func (r *jobRun) reap(release func(), grace time.Duration) {
 	defer func() {
 		if release != nil {
 			release()
 		}
-		cleanup()
+		r.cleanup()
 	}()
-	grace := time.NewTimer(exitGrace)
-	defer grace.Stop()
+	t := time.NewTimer(grace)
+	defer t.Stop()
 	killed := false
 	for {
 		select {
-		case ev := <-pd.events:
+		case ev := <-r.pd.events:
 			if ev.Event == "exit" { // Run saw "started" before it handed off
 				return
 			}
-		case <-p.dead:
+		case <-r.p.dead:
 			return
-		case <-grace.C:
+		case <-t.C:
 			if killed {
-				w.log.Warn("python worker: no exit event after a kill", "job", id, "pid", pid)
+				r.w.log.Warn("python worker: no exit event after a kill", "job", r.id, "pid", r.pid)
 				return
 			}
-			w.log.Warn("python worker: child delivered its result but did not exit; killing its tree", "job", id, "pid", pid)
-			killTree(pid)
+			r.w.log.Warn("python worker: child delivered its result but did not exit; killing its tree", "job", r.id, "pid", r.pid)
+			killTree(r.pid)
 			killed = true
-			grace.Reset(exitWait)
+			t.Reset(exitWait)
 		}
 	}
 }
