@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/kevolve/kevolve-mcp/harness/device"
@@ -100,26 +99,6 @@ func (e *Evaluator) WorkerInfo(ctx context.Context) (map[string]any, error) { re
 // Close stops the worker and every evaluation in flight.
 func (e *Evaluator) Close() error { return e.w.Close() }
 
-// pyResult is what evaluate.py returns.
-type pyResult struct {
-	HarnessError string `json:"harness_error"`
-	Error        string `json:"error"`
-	ErrorType    string `json:"error_type"`
-	Verdict      string `json:"verdict"`
-	Stage        string `json:"stage"`
-	VerdictKBV0  string `json:"verdict_kernelbench_v0"`
-	Checks       []Check
-	Warnings     []string
-	Candidate    *Stats             `json:"candidate"`
-	RefEager     *Stats             `json:"ref_eager"`
-	RefCompile   *Stats             `json:"ref_compile"`
-	StageS       map[string]float64 `json:"stage_s"`
-	Memory       *MemoryUse         `json:"memory"`
-	Work         *TracedWork        `json:"work"`
-	Process      *ProcessUse        `json:"process"`
-	Notes        []string           `json:"notes"`
-}
-
 // Evaluate checks and times a candidate for a problem on a leased device
 // (nil: one is leased for the call from o.Target and o.Device). A Go error
 // means the harness could not do its job: an *InputError for the caller's
@@ -176,247 +155,173 @@ func validate(req *EvalRequest) error {
 	return nil
 }
 
-func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string, l *Lease, progress func(string, int, int)) (*EvalResult, error) {
-	t0 := time.Now()
-	if err := validate(&req); err != nil {
-		return nil, err
-	}
-	if req.Timeout == 0 {
-		req.Timeout = e.cfg.DefaultTimeout
-	}
-	refCode, refPath, err := problem.Read(req.Reference, "reference")
-	if err != nil {
-		return nil, err
-	}
-	candCode, candPath, err := problem.Read(req.Candidate, "candidate")
-	if err != nil {
-		return nil, err
-	}
-	if l == nil {
-		if l, err = e.Acquire(ctx, req.Target, req.Device, false); err != nil {
-			return nil, err
-		}
-		defer l.Release()
-	}
-	tgt, dev := l.Target(), l.Device()
+// evalRun is one evaluation in flight: the request with its defaults, the
+// programs as read and hashed, the lease and the cache keys its stages share.
+type evalRun struct {
+	req      EvalRequest
+	dtype    string // the problem's, for the work's dtype when declared
+	t0       time.Time
+	refCode  string
+	refPath  string
+	candCode string
+	candPath string
+	lease    *Lease
+	tgt      target.Name
+	dev      lease.Device
+	key      string // the evaluation cache's
+	rkey     string // the reference's compile stats' (workerJob)
+	// knownCompile is the reference's torch.compile timing measured by an
+	// earlier evaluation, nil if it is measured now.
+	knownCompile *Stats
+	env          map[string]string // the child's environment (workerJob)
+	prepS        float64           // seconds the harness spent on the shared build caches
+}
 
-	if req.Shapes == "" && tgt == target.CPU {
+// evaluate is Evaluate's pipeline: resolve the request, answer from the
+// cache, build and run the worker job, convert its outcome into a result
+// (the judge's report applied), bound it by the speed of light, and cache it.
+func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string, l *Lease, progress func(string, int, int)) (*EvalResult, error) {
+	r, release, err := e.resolve(ctx, req, dtype, l)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if res := e.cached(ctx, r); res != nil {
+		return res, nil
+	}
+	out, err := e.runJob(ctx, r, e.workerJob(ctx, r, progress))
+	if err != nil {
+		return nil, err
+	}
+	res, childWork, err := e.convert(ctx, r, out)
+	if err != nil {
+		return nil, err
+	}
+	res.Correct = res.Verdict == VerdictPass
+	setSpeedups(res)
+	e.bound(ctx, r, res, childWork)
+	setFitness(res)
+	res.WallS = time.Since(r.t0).Seconds()
+	// Timeouts and crashes can be the machine's fault (load, OOM): not cached.
+	if res.Verdict != VerdictTimeout && res.Verdict != VerdictCrash {
+		e.cachePut(ctx, r.key, res)
+	}
+	return res, nil
+}
+
+// resolve checks the request and fills its defaults, reads both programs
+// (the bytes hashed are the bytes run), and leases a device unless the
+// caller holds one; release hands back a lease taken here.
+func (e *Evaluator) resolve(ctx context.Context, req EvalRequest, dtype string, l *Lease) (r *evalRun, release func(), err error) {
+	r = &evalRun{req: req, dtype: dtype, t0: time.Now()}
+	if err := validate(&r.req); err != nil {
+		return nil, nil, err
+	}
+	if r.req.Timeout == 0 {
+		r.req.Timeout = e.cfg.DefaultTimeout
+	}
+	if r.refCode, r.refPath, err = problem.Read(r.req.Reference, "reference"); err != nil {
+		return nil, nil, err
+	}
+	if r.candCode, r.candPath, err = problem.Read(r.req.Candidate, "candidate"); err != nil {
+		return nil, nil, err
+	}
+	release = func() {}
+	if l == nil {
+		if l, err = e.Acquire(ctx, r.req.Target, r.req.Device, false); err != nil {
+			return nil, nil, err
+		}
+		release = l.Release
+	}
+	r.lease, r.tgt, r.dev = l, l.Target(), l.Device()
+	if r.req.Shapes == "" && r.tgt == target.CPU {
 		// Problems with shape sets default to production sizes that fill a
 		// GPU; on a CPU their small set is what runs in seconds. KernelBench
 		// files ignore the variable.
-		req.Shapes = "small"
+		r.req.Shapes = "small"
 	}
-	key := cacheKey(refCode, candCode, string(tgt), dev.Name, req)
-	if r := e.cacheGet(ctx, key); r != nil && !req.Retime {
-		r.Cached = true
-		r.Shapes = req.Shapes // part of the key; results cached before the field existed lack it
-		r.DeviceIndex, r.DeviceUUID = dev.Index, dev.UUID
-		r.WallS = time.Since(t0).Seconds()
-		return r, nil
-	}
+	r.key = cacheKey(r.refCode, r.candCode, string(r.tgt), r.dev.Name, r.req)
+	return r, release, nil
+}
 
-	// The work to bound against: declared, else counted by the child
-	// (count_work), else traced here after the evaluation (a separate
-	// Python on meta tensors, cached per reference and shape set). The
-	// fallback runs only when the child could not count: tracing ahead
-	// "in case" started a torch import per evaluation, cancelled as soon as
-	// the child's count arrived, so it was never cached and came back on
-	// the next evaluation, competing with the child for the host's cores.
-	trace := func(ctx context.Context) (sol.Work, error) {
-		// The code read and hashed, not the file, which may have changed since.
-		path, err := writeTemp(e.cfg.CacheDir, refCode)
-		if err != nil {
-			return sol.Work{}, err
-		}
-		defer os.Remove(path)
-		return e.tracedWork(ctx, workKey(refCode, req.Shapes), func(ctx context.Context) (sol.Work, error) {
-			return sol.Trace(ctx, path, sol.TraceOptions{Python: e.cfg.Python, Shapes: req.Shapes, Timeout: 120 * time.Second})
-		})
+// cached is the cached result for the evaluation, nil if there is none or
+// the caller asked to measure again.
+func (e *Evaluator) cached(ctx context.Context, r *evalRun) *EvalResult {
+	res := e.cacheGet(ctx, r.key)
+	if res == nil || r.req.Retime {
+		return nil
 	}
+	res.Cached = true
+	res.Shapes = r.req.Shapes // part of the key; results cached before the field existed lack it
+	res.DeviceIndex, res.DeviceUUID = r.dev.Index, r.dev.UUID
+	res.WallS = time.Since(r.t0).Seconds()
+	return res
+}
 
-	// The child's arguments. evaluate.py knows "nvidia" and "cpu": an AMD
-	// GPU under ROCm torch is driven through the same torch.cuda calls.
-	pyTarget := "cpu"
-	if tgt != target.CPU {
-		pyTarget = "nvidia"
-	}
-	args := map[string]any{
-		"reference":   sourceArg(refPath, refCode),
-		"candidate":   sourceArg(candPath, candCode),
-		"target":      pyTarget,
-		"trials":      req.Trials,
-		"seed":        req.Seed,
-		"skip_timing": req.SkipTiming,
-		"sol_seconds": req.SOLSeconds,
-		"budget_s":    req.Timeout.Seconds(),
-		"count_work":  req.CountWork || (!req.SkipTiming && !declaredFor(req.Work, req.Shapes)),
-	}
-	if req.Tolerance != nil {
-		args["tolerance"] = req.Tolerance
-	}
-	if req.KernelPolicy != "" {
-		args["kernel_policy"] = req.KernelPolicy
-	}
-	if req.ToleranceRule != "" && req.ToleranceRule != ToleranceDefault {
-		args["tolerance_rule"] = req.ToleranceRule
-	}
-	if judgeOff() {
-		args["judge"] = false
-	}
-	rkey := refKey(refCode, string(tgt), dev.Name, req)
-	var knownCompile *Stats
-	if !req.Retime {
-		knownCompile = e.compileGet(ctx, rkey)
-	}
-	if knownCompile != nil || tgt == target.CPU || (req.CompileReference != nil && !*req.CompileReference) {
-		// Measured before (or CPU, where inductor's C++ build is too slow to pay per evaluation).
-		args["compile_reference"] = false
-	}
-	env := l.Env() // pins the child to its device before its first GPU call
-	if req.Shapes != "" {
-		env["KEVOLVE_SHAPES"] = req.Shapes
-	}
-	var mem int64
-	if tgt == target.CPU {
-		// Triton kernels run in its interpreter on the CPU.
-		env["TRITON_INTERPRET"] = "1"
-		mem = e.cfg.CPUMemLimit
-	}
-	job := worker.Job{
-		Module: "evaluate", Func: "main", Args: args, Env: env, Timeout: req.Timeout, MemLimit: mem, RSSLimit: max(e.cfg.HostMemLimit, 0),
-		Progress: progress,
-		Gate:     l.Exclusive, // loading and compiling overlap; the device phase runs alone on its device
-		Reuse:    e.cfg.Reuse == ReuseAll || (e.cfg.Reuse == ReuseGPU && tgt != target.CPU),
-		KeepIf:   keepAfterJudge,
-	}
-	var childWork *TracedWork
-	prepS := e.prepareBuilds(ctx, candCode) // the shared build caches, written by the harness
+// runJob readies the shared build caches (written by the harness, not the
+// candidate) and runs the job; a parent that died under it gets one retry
+// on a fresh one (rare: children die alone).
+func (e *Evaluator) runJob(ctx context.Context, r *evalRun, job worker.Job) (*worker.Outcome, error) {
+	r.prepS = e.prepareBuilds(ctx, r.candCode)
 	out, err := e.w.Run(ctx, job)
 	if errors.Is(err, worker.ErrWorkerDied) {
-		// The parent died under this job (rare: children die alone). One retry
-		// on a fresh parent, then report.
 		e.log.Warn("python worker died during an evaluation; retrying once")
 		out, err = e.w.Run(ctx, job)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("evaluate: %w", err)
 	}
-	res := &EvalResult{Target: string(tgt), Shapes: req.Shapes, Device: dev.Name, DeviceIndex: dev.Index, DeviceUUID: dev.UUID,
-		HarnessVersion: HarnessVersion(), Log: out.Log, Checks: []Check{}, Sandbox: sandboxReport(out),
-		MeasuredAt: t0.UTC().Format(time.RFC3339Nano)}
-	switch {
-	case out.RSSExceeded > 0:
-		// Killed by the host memory limit: the board says which program ran.
-		res.Verdict = VerdictRuntimeError
-		res.Stage = out.Stage
-		who := runningSide(out.Board)
-		if who == "" {
-			who = "evaluation process"
-		}
-		res.Checks = append(res.Checks, Check{Name: "out_of_memory", Passed: false,
-			Detail: fmt.Sprintf("the %s ran out of memory in stage %s: host memory: the evaluation process reached %s resident, over its limit of %s, and was killed; peak device memory: not recorded (the process was killed)",
-				who, out.Stage, gib(out.RSSExceeded), gib(e.cfg.HostMemLimit))})
-		res.Memory = &MemoryUse{ProcessPeakRSS: out.RSSExceeded}
-	case out.TimedOut:
-		res.Verdict = VerdictTimeout
-		res.Stage = out.Stage
-		res.Checks = append(res.Checks, Check{Name: "deadline", Passed: false,
-			Detail: fmt.Sprintf("killed after %s in stage %q", req.Timeout, out.Stage) + loadGrant(out.LoadGrant) + whileRunning(out.Board)})
-	case out.Unreported:
-		// The harness reports its result before the process ends; a
-		// result file with no report is something else's (a candidate
-		// that wrote one and ended the process), whatever it says.
-		res.Verdict = VerdictIntegrityViolation
-		res.Stage = out.Stage
-		res.Checks = append(res.Checks, Check{Name: "result_forged", Passed: false,
-			Detail: fmt.Sprintf("the evaluation process ended (code %d) in stage %q before the harness reported a result, yet a result file was there: it was not the harness's", out.Code, out.Stage)})
-	case out.Result == nil:
-		res.Verdict = VerdictCrash
-		res.Stage = out.Stage
-		detail := fmt.Sprintf("the evaluation process exited with code %d", out.Code)
-		if out.Signal != 0 {
-			detail = fmt.Sprintf("the evaluation process died of signal %d (%s)", int(out.Signal), out.Signal)
-			if out.Signal == syscall.SIGKILL && tgt == target.CPU {
-				detail += "; a memory limit or the OOM killer may have ended it"
-			}
-		}
-		res.Checks = append(res.Checks, Check{Name: "process", Passed: false, Detail: detail + " in stage " + out.Stage})
-	default:
-		var pr pyResult
-		if err := json.Unmarshal(out.Result, &pr); err != nil {
-			return nil, fmt.Errorf("evaluate: decode worker result: %w", err)
-		}
-		if pr.HarnessError != "" {
-			return nil, fmt.Errorf("evaluate: %s", pr.HarnessError)
-		}
-		if pr.Verdict == "" {
-			if pr.ErrorType == "MemoryError" {
-				res.Verdict, res.Stage = VerdictCrash, out.Stage
-				res.Checks = append(res.Checks, Check{Name: "memory", Passed: false, Detail: pr.Error})
-				break
-			}
-			return nil, fmt.Errorf("evaluate: the harness's Python failed: %s", pr.Error)
-		}
-		res.Verdict, res.Stage, res.VerdictKernelBenchV0 = pr.Verdict, pr.Stage, pr.VerdictKBV0
-		if pr.Checks != nil {
-			res.Checks = pr.Checks
-		}
-		res.Warnings = pr.Warnings
-		if pr.Error != "" {
-			res.Warnings = append(res.Warnings, pr.Error)
-		}
-		res.Candidate, res.RefEager, res.RefCompile = pr.Candidate, pr.RefEager, pr.RefCompile
-		if res.RefCompile != nil {
-			e.compilePut(ctx, rkey, res.RefCompile)
-		} else if knownCompile != nil && res.Candidate != nil {
-			res.RefCompile = knownCompile
-		}
-		res.StageS = pr.StageS
-		if prepS > 0 && res.StageS != nil {
-			res.StageS[StagePrepareBuild] = prepS
-		}
-		res.Memory, res.Work = pr.Memory, pr.Work
-		res.Process = pr.Process
-		res.Notes = pr.Notes
-		childWork = pr.Work
-		applyJudge(res, out.Judge, judgeOff())
-	}
-	res.Correct = res.Verdict == VerdictPass
-	setSpeedups(res)
-	if res.Candidate != nil {
-		traced := trace
-		if childWork != nil && childWork.FLOPs+childWork.Bytes > 0 {
-			cw := *childWork
-			traced = func(context.Context) (sol.Work, error) {
-				w := sol.Work{FLOPs: cw.FLOPs, Bytes: cw.Bytes, Dtype: cw.Dtype, Source: "traced"}
-				for _, o := range cw.Ops {
-					if o.FLOPs > 0 {
-						w.Detail = append(w.Detail, sol.OpCount{Op: o.Op, Calls: o.Calls, FLOPs: o.FLOPs, Method: o.Method + " (counted by the evaluation)"})
-					}
-				}
-				return w, nil
-			}
-		}
-		w, err := e.workFor(ctx, req.Shapes, dtype, req.Work, traced)
-		e.applySOL(ctx, tgt, dev, res, w, err, e.ownWorkFor(tgt, req.Reference, req.Candidate, req.Shapes, env))
-	}
-	setFitness(res)
-	res.WallS = time.Since(t0).Seconds()
-	// Timeouts and crashes can be the machine's fault (load, OOM): not cached.
-	if res.Verdict != VerdictTimeout && res.Verdict != VerdictCrash {
-		e.cachePut(ctx, key, res)
-	}
-	return res, nil
+	return out, nil
 }
 
-// sourceArg ships a program as the code that was read and hashed: the child
-// runs these bytes, not the file again. A file's path goes with it: its
-// folder stays importable and its __file__ is kept (load_module).
-func sourceArg(path, code string) map[string]string {
-	if path != "" {
-		return map[string]string{"path": path, "code": code}
+// bound computes the speed of light of a timed result and flags a
+// candidate faster than it (applySOL). The work to bound against:
+// declared, else counted by the child (count_work), else traced here
+// after the evaluation (traceReference).
+func (e *Evaluator) bound(ctx context.Context, r *evalRun, res *EvalResult, childWork *TracedWork) {
+	if res.Candidate == nil {
+		return
 	}
-	return map[string]string{"code": code}
+	traced := e.traceReference(r)
+	if childWork != nil && childWork.FLOPs+childWork.Bytes > 0 {
+		traced = countedWork(*childWork)
+	}
+	w, err := e.workFor(ctx, r.req.Shapes, r.dtype, r.req.Work, traced)
+	e.applySOL(ctx, r.tgt, r.dev, res, w, err, e.ownWorkFor(r.tgt, r.req.Reference, r.req.Candidate, r.req.Shapes, r.env))
+}
+
+// traceReference traces the reference's work in a separate Python on meta
+// tensors, cached per reference and shape set. It runs only when the child
+// could not count: tracing ahead "in case" started a torch import per
+// evaluation, cancelled as soon as the child's count arrived, so it was
+// never cached and came back on the next evaluation, competing with the
+// child for the host's cores.
+func (e *Evaluator) traceReference(r *evalRun) func(context.Context) (sol.Work, error) {
+	return func(ctx context.Context) (sol.Work, error) {
+		// The code read and hashed, not the file, which may have changed since.
+		path, err := writeTemp(e.cfg.CacheDir, r.refCode)
+		if err != nil {
+			return sol.Work{}, err
+		}
+		defer os.Remove(path)
+		return e.tracedWork(ctx, workKey(r.refCode, r.req.Shapes), func(ctx context.Context) (sol.Work, error) {
+			return sol.Trace(ctx, path, sol.TraceOptions{Python: e.cfg.Python, Shapes: r.req.Shapes, Timeout: 120 * time.Second})
+		})
+	}
+}
+
+// countedWork is the work the child counted on the real inputs, as the
+// tracer would have reported it.
+func countedWork(cw TracedWork) func(context.Context) (sol.Work, error) {
+	return func(context.Context) (sol.Work, error) {
+		w := sol.Work{FLOPs: cw.FLOPs, Bytes: cw.Bytes, Dtype: cw.Dtype, Source: "traced"}
+		for _, o := range cw.Ops {
+			if o.FLOPs > 0 {
+				w.Detail = append(w.Detail, sol.OpCount{Op: o.Op, Calls: o.Calls, FLOPs: o.FLOPs, Method: o.Method + " (counted by the evaluation)"})
+			}
+		}
+		return w, nil
+	}
 }
 
 func setSpeedups(res *EvalResult) {

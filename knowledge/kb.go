@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"slices"
 	"sort"
@@ -322,21 +321,5 @@ func Load(fsys fs.FS) ([]Doc, error) {
 		return nil, err
 	}
 	sort.Slice(docs, func(i, j int) bool { return docs[i].Path < docs[j].Path })
-	return docs, nil
-}
-
-// LoadDir loads a user's own tree (same format as the embedded one).
-func LoadDir(dir string) ([]Doc, error) {
-	st, err := os.Stat(dir)
-	if err != nil {
-		return nil, fmt.Errorf("knowledge dir: %w", err)
-	}
-	if !st.IsDir() {
-		return nil, fmt.Errorf("knowledge dir %s: not a directory", dir)
-	}
-	docs, err := Load(os.DirFS(dir))
-	if err != nil {
-		return nil, fmt.Errorf("knowledge dir %s: %w", dir, err)
-	}
 	return docs, nil
 }

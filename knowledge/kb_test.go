@@ -1,8 +1,6 @@
 package knowledge
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -133,30 +131,6 @@ func TestLoadSkipsAndSorts(t *testing.T) {
 	want := []string{"a/one.md", "b/two.md", "c/deep/three.MD"}
 	if !slices.Equal(paths, want) {
 		t.Fatalf("paths %v, want %v", paths, want)
-	}
-}
-
-func TestLoadDir(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "notes"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	write := func(name, s string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("notes/good.md", "---\ntitle: Good\nbottlenecks: [memory-bound]\n---\nbody")
-	docs, err := LoadDir(dir)
-	if err != nil || len(docs) != 1 || docs[0].Title != "Good" {
-		t.Fatalf("docs %+v err %v", docs, err)
-	}
-	write("notes/bad.md", "---\ntitle: [\n---\nbody")
-	if _, err := LoadDir(dir); err == nil || !strings.Contains(err.Error(), "notes/bad.md") {
-		t.Fatalf("malformed file: err = %v, want it named", err)
-	}
-	if _, err := LoadDir(filepath.Join(dir, "missing")); err == nil {
-		t.Fatal("missing dir loaded")
 	}
 }
 

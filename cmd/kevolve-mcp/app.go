@@ -81,6 +81,24 @@ func (a *app) openDB() error {
 	return nil
 }
 
+// openSession opens what a command on the database needs: the app, a
+// context cancelled on SIGINT or SIGTERM, and the database. cleanup
+// cancels the context and closes the app (its evaluator, the database); on
+// an error it has run already.
+func (c *cli) openSession() (ctx context.Context, a *app, db *sql.DB, cleanup func(), err error) {
+	a = c.newApp()
+	ctx, cancel := signalContext()
+	cleanup = func() {
+		cancel()
+		a.close()
+	}
+	if err := a.openDB(); err != nil {
+		cleanup()
+		return nil, nil, nil, nil, err
+	}
+	return ctx, a, a.db, cleanup, nil
+}
+
 func (a *app) knowledge(ctx context.Context) (*retrieval.Index, error) {
 	if err := a.openDB(); err != nil {
 		return nil, err

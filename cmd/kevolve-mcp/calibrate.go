@@ -31,13 +31,11 @@ second) and up to a minute on a GPU; the time taken is printed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			stdout := cmd.OutOrStdout()
-			a := c.newApp()
-			defer a.close()
-			if err := a.openDB(); err != nil {
+			ctx, a, _, cleanup, err := c.openSession()
+			if err != nil {
 				return err
 			}
-			ctx, cancel := signalContext()
-			defer cancel()
+			defer cleanup()
 			// One run per GPU asked for, each pinned to its device by an
 			// exclusive lease; none asked for: the default device.
 			envs := [][]string{nil}

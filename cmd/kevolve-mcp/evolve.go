@@ -124,14 +124,12 @@ func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
-	a := c.newApp()
-	defer a.close()
-	ctx, cancel := signalContext()
-	defer cancel()
-	if err := a.openDB(); err != nil {
+	ctx, a, db, cleanup, err := c.openSession()
+	if err != nil {
 		return err
 	}
-	st, err := store.New(ctx, a.db)
+	defer cleanup()
+	st, err := store.New(ctx, db)
 	if err != nil {
 		return err
 	}

@@ -89,14 +89,12 @@ the kevolve_kernels package: import it and call kevolve_kernels.patch(model).`,
 }
 
 func optimizeRun(c *cli, oo *optimizeOptions, stdout, stderr io.Writer) error {
-	a := c.newApp()
-	defer a.close()
-	ctx, cancel := signalContext()
-	defer cancel()
-	if err := a.openDB(); err != nil {
+	ctx, a, db, cleanup, err := c.openSession()
+	if err != nil {
 		return err
 	}
-	st, err := store.New(ctx, a.db)
+	defer cleanup()
+	st, err := store.New(ctx, db)
 	if err != nil {
 		return err
 	}

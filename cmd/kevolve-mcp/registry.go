@@ -80,14 +80,12 @@ func newRegistryCmd(c *cli) *cobra.Command {
 }
 
 func withRegistry(c *cli, fn func(context.Context, *deploy.Registry) error) error {
-	a := c.newApp()
-	defer a.close()
-	ctx, cancel := signalContext()
-	defer cancel()
-	if err := a.openDB(); err != nil {
+	ctx, _, db, cleanup, err := c.openSession()
+	if err != nil {
 		return err
 	}
-	r, err := deploy.Open(ctx, a.db)
+	defer cleanup()
+	r, err := deploy.Open(ctx, db)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package compile
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -301,13 +302,14 @@ func TestCompileBadRequests(t *testing.T) {
 			}
 		})
 	}
+	var missing *ToolMissingError
 	_, err := FindTool("kevolve-no-such-tool")
-	if !IsToolMissing(err) || !strings.Contains(err.Error(), "kevolve-no-such-tool not found") {
+	if !errors.As(err, &missing) || !strings.Contains(err.Error(), "kevolve-no-such-tool not found") {
 		t.Errorf("FindTool of a missing tool: %v", err)
 	}
 	t.Setenv("PATH", "/nonexistent")
 	t.Setenv("CC", "")
-	if _, err := Compile(context.Background(), Request{Lang: LangC, Source: cVec}); !IsToolMissing(err) || !strings.Contains(err.Error(), "apt-get install gcc") {
+	if _, err := Compile(context.Background(), Request{Lang: LangC, Source: cVec}); !errors.As(err, &missing) || !strings.Contains(err.Error(), "apt-get install gcc") {
 		t.Errorf("missing gcc: %v, want a ToolMissingError with a hint", err)
 	}
 }

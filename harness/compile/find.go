@@ -1,7 +1,6 @@
 package compile
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -56,10 +55,4 @@ func FindTool(name string) (string, error) {
 		return p, nil
 	}
 	return "", &ToolMissingError{Tool: name, Searched: dirs, Hint: toolHints[name]}
-}
-
-// IsToolMissing reports whether err says a tool is missing.
-func IsToolMissing(err error) bool {
-	var tm *ToolMissingError
-	return errors.As(err, &tm)
 }

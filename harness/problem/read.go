@@ -84,11 +84,3 @@ func Clip(s string) string {
 }
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
-
-// CheckName bounds a name a caller gives (arg names the argument).
-func CheckName(arg, name string) error {
-	if len(name) > MaxNameBytes {
-		return Inputf(arg, "%q is too long: names are at most %d bytes", Clip(name), MaxNameBytes)
-	}
-	return nil
-}

@@ -49,11 +49,6 @@ func NewRooflineAxes(peakFLOPS, memBandwidth float64, intensities, rates []float
 // Ridge is the intensity where the memory slope meets the compute ceiling.
 func (a RooflineAxes) Ridge() float64 { return a.PeakFLOPS / a.MemBandwidth }
 
-// Roof is the attainable FLOP/s at an intensity.
-func (a RooflineAxes) Roof(intensity float64) float64 {
-	return math.Min(a.PeakFLOPS, intensity*a.MemBandwidth)
-}
-
 // Frac places a point in the unit square: 0..1 across (intensity) and up
 // (rate), on log scales; rates below the floor sit on it.
 func (a RooflineAxes) Frac(intensity, rate float64) (fx, fy float64) {

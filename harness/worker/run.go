@@ -1,8 +1,9 @@
 package worker
 
-// Running one job: its directory, its arguments file, its deadline (which
-// kills the child's process group however early it fires), the device gate
-// and the outcome.
+// Running one job: the job and its outcome, and the stages before the wait
+// (its folder, its arguments file, the request to a fresh or an idle child)
+// and after it (handing back the device, forgetting the job). wait.go waits
+// for its end, collect.go reads back what it left.
 
 import (
 	"context"
@@ -10,7 +11,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -107,7 +107,58 @@ func (w *Worker) Run(ctx context.Context, job Job) (*Outcome, error) {
 	return out, err
 }
 
+// jobRun is one job in flight: what its stages share, from the folder it
+// was given to the child that ran it.
+type jobRun struct {
+	w   *Worker
+	p   *proc
+	ctx context.Context
+	job Job
+	id  int64
+
+	key  string     // reuseKey, "" unless the job may reuse or leave a child
+	idle *idleChild // the idle child that takes the job, nil for a fresh one
+	jobs int        // jobs its child will have run, this one included
+	dir  string     // the job folder (the idle child's own when it has one)
+	pd   *pending
+
+	kept      bool   // the child stays idle with its folder
+	handedOff bool   // reap, not run, releases the device and forgets the job
+	release   func() // hands the device back; nil while the job does not hold it
+
+	t0       time.Time
+	gateWait time.Duration // time spent waiting for the device, not the job's
+	pid      int           // the child's, 0 until the "started" event
+	out      *Outcome
+	logc     *logCap
+	deadline *time.Timer
+	load     loadAllowance
+	polls    int
+}
+
+// run is Run without the check of the judge's files. Its stages: ready the
+// job (parent, folder, arguments), register it for events, send it to a
+// fresh or an idle child, wait for its end, and clean up unless the child
+// was kept or reap took over.
 func (w *Worker) run(ctx context.Context, job Job) (*Outcome, error) {
+	r, err := w.prepare(ctx, job)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.register(); err != nil {
+		return nil, err
+	}
+	defer r.end()
+	if err := r.send(); err != nil {
+		return nil, err
+	}
+	return r.wait()
+}
+
+// prepare gets the running parent, an id, the idle child that may take the
+// job and the job's folder with its arguments in it. Nothing refers to the
+// job yet, so a failure undoes only what prepare did itself.
+func (w *Worker) prepare(ctx context.Context, job Job) (*jobRun, error) {
 	p, err := w.get(ctx)
 	if err != nil {
 		return nil, err
@@ -116,312 +167,86 @@ func (w *Worker) run(ctx context.Context, job Job) (*Outcome, error) {
 	w.nextID++
 	id := w.nextID
 	w.mu.Unlock()
-	key, jobs := "", 1
-	var idle *idleChild
-	if job.Reuse {
-		key = reuseKey(job)
-		idle = w.takeIdle(p, key)
-	}
-	dir, err := w.jobFolder(id, idle)
-	if err != nil {
-		if idle != nil {
-			idle.kill()
-		}
-		return nil, err
-	}
-	argsFile := filepath.Join(dir, "judge", "args.json")
-	if err := writeArgs(argsFile, job.Args); err != nil {
-		if idle != nil {
-			idle.kill()
-		}
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	pd := &pending{events: make(chan event, 64)}
-	p.pmu.Lock()
-	select {
-	case <-p.dead:
-		p.pmu.Unlock()
-		return nil, ErrWorkerDied
-	default:
-	}
-	p.pending[id] = pd
-	p.pmu.Unlock()
-	// cleanup forgets the job; it runs once the child is gone, which after
-	// a "done" event is the reaper's to wait for. A kept child keeps its
-	// folder.
-	kept := false
-	cleanup := func() {
-		p.pmu.Lock()
-		delete(p.pending, id)
-		p.pmu.Unlock()
-		if !kept {
-			os.RemoveAll(dir)
-		}
-	}
-	var release func()
-	handedOff := false
-	defer func() {
-		if handedOff {
-			return
-		}
-		if release != nil {
-			release()
-		}
-		cleanup()
-	}()
 	if job.Timeout <= 0 {
 		job.Timeout = 10 * time.Minute
 	}
-	t0 := time.Now()
-	req := runRequest{Op: "run", ID: id, Module: job.Module, Func: job.Func, ArgsFile: argsFile,
-		JobDir: dir, Env: job.Env, MemLimit: job.MemLimit, Reuse: job.Reuse, Network: job.Network, Writable: job.Writable}
-	if idle != nil {
-		req.Child, jobs = idle.pid, idle.jobs+1
+	r := &jobRun{w: w, p: p, ctx: ctx, job: job, id: id, jobs: 1}
+	if job.Reuse {
+		r.key = reuseKey(job)
+		r.idle = w.takeIdle(p, r.key)
 	}
-	if err := p.send(req); err != nil {
-		killTree(req.Child) // taken from the pool: nobody else will end it
+	if r.dir, err = w.jobFolder(id, r.idle); err != nil {
+		if r.idle != nil {
+			r.idle.kill() // taken from the pool: nobody else will end it
+		}
 		return nil, err
 	}
-	out := &Outcome{Code: -1}
-	logc := &logCap{path: filepath.Join(dir, "judge", "log.txt")}
-	deadline := time.NewTimer(job.Timeout)
-	defer deadline.Stop()
-	load := loadAllowance{limit: 10 * job.Timeout}
-	var gateWait time.Duration
-	pid := 0
-	// kill ends the child's process group. Go may not know the pid yet (the
-	// deadline fired during the fork, or before the "started" event was
-	// read), so the parent, which learns it first, is asked too; its cancel
-	// follows the run request on the same pipe, so it can never arrive first.
-	kill := func() {
-		killTree(pid)
-		_ = p.send(idRequest{Op: "cancel", ID: id})
-	}
-	// finish reads what the job left; its result counts only when the
-	// child reported it (the "done" event).
-	finish := func(reported bool) (*Outcome, error) {
-		out.Wall = time.Since(t0) - gateWait
-		out.Pid = pid
-		judge := filepath.Join(dir, "judge")
-		// Not cut here: the tail the job wrote last is what is read.
-		out.Log = readLog(logc.path, logc.truncated)
-		out.LogDropped = logc.dropped()
-		out.Board = readBoard(filepath.Join(judge, "board"))
-		out.Sandbox = readSandbox(filepath.Join(judge, "sandbox.json"))
-		out.Judge = readJudge(filepath.Join(judge, "judge.json"))
-		if b, err := os.ReadFile(filepath.Join(judge, "result.json")); err == nil && len(b) > 0 {
-			if reported {
-				out.Result = b
-			} else {
-				out.Unreported = true
-			}
+	if err := writeArgs(r.argsFile(), job.Args); err != nil {
+		if r.idle != nil {
+			r.idle.kill()
 		}
-		return out, nil
+		os.RemoveAll(r.dir)
+		return nil, err
 	}
-	// waitExit waits for the exit event after a kill; a "started" event that
-	// arrives now is killed on sight.
-	waitExit := func() {
-		t := time.NewTimer(exitWait)
-		defer t.Stop()
-		for {
-			select {
-			case ev := <-pd.events:
-				switch ev.Event {
-				case "started":
-					pid = ev.Pid
-					killTree(pid)
-				case "exit":
-					setExit(out, ev)
-					return
-				}
-			case <-p.dead:
-				return
-			case <-t.C:
-				w.log.Warn("python worker: no exit event after a kill", "job", id, "pid", pid)
-				return
-			}
-		}
+	return r, nil
+}
+
+// argsFile is where the child reads the job's arguments.
+func (r *jobRun) argsFile() string { return filepath.Join(r.dir, "judge", "args.json") }
+
+// register routes the parent's events for the job to it; a parent that
+// died already has none to send.
+func (r *jobRun) register() error {
+	r.pd = &pending{events: make(chan event, 64)}
+	r.p.pmu.Lock()
+	defer r.p.pmu.Unlock()
+	select {
+	case <-r.p.dead:
+		return ErrWorkerDied
+	default:
 	}
-	// started records which child runs the job.
-	started := func(ev event) {
-		pid = ev.Pid
-		load.start(pid)
-		out.Reused = ev.Reused
-		if !ev.Reused {
-			jobs = 1 // the idle child was gone: a fresh one took the job
-		}
+	r.p.pending[r.id] = r.pd
+	return nil
+}
+
+// end hands back the device and forgets the job when run returns, unless
+// reap took both over (the child delivered but has not exited yet).
+func (r *jobRun) end() {
+	if r.handedOff {
+		return
 	}
-	// waitStarted reads up to the parent's "started" event when the child's
-	// "done" came first; the parent writes it right after the fork or the
-	// hand-over, so only a dead parent makes it time out. The child's own
-	// pid (in "done") stands in then.
-	waitStarted := func(childPid int) {
-		t := time.NewTimer(exitWait)
-		defer t.Stop()
-		for pid == 0 {
-			select {
-			case ev := <-pd.events:
-				if ev.Event == "started" {
-					started(ev)
-				}
-			case <-p.dead:
-				pid = childPid
-			case <-t.C:
-				w.log.Warn("python worker: no started event for a finished job", "job", id, "pid", childPid)
-				pid = childPid
-			}
-		}
+	if r.release != nil {
+		r.release()
 	}
-	// Every logPoll the log's cap; every rssPoll the memory limit.
-	poll := time.NewTicker(logPoll)
-	defer poll.Stop()
-	var polls int
-	for {
-		select {
-		case <-poll.C:
-			logc.check()
-			polls++
-			if pid == 0 || job.RSSLimit <= 0 || polls%int(rssPoll/logPoll) != 0 {
-				continue
-			}
-			if rss := treeRSS(pid); rss > job.RSSLimit {
-				out.RSSExceeded = rss
-				kill()
-				waitExit()
-				return finish(false)
-			}
-		case ev := <-pd.events:
-			switch ev.Event {
-			case "started":
-				started(ev)
-			case "progress":
-				out.Stage = ev.Stage
-				if job.Progress != nil {
-					job.Progress(ev.Stage, ev.Done, ev.Total)
-				}
-			case "gate":
-				if job.Gate == nil {
-					if err := p.send(idRequest{Op: "grant", ID: id}); err != nil {
-						kill()
-						return nil, err
-					}
-					continue
-				}
-				// The wait for the device does not count against the job's deadline.
-				deadline.Stop()
-				g0 := time.Now()
-				rel, err := job.Gate(ctx)
-				gateWait += time.Since(g0)
-				if err != nil {
-					kill()
-					waitExit()
-					return nil, fmt.Errorf("worker: waiting for the device: %w", err)
-				}
-				release = rel
-				deadline.Reset(job.Timeout - (time.Since(t0) - gateWait))
-				if err := p.send(idRequest{Op: "grant", ID: id}); err != nil {
-					kill()
-					return nil, err
-				}
-			case "ungate":
-				// The child is done with the device (it synchronized and
-				// freed its memory there): the next job's device phase
-				// overlaps this child's result writing and teardown.
-				if release != nil {
-					release()
-					release = nil
-				}
-			case "done":
-				// result.json is complete; the exit (the driver tearing the
-				// CUDA context down) need not hold up the caller.
-				out.Code = 0
-				if pid == 0 {
-					// The child writes "done" itself and the parent writes
-					// "started": a quick child can be read first. Which
-					// child it was, and whether it was kept, is in "started".
-					waitStarted(ev.Pid)
-				}
-				res, err := finish(true)
-				// A kept child must have nothing left below it (it killed
-				// what its job started; this checks).
-				if ev.Idle && key != "" && pid != 0 && len(except(descendants(pid), judgePid(res.Judge))) == 0 &&
-					(job.KeepIf == nil || job.KeepIf(res)) {
-					// Kept before Run returns, so a caller's next job finds it.
-					kept = true
-					w.putIdle(&idleChild{p: p, pid: pid, key: key, jobs: jobs, dir: dir})
-					return res, err
-				}
-				if ev.Idle {
-					killTree(pid) // idle although nobody asked, or not clean: not ours to keep
-				}
-				handedOff = true
-				go w.reap(p, pd, id, pid, release, cleanup)
-				return res, err
-			case "exit":
-				setExit(out, ev)
-				return finish(false)
-			case "error":
-				kill()
-				return nil, fmt.Errorf("python worker: %s", ev.Message)
-			}
-		case <-deadline.C:
-			if more := load.extend(pid); more > 0 {
-				deadline.Reset(more) // the machine's load, not the job's work, took that time
-				continue
-			}
-			out.TimedOut, out.LoadGrant = true, load.granted
-			kill()
-			waitExit()
-			return finish(false)
-		case <-ctx.Done():
-			kill()
-			waitExit()
-			return nil, fmt.Errorf("worker job: %w", ctx.Err())
-		case <-p.dead:
-			killTree(pid)
-			return nil, ErrWorkerDied
-		}
+	r.cleanup()
+}
+
+// cleanup forgets the job; it runs once the child is gone, which after a
+// "done" event is the reaper's to wait for. A kept child keeps its folder.
+func (r *jobRun) cleanup() {
+	r.p.pmu.Lock()
+	delete(r.p.pending, r.id)
+	r.p.pmu.Unlock()
+	if !r.kept {
+		os.RemoveAll(r.dir)
 	}
 }
 
-// exitGrace bounds how long a child that reported "done" may take to exit
-// before its process group is killed (a variable for the tests).
-var exitGrace = 10 * time.Second
-
-// reap waits for the exit of a child that already delivered its result,
-// kills its group if the exit does not come within exitGrace (a candidate's
-// leftover work stuck on the device), then hands back the device if the
-// child still held it and forgets the job.
-func (w *Worker) reap(p *proc, pd *pending, id int64, pid int, release func(), cleanup func()) {
-	defer func() {
-		if release != nil {
-			release()
-		}
-		cleanup()
-	}()
-	grace := time.NewTimer(exitGrace)
-	defer grace.Stop()
-	killed := false
-	for {
-		select {
-		case ev := <-pd.events:
-			if ev.Event == "exit" { // Run saw "started" before it handed off
-				return
-			}
-		case <-p.dead:
-			return
-		case <-grace.C:
-			if killed {
-				w.log.Warn("python worker: no exit event after a kill", "job", id, "pid", pid)
-				return
-			}
-			w.log.Warn("python worker: child delivered its result but did not exit; killing its tree", "job", id, "pid", pid)
-			killTree(pid)
-			killed = true
-			grace.Reset(exitWait)
-		}
+// send asks the parent to fork a child for the job, or to hand it to the
+// idle child; the job's wall time starts here.
+func (r *jobRun) send() error {
+	r.t0 = time.Now()
+	job := r.job
+	req := runRequest{Op: "run", ID: r.id, Module: job.Module, Func: job.Func, ArgsFile: r.argsFile(),
+		JobDir: r.dir, Env: job.Env, MemLimit: job.MemLimit, Reuse: job.Reuse, Network: job.Network, Writable: job.Writable}
+	if r.idle != nil {
+		req.Child, r.jobs = r.idle.pid, r.idle.jobs+1
 	}
+	if err := r.p.send(req); err != nil {
+		killTree(req.Child) // taken from the pool: nobody else will end it
+		return err
+	}
+	return nil
 }
 
 // writeArgs puts a job's arguments in its directory: the child reads them
@@ -441,79 +266,4 @@ func writeArgs(path string, args any) error {
 		return fmt.Errorf("worker: write job args: %w", err)
 	}
 	return nil
-}
-
-func setExit(out *Outcome, ev event) {
-	if ev.Signal != nil {
-		out.Signal = syscall.Signal(*ev.Signal)
-	} else if ev.Code != nil {
-		out.Code = *ev.Code
-	}
-}
-
-// readBoard reads a job's status board: its text up to the first NUL.
-func readBoard(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	b := make([]byte, boardSize)
-	n, _ := f.Read(b)
-	s, _, _ := strings.Cut(string(b[:n]), "\x00")
-	return strings.TrimSpace(s)
-}
-
-// readJudge reads the judge's report: a regular file of at most judgeSize
-// bytes, else nil.
-func readJudge(path string) json.RawMessage {
-	st, err := os.Lstat(path)
-	if err != nil || !st.Mode().IsRegular() || st.Size() > judgeSize {
-		return nil
-	}
-	b, err := os.ReadFile(path)
-	if err != nil || len(b) == 0 {
-		return nil
-	}
-	return b
-}
-
-// readSandbox reads the job's sandbox report (a few hundred bytes; more
-// is not the harness's).
-func readSandbox(path string) json.RawMessage {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	b := make([]byte, 16<<10)
-	n, _ := f.Read(b)
-	if n == 0 || !json.Valid(b[:n]) {
-		return nil
-	}
-	return json.RawMessage(b[:n])
-}
-
-// judgePid is the pid the job's judge declared in its report (0 if none):
-// the one process a kept child may keep below it. The judge's folder is
-// out of the candidate's reach, so the candidate cannot name its own.
-func judgePid(judge json.RawMessage) int {
-	var j struct {
-		Pid int `json:"judge_pid"`
-	}
-	if len(judge) == 0 || json.Unmarshal(judge, &j) != nil {
-		return 0
-	}
-	return j.Pid
-}
-
-// except is pids without skip.
-func except(pids []int, skip int) []int {
-	out := pids[:0:0]
-	for _, p := range pids {
-		if p != skip {
-			out = append(out, p)
-		}
-	}
-	return out
 }

@@ -10,10 +10,12 @@
 // verify.go checks it against the embedded files around every job and
 // unpacks it again when it changed, process.go starts, restarts and stops
 // the parent, events.go is the protocol between Go and the parent, run.go
-// runs one job, idle.go keeps the children that wait for another,
-// folder.go makes a job's folders (work/ for the candidate, judge/ for the
-// harness's files), output.go caps its log, tree.go kills a process tree,
-// probe.go probes the sandbox that py/sandbox.py enters per job.
+// readies and sends one job, wait.go waits for its end (deadline, load
+// grant, device gate), collect.go reads back what it left, idle.go keeps
+// the children that wait for another, folder.go makes a job's folders
+// (work/ for the candidate, judge/ for the harness's files), output.go caps
+// its log, tree.go kills a process tree, probe.go probes the sandbox that
+// py/sandbox.py enters per job.
 package worker
 
 import (

@@ -224,22 +224,3 @@ func makeHunk(body, before []DiffLine) Hunk {
 	}
 	return h
 }
-
-// Unified renders the diff from a to b as `diff -u` would (without file
-// times); "" when they are equal.
-func Unified(a, b, nameA, nameB string, context int) string {
-	hunks := Hunks(DiffLines(splitLines(a), splitLines(b)), context)
-	if len(hunks) == 0 {
-		return ""
-	}
-	var s strings.Builder
-	fmt.Fprintf(&s, "--- %s\n+++ %s\n", nameA, nameB)
-	for _, h := range hunks {
-		s.WriteString(h.Header() + "\n")
-		for _, l := range h.Lines {
-			s.WriteByte(l.Op)
-			s.WriteString(l.Text + "\n")
-		}
-	}
-	return s.String()
-}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -179,4 +180,24 @@ func TestUnifiedGolden(t *testing.T) {
 	if Unified(a, a, "a", "b", 3) != "" {
 		t.Fatal("equal texts gave a diff")
 	}
+}
+
+// Unified renders the diff from a to b as `diff -u` would (without file
+// times); "" when they are equal: the hunks the report shows, held to
+// diff's own output.
+func Unified(a, b, nameA, nameB string, context int) string {
+	hunks := Hunks(DiffLines(splitLines(a), splitLines(b)), context)
+	if len(hunks) == 0 {
+		return ""
+	}
+	var s strings.Builder
+	fmt.Fprintf(&s, "--- %s\n+++ %s\n", nameA, nameB)
+	for _, h := range hunks {
+		s.WriteString(h.Header() + "\n")
+		for _, l := range h.Lines {
+			s.WriteByte(l.Op)
+			s.WriteString(l.Text + "\n")
+		}
+	}
+	return s.String()
 }

@@ -1,10 +1,8 @@
 // Package report renders one search run as a single self-contained HTML file
-// (no network: inline CSS, SVG and a small script, all embedded) and as a
-// short text summary for the CLI.
+// (no network: inline CSS, SVG and a small script, all embedded).
 //
 //	report.WriteFile(path, run, nodes, ceilings) // the page, written atomically
 //	report.WriteHTML(w, run, nodes, ceilings)    // the same, to a writer
-//	report.WriteText(w, run, nodes)              // a few lines for a terminal
 //
 // The page shows the search tree (colour = fitness, shape = verdict, the best
 // node and its lineage in gold), best-so-far over evaluations and over wall

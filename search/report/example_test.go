@@ -1,16 +1,17 @@
 package report_test
 
 import (
-	"os"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/kevolve/kevolve-mcp/search/report"
 )
 
 // A caller maps its store's rows into Run and Node (ids as strings, nil for
-// figures it does not have) and writes the page with WriteFile, or a summary
-// with WriteText.
-func ExampleWriteText() {
+// figures it does not have) and writes the page with WriteFile, or with
+// WriteHTML to a writer.
+func ExampleWriteHTML() {
 	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	x := func(v float64) *float64 { return &v }
 	run := report.Run{ID: "r1", Problem: "llm/softmax", Policy: "greedy", Operator: "tuner", Baseline: "eager",
@@ -24,15 +25,13 @@ func ExampleWriteText() {
 			CreatedAt: at.Add(21 * time.Second), FinishedAt: at.Add(30 * time.Second)},
 		{ID: "4", Parents: []string{"2"}, Code: "BLOCK = 2048\n", CreatedAt: at.Add(31 * time.Second)}, // in flight
 	}
-	report.WriteText(os.Stdout, run, nodes)
-	// report.WriteFile("run-r1.html", run, nodes, report.Ceilings{...}) writes the page.
+	var page strings.Builder
+	if err := report.WriteHTML(&page, run, nodes, report.Ceilings{}); err != nil {
+		fmt.Println(err)
+	}
+	// report.WriteFile("run-r1.html", run, nodes, report.Ceilings{...}) writes it to a file.
+	fmt.Println(strings.HasPrefix(page.String(), "<!DOCTYPE html>"), strings.Contains(page.String(), "llm/softmax"))
 
 	// Output:
-	// run         r1 · llm/softmax · greedy/tuner · done
-	// evaluations 3/4 (4 nodes, 1 pending) · wall 1m 35s
-	// verdicts    pass 2 · compile_error 1 · pending 1
-	// best        #2: 1.50× vs start, 1.65× vs eager, 30.0% of SOL, 66.7 µs
-	// lineage     #1 1.10× → #2 1.65×
-	// best so far ▁██
-	// top         #2 1.65×  #1 1.10×
+	// true true
 }

@@ -176,7 +176,7 @@ func TestHeaderAndTreeMarks(t *testing.T) {
 	}
 }
 
-func TestWriteFileAndText(t *testing.T) {
+func TestWriteFile(t *testing.T) {
 	run, nodes, ceil := synthRun(32, 7)
 	path := filepath.Join(t.TempDir(), "sub", "report.html")
 	if err := WriteFile(path, run, nodes, ceil); err != nil {
@@ -190,22 +190,6 @@ func TestWriteFileAndText(t *testing.T) {
 	}
 	if err := WriteFile(filepath.Join(path, "x.html"), run, nodes, ceil); err == nil {
 		t.Fatal("writing under a file succeeded")
-	}
-
-	var b strings.Builder
-	if err := WriteText(&b, run, nodes); err != nil {
-		t.Fatal(err)
-	}
-	out := b.String()
-	for _, want := range []string{"r-7f3a · llm/rmsnorm", "evaluations 31/42 (32 nodes, 1 pending)", "#27: 2.16× vs start, 2.38× vs eager, 1.76× vs torch.compile, 27.7% of SOL",
-		"integrity_violation 4", "→ #27 2.38×", "▁", "█"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("text summary lacks %q:\n%s", want, out)
-		}
-	}
-	b.Reset()
-	if err := WriteText(&b, Run{}, nil); err != nil || !strings.Contains(b.String(), "no node passed") {
-		t.Fatalf("empty run: %v %q", err, b.String())
 	}
 }
 

@@ -131,9 +131,6 @@ func (m *Manager) Close() {
 	}
 }
 
-// Store is the manager's store (read-only use by callers).
-func (m *Manager) Store() search.Store { return m.o.Store }
-
 func (m *Manager) activeDrive(id string) *drive {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -184,9 +184,6 @@ func (m *Manager) Summary(ctx context.Context, id string) (search.Summary, error
 	return m.summary(ctx, id)
 }
 
-// List returns every run in the store, newest first as the store orders.
-func (m *Manager) List(ctx context.Context) ([]*search.Run, error) { return m.o.Store.Runs(ctx) }
-
 // RunInfo is a run's identity and settings, as evolve_start, evolve,
 // evolve_stop and evolve_resume return it.
 type RunInfo struct {

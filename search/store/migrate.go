@@ -185,10 +185,3 @@ func apply(ctx context.Context, db *sql.DB, component string, m Migration) error
 	done = true
 	return nil
 }
-
-// Version is the newest applied migration of the search tables (0 = none).
-func Version(ctx context.Context, db *sql.DB) (int, error) {
-	var v sql.NullInt64
-	err := db.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations WHERE component = ?`, component).Scan(&v)
-	return int(v.Int64), err
-}

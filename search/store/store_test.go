@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"path/filepath"
 	"sync"
@@ -10,6 +11,13 @@ import (
 
 	"github.com/kevolve/kevolve-mcp/search"
 )
+
+// Version is the newest applied migration of the search tables (0 = none).
+func Version(ctx context.Context, db *sql.DB) (int, error) {
+	var v sql.NullInt64
+	err := db.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations WHERE component = ?`, component).Scan(&v)
+	return int(v.Int64), err
+}
 
 func openTest(t *testing.T) *SQLite {
 	t.Helper()

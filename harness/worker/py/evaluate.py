@@ -1,7 +1,7 @@
 """One evaluation of a candidate (ModelNew) against a KernelBench-format
 reference (Model, get_inputs, get_init_inputs), run in a forked child.
 
-main(args, ctx) returns a dict (decoded by harness/eval.go, pyResult):
+main(args, ctx) returns a dict (decoded by harness/convert.go, pyResult):
 verdict, stage, checks, timing stats, warnings, memory, and work when
 args["count_work"]. Every kernel failure becomes a verdict; a failing
 reference is verdict reference_error; an out-of-memory error anywhere is

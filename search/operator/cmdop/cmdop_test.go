@@ -310,7 +310,7 @@ func TestEngineAcceptsSmallFixes(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			st := newStore(t)
-			op := novelty.Wrap(newOp(t, "cmd:"+agent(t, tc.script), time.Minute))
+			op := &novelty.Op{Inner: newOp(t, "cmd:"+agent(t, tc.script), time.Minute)}
 			e := &engine.Engine{Store: st, Eval: &harnesseval.Adapter{Ev: ev, Trials: 2}, Operator: op}
 			run, err := e.Run(context.Background(), engine.StartOptions{Problem: p, StartCode: tc.start, Policy: "greedy",
 				Budget: search.Budget{Evals: 2}, Seed: 1})

@@ -45,9 +45,6 @@ type Op struct {
 	Retries   int     // extra asks after a rejection (0 = default; <0 = none)
 }
 
-// Wrap returns inner with novelty rejection at the defaults.
-func Wrap(inner search.Operator) *Op { return &Op{Inner: inner} }
-
 func (o *Op) Name() string { return o.Inner.Name() }
 
 // Deadline covers every ask: a rejected proposal is retried within it.
@@ -176,9 +173,6 @@ func (o *Op) judge(known []kernel, code string) (search.RejectedProposal, bool) 
 	}
 	return search.RejectedProposal{}, true
 }
-
-// Similarity is the normalized-token similarity of two kernels in [0,1].
-func Similarity(a, b string) float64 { return jaccard(shingles(a), shingles(b)) }
 
 var (
 	docstring = regexp.MustCompile(`(?s)\A\s*(?:"""|''').*?(?:"""|''')`)

@@ -30,6 +30,10 @@ class ModelNew(torch.nn.Module):
         return y
 `
 
+// similarity is the normalized-token similarity of two kernels in [0,1],
+// as Op measures it.
+func similarity(a, b string) float64 { return jaccard(shingles(a), shingles(b)) }
+
 func TestSimilarity(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -44,7 +48,7 @@ func TestSimilarity(t *testing.T) {
 		{"different kernel", "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x.clone()\n", false},
 	}
 	for _, tc := range cases {
-		s := Similarity(base, tc.code)
+		s := similarity(base, tc.code)
 		if got := s >= DefaultThreshold; got != tc.reject {
 			t.Errorf("%s: similarity %.3f, reject %v, want %v", tc.name, s, got, tc.reject)
 		}
@@ -116,7 +120,7 @@ func TestGivesUpAfterRetries(t *testing.T) {
 func TestEachAskHasItsDeadline(t *testing.T) {
 	in := &scripted{answers: []string{"HANG"}, deadline: 200 * time.Millisecond}
 	t0 := time.Now()
-	_, err := Wrap(in).Propose(context.Background(), graphWith(base))
+	_, err := (&Op{Inner: in}).Propose(context.Background(), graphWith(base))
 	if err == nil || time.Since(t0) > 2*time.Second {
 		t.Fatalf("%v after %s", err, time.Since(t0))
 	}
@@ -170,7 +174,7 @@ func TestNoveltyRule(t *testing.T) {
 			// A short kernel: a rename changes 8% of its trigrams.
 			p, err := (&Op{Inner: in, Retries: -1, Threshold: 0.9}).Propose(context.Background(), graphOf(tc.node, tc.verdict))
 			if got := err == nil; got != tc.novel {
-				t.Fatalf("novel %v, want %v (err %v, similarity %.3f)", got, tc.novel, err, Similarity(tc.node, tc.proposal))
+				t.Fatalf("novel %v, want %v (err %v, similarity %.3f)", got, tc.novel, err, similarity(tc.node, tc.proposal))
 			}
 			if tc.novel && p.Code != tc.proposal {
 				t.Errorf("proposal changed")

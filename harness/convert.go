@@ -1,0 +1,154 @@
+package harness
+
+// An evaluation job's outcome as a result: a verdict of the harness's own
+// where the child did not report one (memory limit, deadline, a forged
+// result, a crash), else what evaluate.py returned, with the judge's
+// report applied.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/kevolve/kevolve-mcp/harness/target"
+	"github.com/kevolve/kevolve-mcp/harness/worker"
+)
+
+// pyResult is what evaluate.py returns.
+type pyResult struct {
+	HarnessError string `json:"harness_error"`
+	Error        string `json:"error"`
+	ErrorType    string `json:"error_type"`
+	Verdict      string `json:"verdict"`
+	Stage        string `json:"stage"`
+	VerdictKBV0  string `json:"verdict_kernelbench_v0"`
+	Checks       []Check
+	Warnings     []string
+	Candidate    *Stats             `json:"candidate"`
+	RefEager     *Stats             `json:"ref_eager"`
+	RefCompile   *Stats             `json:"ref_compile"`
+	StageS       map[string]float64 `json:"stage_s"`
+	Memory       *MemoryUse         `json:"memory"`
+	Work         *TracedWork        `json:"work"`
+	Process      *ProcessUse        `json:"process"`
+	Notes        []string           `json:"notes"`
+}
+
+// convert turns the job's outcome into a result, and returns the work the
+// child counted (nil if it counted none) for the speed of light. A Go
+// error is the harness's failure, not the candidate's.
+func (e *Evaluator) convert(ctx context.Context, r *evalRun, out *worker.Outcome) (*EvalResult, *TracedWork, error) {
+	res := &EvalResult{Target: string(r.tgt), Shapes: r.req.Shapes, Device: r.dev.Name, DeviceIndex: r.dev.Index, DeviceUUID: r.dev.UUID,
+		HarnessVersion: HarnessVersion(), Log: out.Log, Checks: []Check{}, Sandbox: sandboxReport(out),
+		MeasuredAt: r.t0.UTC().Format(time.RFC3339Nano)}
+	if e.unreported(r, res, out) {
+		return res, nil, nil
+	}
+	pr, err := decodePyResult(out.Result)
+	if err != nil {
+		return nil, nil, err
+	}
+	if pr.Verdict == "" {
+		// A MemoryError escaped evaluate.py's own handling (a memory limit
+		// was reached): a crash, not the harness's failure.
+		res.Verdict, res.Stage = VerdictCrash, out.Stage
+		res.Checks = append(res.Checks, Check{Name: "memory", Passed: false, Detail: pr.Error})
+		return res, nil, nil
+	}
+	e.fromPython(ctx, r, res, pr)
+	applyJudge(res, out.Judge, judgeOff())
+	return res, pr.Work, nil
+}
+
+// unreported gives the verdict of a child that reported no result: killed
+// by the host memory limit or the deadline, ended after something else
+// wrote its result file, or dead. False if the child reported one.
+func (e *Evaluator) unreported(r *evalRun, res *EvalResult, out *worker.Outcome) bool {
+	switch {
+	case out.RSSExceeded > 0:
+		// Killed by the host memory limit: the board says which program ran.
+		res.Verdict = VerdictRuntimeError
+		res.Stage = out.Stage
+		who := runningSide(out.Board)
+		if who == "" {
+			who = "evaluation process"
+		}
+		res.Checks = append(res.Checks, Check{Name: "out_of_memory", Passed: false,
+			Detail: fmt.Sprintf("the %s ran out of memory in stage %s: host memory: the evaluation process reached %s resident, over its limit of %s, and was killed; peak device memory: not recorded (the process was killed)",
+				who, out.Stage, gib(out.RSSExceeded), gib(e.cfg.HostMemLimit))})
+		res.Memory = &MemoryUse{ProcessPeakRSS: out.RSSExceeded}
+	case out.TimedOut:
+		res.Verdict = VerdictTimeout
+		res.Stage = out.Stage
+		res.Checks = append(res.Checks, Check{Name: "deadline", Passed: false,
+			Detail: fmt.Sprintf("killed after %s in stage %q", r.req.Timeout, out.Stage) + loadGrant(out.LoadGrant) + whileRunning(out.Board)})
+	case out.Unreported:
+		// The harness reports its result before the process ends; a
+		// result file with no report is something else's (a candidate
+		// that wrote one and ended the process), whatever it says.
+		res.Verdict = VerdictIntegrityViolation
+		res.Stage = out.Stage
+		res.Checks = append(res.Checks, Check{Name: "result_forged", Passed: false,
+			Detail: fmt.Sprintf("the evaluation process ended (code %d) in stage %q before the harness reported a result, yet a result file was there: it was not the harness's", out.Code, out.Stage)})
+	case out.Result == nil:
+		res.Verdict = VerdictCrash
+		res.Stage = out.Stage
+		detail := fmt.Sprintf("the evaluation process exited with code %d", out.Code)
+		if out.Signal != 0 {
+			detail = fmt.Sprintf("the evaluation process died of signal %d (%s)", int(out.Signal), out.Signal)
+			if out.Signal == syscall.SIGKILL && r.tgt == target.CPU {
+				detail += "; a memory limit or the OOM killer may have ended it"
+			}
+		}
+		res.Checks = append(res.Checks, Check{Name: "process", Passed: false, Detail: detail + " in stage " + out.Stage})
+	default:
+		return false
+	}
+	return true
+}
+
+// decodePyResult reads evaluate.py's result. An error is the harness's
+// failure; an empty verdict is left only for a MemoryError, which the
+// candidate can cause.
+func decodePyResult(b json.RawMessage) (*pyResult, error) {
+	var pr pyResult
+	if err := json.Unmarshal(b, &pr); err != nil {
+		return nil, fmt.Errorf("evaluate: decode worker result: %w", err)
+	}
+	if pr.HarnessError != "" {
+		return nil, fmt.Errorf("evaluate: %s", pr.HarnessError)
+	}
+	if pr.Verdict == "" && pr.ErrorType != "MemoryError" {
+		return nil, fmt.Errorf("evaluate: the harness's Python failed: %s", pr.Error)
+	}
+	return &pr, nil
+}
+
+// fromPython fills the result from evaluate.py's: verdicts, checks,
+// timings, memory and work. A torch.compile timing measured now is kept
+// for the reference's later evaluations; one measured before stands in.
+func (e *Evaluator) fromPython(ctx context.Context, r *evalRun, res *EvalResult, pr *pyResult) {
+	res.Verdict, res.Stage, res.VerdictKernelBenchV0 = pr.Verdict, pr.Stage, pr.VerdictKBV0
+	if pr.Checks != nil {
+		res.Checks = pr.Checks
+	}
+	res.Warnings = pr.Warnings
+	if pr.Error != "" {
+		res.Warnings = append(res.Warnings, pr.Error)
+	}
+	res.Candidate, res.RefEager, res.RefCompile = pr.Candidate, pr.RefEager, pr.RefCompile
+	if res.RefCompile != nil {
+		e.compilePut(ctx, r.rkey, res.RefCompile)
+	} else if r.knownCompile != nil && res.Candidate != nil {
+		res.RefCompile = r.knownCompile
+	}
+	res.StageS = pr.StageS
+	if r.prepS > 0 && res.StageS != nil {
+		res.StageS[StagePrepareBuild] = r.prepS
+	}
+	res.Memory, res.Work = pr.Memory, pr.Work
+	res.Process = pr.Process
+	res.Notes = pr.Notes
+}

@@ -1,0 +1,110 @@
+package harness
+
+// The job evaluate.py's main(args, ctx) runs: its arguments as a typed
+// struct, and the worker job (environment, limits, gate, reuse) around it.
+
+import (
+	"context"
+
+	"github.com/kevolve/kevolve-mcp/harness/target"
+	"github.com/kevolve/kevolve-mcp/harness/worker"
+)
+
+// evalJob is the arguments of evaluate.py's main. Its fields are in the
+// order of their JSON keys: the map it replaced was encoded with its keys
+// sorted, and the child reads the same bytes (evaljob_test.go pins them).
+// A key with omitempty was set only in some cases; the others always were.
+type evalJob struct {
+	BudgetS   float64   `json:"budget_s"` // the job's deadline, for the child's own caps
+	Candidate jobSource `json:"candidate"`
+	// CompileReference is only ever false: skip timing torch.compile of the
+	// reference (measured before, on a CPU, or turned off by the caller).
+	CompileReference *bool `json:"compile_reference,omitempty"`
+	CountWork        bool  `json:"count_work"`
+	// Judge is only ever false: KEVOLVE_JUDGE=off (judgeOff).
+	Judge         *bool      `json:"judge,omitempty"`
+	KernelPolicy  string     `json:"kernel_policy,omitempty"`
+	Reference     jobSource  `json:"reference"`
+	Seed          int64      `json:"seed"`
+	SkipTiming    bool       `json:"skip_timing"`
+	SOLSeconds    float64    `json:"sol_seconds"`
+	Target        string     `json:"target"` // "nvidia" or "cpu": what evaluate.py knows
+	Tolerance     *Tolerance `json:"tolerance,omitempty"`
+	ToleranceRule string     `json:"tolerance_rule,omitempty"` // set only for a rule other than the default
+	Trials        int        `json:"trials"`
+}
+
+// jobSource ships a program as the code that was read and hashed: the
+// child runs these bytes, not the file again. A file's path goes with it:
+// its folder stays importable and its __file__ is kept (load_module).
+type jobSource struct {
+	Code string `json:"code"`
+	Path string `json:"path,omitempty"`
+}
+
+// newEvalJob is the child's arguments for an evaluation whose request has
+// its defaults and whose compile stats were looked up (r.knownCompile).
+func newEvalJob(r *evalRun) evalJob {
+	req := r.req
+	// evaluate.py knows "nvidia" and "cpu": an AMD GPU under ROCm torch is
+	// driven through the same torch.cuda calls.
+	pyTarget := "cpu"
+	if r.tgt != target.CPU {
+		pyTarget = "nvidia"
+	}
+	j := evalJob{
+		Reference:    jobSource{Code: r.refCode, Path: r.refPath},
+		Candidate:    jobSource{Code: r.candCode, Path: r.candPath},
+		Target:       pyTarget,
+		Trials:       req.Trials,
+		Seed:         req.Seed,
+		SkipTiming:   req.SkipTiming,
+		SOLSeconds:   req.SOLSeconds,
+		BudgetS:      req.Timeout.Seconds(),
+		CountWork:    req.CountWork || (!req.SkipTiming && !declaredFor(req.Work, req.Shapes)),
+		Tolerance:    req.Tolerance,
+		KernelPolicy: req.KernelPolicy,
+	}
+	if req.ToleranceRule != ToleranceDefault {
+		j.ToleranceRule = req.ToleranceRule
+	}
+	no := false
+	if judgeOff() {
+		j.Judge = &no
+	}
+	if r.knownCompile != nil || r.tgt == target.CPU || (req.CompileReference != nil && !*req.CompileReference) {
+		// Measured before (or CPU, where inductor's C++ build is too slow
+		// to pay per evaluation).
+		j.CompileReference = &no
+	}
+	return j
+}
+
+// workerJob is the worker job that runs an evaluation: its child pinned to
+// the leased device, its shape set and limits, the device gate, and reuse
+// of a warm child where the configuration allows it. It looks up the
+// reference's compile stats first: known ones are not measured again.
+func (e *Evaluator) workerJob(ctx context.Context, r *evalRun, progress func(string, int, int)) worker.Job {
+	r.rkey = refKey(r.refCode, string(r.tgt), r.dev.Name, r.req)
+	if !r.req.Retime {
+		r.knownCompile = e.compileGet(ctx, r.rkey)
+	}
+	r.env = r.lease.Env() // pins the child to its device before its first GPU call
+	if r.req.Shapes != "" {
+		r.env["KEVOLVE_SHAPES"] = r.req.Shapes
+	}
+	var mem int64
+	if r.tgt == target.CPU {
+		// Triton kernels run in its interpreter on the CPU.
+		r.env["TRITON_INTERPRET"] = "1"
+		mem = e.cfg.CPUMemLimit
+	}
+	return worker.Job{
+		Module: "evaluate", Func: "main", Args: newEvalJob(r), Env: r.env, Timeout: r.req.Timeout, MemLimit: mem,
+		RSSLimit: max(e.cfg.HostMemLimit, 0),
+		Progress: progress,
+		Gate:     r.lease.Exclusive, // loading and compiling overlap; the device phase runs alone on its device
+		Reuse:    e.cfg.Reuse == ReuseAll || (e.cfg.Reuse == ReuseGPU && r.tgt != target.CPU),
+		KeepIf:   keepAfterJudge,
+	}
+}
