@@ -16,7 +16,7 @@ PY_PINS     := torch==2.11.0 triton==3.6.0 numpy==2.3.5 pyyaml \
 NODE_DIR    ?= $(HOME)/.cache/kevolve/node
 NODE_PKG    := cmd/kevolve-mcp/testdata/node
 
-.PHONY: build dist image image-cuda run test deps venv mcp-clients vet bench bench-gpu-prep bench-run test-gpu test-gpu-run gpu-bins kb-sweep-prep kb-sweep-run kb-fastp-run kb-regress-prep kb-regress-run clean
+.PHONY: build dist image image-cuda run test deps venv mcp-clients vet bench bench-gpu-prep bench-run test-gpu test-gpu-run gpu-bins kb-sweep-prep kb-sweep-run kb-fastp-run kb-regress-prep kb-regress-run kb-throughput-prep kb-throughput-run clean
 
 # --version: the release (git describe), the commit and the build date.
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.1.0-dev)
@@ -200,6 +200,19 @@ kb-regress-prep:
 kb-regress-run:
 	@[ ! -e .gpu/regress/kevolve-mcp.gz ] || gunzip -f .gpu/regress/kevolve-mcp.gz; chmod +x .gpu/regress/kevolve-mcp
 	harness/testdata/kernelbench/regress_run.sh .gpu/regress/kevolve-mcp .gpu/regress/set $${OUT:-.gpu/regress/out}
+
+# Issue 22's throughput set: every load_inline kernel of CUDA-L1's published
+# H100 file (levels 1-2), evaluated with empty caches and a fresh database.
+# There: `make kb-throughput-run`; evaluations a minute in $$OUT/tput.
+kb-throughput-prep:
+	rm -rf .gpu/tput && harness/testdata/kernelbench/throughput_prep.sh .gpu/tput $(KB_MIRROR) $(CUDAL1_MIRROR)
+	$(GO) build -ldflags='-s -w' -o .gpu/tput/kevolve-mcp ./cmd/kevolve-mcp
+	gzip -9 .gpu/tput/kevolve-mcp; du -sh .gpu/tput
+	@echo "now on the GPU machine (carry .gpu/tput): make kb-throughput-run"
+
+kb-throughput-run:
+	@[ ! -e .gpu/tput/kevolve-mcp.gz ] || gunzip -f .gpu/tput/kevolve-mcp.gz; chmod +x .gpu/tput/kevolve-mcp
+	harness/testdata/kernelbench/throughput_run.sh $(CURDIR)/.gpu/tput/kevolve-mcp .gpu/tput $${OUT:-.gpu/tput/out}/tput
 
 clean:
 	rm -rf bin dist $(GPU_BIN)

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Evaluates the throughput set (throughput_prep.sh) on the GPU machine the
+# way a new user would: a fresh database, empty build caches (the extension
+# cache and the precompiled headers included), kernelbench run's default
+# jobs. Prints evaluations a minute over the command's wall time, and writes
+# the results to OUT (throughput.jsonl, throughput.txt, throughput.log).
+#
+# usage: throughput_run.sh BIN SET OUT   (env: KEVOLVE_PYTHON, LIMIT_S=540)
+set -uo pipefail
+bin=${1:?usage: throughput_run.sh BIN SET OUT}
+set_dir=${2:?}
+out=${3:?}
+py=${KEVOLVE_PYTHON:-/opt/torch/.venv/bin/python3}
+mkdir -p "$out"
+fresh=$(mktemp -d)
+t0=$(date +%s.%N)
+KEVOLVE_CACHE_DIR=$fresh/cache TORCH_EXTENSIONS_DIR=$fresh/torch_ext timeout -s INT -k 20 "${LIMIT_S:-540}" \
+  "$bin" --python "$py" --db "$fresh/k.db" --log-level warn \
+  kernelbench run --kb "$set_dir/kb" --level 1,2 --candidates "$set_dir/candidates" --target nvidia --timeout 300 \
+  --jsonl "$out/throughput.jsonl" > "$out/throughput.txt" 2> "$out/throughput.log"
+rc=$?
+t1=$(date +%s.%N)
+n=$(grep -c . "$out/throughput.jsonl" 2>/dev/null || echo 0)
+python3 - "$n" "$t0" "$t1" "$rc" <<'PY' | tee -a "$out/throughput.txt"
+import sys
+n, t0, t1, rc = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+wall = t1 - t0
+print("throughput: %d evaluations in %.1f s = %.1f a minute (exit %s)" % (n, wall, 60 * n / wall if wall else 0, rc))
+PY
