@@ -16,7 +16,7 @@ PY_PINS     := torch==2.11.0 triton==3.6.0 numpy==2.3.5 pyyaml \
 NODE_DIR    ?= $(HOME)/.cache/kevolve/node
 NODE_PKG    := cmd/kevolve-mcp/testdata/node
 
-.PHONY: build dist image image-cuda run test deps venv mcp-clients vet bench bench-gpu-prep bench-run test-gpu test-gpu-run gpu-bins kb-sweep-prep kb-sweep-run kb-fastp-run kb-regress-prep kb-regress-run kb-throughput-prep kb-throughput-run clean
+.PHONY: build dist image image-cuda run test deps venv mcp-clients vet bench bench-gpu-prep bench-run test-gpu test-gpu-run gpu-bins kb-sweep-prep kb-sweep-run kb-fastp-run kb-regress-prep kb-regress-run kb-regress-buildcheck kb-throughput-prep kb-throughput-run clean
 
 # --version: the release (git describe), the commit and the build date.
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.1.0-dev)
@@ -196,6 +196,14 @@ kb-regress-prep:
 	$(GO) build -ldflags='-s -w' -o .gpu/regress/kevolve-mcp ./cmd/kevolve-mcp
 	gzip -9 .gpu/regress/kevolve-mcp; du -sh .gpu/regress
 	@echo "now on the GPU machine (carry .gpu/regress): make kb-regress-run"
+
+# Independent build evidence for the table (nothing of kevolve): each laid-out
+# candidate's own load_inline calls built with plain torch. Off a GPU, set
+# CUDA_HOME to a toolkit (the venv's nvidia/cu13 wheel folder will do, with
+# its bin/ on PATH) and TORCH_CUDA_ARCH_LIST=9.0: compile errors need no device.
+kb-regress-buildcheck:
+	cd .gpu/regress/set/candidates && $${KEVOLVE_PYTHON:-$(VENV)/bin/python} $(CURDIR)/harness/testdata/kernelbench/regress_build_check.py \
+	  $$(grep -l load_inline level*/*.py) | tee ../../build-check.txt
 
 kb-regress-run:
 	@[ ! -e .gpu/regress/kevolve-mcp.gz ] || gunzip -f .gpu/regress/kevolve-mcp.gz; chmod +x .gpu/regress/kevolve-mcp
