@@ -9,7 +9,8 @@ import (
 )
 
 // The evaluation child's stage modules, unit by unit (chunked comparison,
-// random-order snapshots, input refresh, op traces), with the worker's
+// random-order snapshots, input refresh, op traces), and the check
+// registry against the code that records checks, with the worker's
 // unpacked py dir on sys.path.
 func TestEvaluateStageModules(t *testing.T) {
 	ev := evaluator(t)
@@ -19,7 +20,7 @@ func TestEvaluateStageModules(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	dir, _ := filepath.Abs(filepath.Join("testdata", "pystages"))
-	cmd := exec.CommandContext(ctx, testPython(t), "-m", "unittest", "-v", "test_stages")
+	cmd := exec.CommandContext(ctx, testPython(t), "-m", "unittest", "-v", "test_stages", "test_registry")
 	cmd.Dir = dir
 	cmd.Env = append(cmd.Environ(), "PYTHONPATH="+ev.PyDir(), "CUDA_VISIBLE_DEVICES=")
 	out, err := cmd.CombinedOutput()

@@ -41,23 +41,27 @@ func (in RunKernelInput) Options() harness.Options {
 		Timeout: time.Duration(in.TimeoutS * float64(time.Second)), SkipTiming: in.SkipTiming, KernelPolicy: in.KernelPolicy, Retime: in.Retime}
 }
 
+// runKernelProse is run_kernel's description before its list of checks,
+// which the check registry writes (checksText).
+const runKernelProse = "Check a candidate kernel (a Python file defining ModelNew) against a PyTorch reference (KernelBench format, or a corpus problem name) and time both. " +
+	"Runs in a fresh forked process pinned to one device, with a deadline: crashes, hangs and illegal memory accesses become verdicts, never a dead server. " +
+	"Result: verdict (pass, incorrect, compile_error, runtime_error, timeout, crash, integrity_violation, reference_error), correct, the failing stage, named checks with details (listed below); " +
+	"reference_error means the reference itself failed to import, construct, make inputs or run, or is degenerate (the stage says which, the failed check's detail names its file:line); " +
+	"memory gives the peak device memory of reference and candidate. " +
+	"timing stats (median, p10, p90, CV, iterations) for the candidate, the eager reference and torch.compile of it, speedup_vs_eager, speedup_vs_compile, " +
+	"the speed-of-light bound on the device it ran on (t_sol_s, pct_of_sol, sol_score; sol says how the work was counted and which ceilings; a candidate beating the reference algorithm's bound is judged on NVIDIA by its own work measured with Nsight Compute: consistent means pass with an algorithmic_shortcut note), notes, " +
+	"fitness (speedups, 0 unless pass, and sol_score), which device ran it, warnings and the trimmed log. " +
+	"Calling the reference's own torch op, mutating inputs, caching outputs, changing what the reference runs on or running faster than the speed of light is an integrity_violation; plain torch ops pass with a warning. " +
+	"Identical requests are answered from a cache (cached: true, measured_at says when) unless retime is set. " +
+	"Tolerances of allclose and relative_norm (atol/rtol/rel_norm), dtype-aware: fp32 1e-4/1e-4/1e-3, fp16 1e-2/1e-2/1e-2, bf16 2e-2/2e-2/2e-2, fp64 1e-7/1e-7/1e-6 unless the problem sets its own " +
+	"(KernelBench today: allclose 1e-4 fp32, 1e-2 fp16/bf16; its v0/v0.1 used 1e-2 for fp32 too)."
+
 // RunKernel returns the run_kernel tool: one candidate checked and timed
-// against a reference in a fresh, isolated worker process.
+// against a reference in a fresh, isolated worker process. Its description
+// lists the checks of the evaluator's registry.
 func RunKernel(ev *harness.Evaluator, resolve problem.Resolver) server.ServerTool {
 	tool := mcp.NewTool("run_kernel",
-		mcp.WithDescription("Check a candidate kernel (a Python file defining ModelNew) against a PyTorch reference (KernelBench format, or a corpus problem name) and time both. "+
-			"Runs in a fresh forked process pinned to one device, with a deadline: crashes, hangs and illegal memory accesses become verdicts, never a dead server. "+
-			"Result: verdict (pass, incorrect, compile_error, runtime_error, timeout, crash, integrity_violation, reference_error), correct, the failing stage, named checks with details "+
-			"(allclose with dtype-aware tolerances: |out-ref| <= atol + rtol*|ref| and ||out-ref||/||ref|| <= rel_norm, fp32 1e-4/1e-4/1e-3, fp16 1e-2/1e-2/1e-2, bf16 2e-2/2e-2/2e-2, fp64 1e-7/1e-7/1e-6 unless the problem sets its own "+
-			"(KernelBench today: allclose 1e-4 fp32, 1e-2 fp16/bf16; its v0/v0.1 used 1e-2 for fp32 too); relative_norm, finite, shape/dtype/device, contiguity (another dense layout such as transposed or channels-last passes with a note; expanded or overlapping outputs fail), input_mutation, output_aliasing, "+
-			"reference_ops (the reference itself: every compute op of its trace dispatched in order, or its heavy ops called with no kernel of the candidate's own; with own kernels, library calls for part of the work pass with a note; kernel_policy strict forbids them), memoization, "+
-			"audit (timed calls checked at random on refreshed inputs), threads, stream_work, timers, harness_patched, reference_tampered (torch functions or settings, or the reference model, changed under the reference), result_forged, out_of_memory (device memory, or host memory past the evaluation process's limit, the process and its children counted), faster_than_sol), "+
-			"reference_error means the reference itself failed to import, construct, make inputs or run (stage reference_import|reference_init|reference_inputs|reference_forward, with its file:line) or is degenerate (degenerate_reference: its outputs did not change with its inputs); "+
-			"memory gives the peak device memory of reference and candidate. "+
-			"timing stats (median, p10, p90, CV, iterations) for the candidate, the eager reference and torch.compile of it, speedup_vs_eager, speedup_vs_compile, "+
-			"the speed-of-light bound on the device it ran on (t_sol_s, pct_of_sol, sol_score; sol says how the work was counted and which ceilings; a candidate beating the reference algorithm's bound is judged on NVIDIA by its own work measured with Nsight Compute: consistent means pass with an algorithmic_shortcut note), notes, "+
-			"fitness (speedups, 0 unless pass, and sol_score), which device ran it, warnings and the trimmed log. "+
-			"Calling the reference's own torch op, mutating inputs, caching outputs, changing what the reference runs on or running faster than the speed of light is an integrity_violation; plain torch ops pass with a warning. Identical requests are answered from a cache (cached: true, measured_at says when) unless retime is set."),
+		mcp.WithDescription(runKernelProse+"\n\n"+checksText(ev)),
 		mcp.WithInputSchema[RunKernelInput](),
 		mcp.WithOutputSchema[harness.EvalResult](),
 		mcp.WithTitleAnnotation("Check and time a kernel"),

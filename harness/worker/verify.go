@@ -2,7 +2,8 @@ package worker
 
 // The unpacked judge is verified, not trusted: before a parent starts,
 // before each job and after each one, its files are hashed and compared
-// with the embedded ones. A changed, missing or extra file (a forged .pyc
+// with the source's (the binary's embedded tree, or Config.Source, hashed
+// in memory). A changed, missing or extra file (a forged .pyc
 // included) is repaired by unpacking again into a fresh folder swapped in
 // place, logged with the files named, and a parent that loaded the old
 // files is restarted. Extra folders count (a package there shadows any);
@@ -138,15 +139,21 @@ func hashFile(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// unpack makes <cache>/worker/<hash> hold exactly the embedded files. It
-// returns the folder and, when it had to unpack over an existing one, what
-// was wrong with it. An error means the folder could not be made right,
-// and says why.
+// unpack makes <cache>/worker/<hash> hold exactly the embedded files (see
+// unpackFrom).
 func unpack(cache string) (dir string, repaired []string, err error) {
 	m, err := embedded()
 	if err != nil {
 		return "", nil, err
 	}
+	return unpackFrom(cache, m)
+}
+
+// unpackFrom makes <cache>/worker/<hash> hold exactly the files of m's
+// source. It returns the folder and, when it had to unpack over an
+// existing one, what was wrong with it. An error means the folder could
+// not be made right, and says why.
+func unpackFrom(cache string, m *manifest) (dir string, repaired []string, err error) {
 	dst := filepath.Join(cache, "worker", m.hash)
 	bad := check(dst, m)
 	if len(bad) == 0 {
@@ -204,7 +211,7 @@ func summarize(bad []string) string {
 	return strings.Join(bad, "; ")
 }
 
-// Verify checks the unpacked Python against the embedded files and repairs
+// Verify checks the unpacked Python against the source's files and repairs
 // it if anything changed; the running parent, which loaded the old files,
 // is stopped (its jobs in flight end with ErrWorkerDied) and the next job
 // starts a fresh one. An error means the repair failed.
@@ -216,7 +223,7 @@ func (w *Worker) Verify() error {
 
 // verifyLocked is Verify with w.mu held.
 func (w *Worker) verifyLocked() error {
-	dir, bad, err := unpack(w.cfg.CacheDir)
+	dir, bad, err := unpackFrom(w.cfg.CacheDir, w.man)
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}

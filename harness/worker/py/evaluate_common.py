@@ -436,7 +436,12 @@ _TENSOR_METHODS = ("sum", "max", "abs", "argmax", "item", "clone", "copy_", "res
                    "__sub__", "__mul__", "__add__", "__gt__", "__ne__", "__le__", "__invert__", "__and__",
                    "__getitem__", "__setitem__", "numel", "element_size", "is_contiguous", "view", "tolist")
 _HARNESS_MODULES = ("evaluate", "evaluate_common", "evaluate_compare", "evaluate_integrity", "evaluate_timing",
-                    "evaluate_ops", "evaluate_hooks", "evaluate_fingerprint", "evaluate_tamper", "workcount")
+                    "evaluate_ops", "evaluate_hooks", "evaluate_fingerprint", "evaluate_tamper", "workcount",
+                    "evaluate_job", "evaluate_state", "evaluate_pipeline", "evaluate_stage_load", "evaluate_stage_correctness",
+                    "evaluate_stage_integrity", "evaluate_stage_timing", "evaluate_stage_after")
+# The check registry's package: its modules are found at import, so are
+# their names here.
+_CHECKS_PACKAGE = "checks"
 
 
 def guard_snapshot():
@@ -447,7 +452,8 @@ def guard_snapshot():
     owners = [(torch, n) for n in _TORCH_FUNCS] + [(torch.Tensor, n) for n in _TENSOR_METHODS]
     owners += [(torch.cuda, "synchronize"), (torch.cuda.Event, "record"), (torch.cuda.Event, "elapsed_time"),
                (torch.cuda.Event, "synchronize"), (_time, "perf_counter"), (_time, "perf_counter_ns"), (_time, "monotonic")]
-    for mname in _HARNESS_MODULES:
+    registered = sorted(n for n in list(sys.modules) if n == _CHECKS_PACKAGE or n.startswith(_CHECKS_PACKAGE + "."))
+    for mname in _HARNESS_MODULES + tuple(registered):
         mod = sys.modules.get(mname)
         if mod is None:
             continue

@@ -443,10 +443,10 @@ def stream_work_check(cand_fn, ref_fn, refresher, ref_call, tol, device, fpr, ca
     return True, detail, "stream_work"
 
 
-def private_rng(args, salt):
+def private_rng(audit_seed, salt):
     """A generator the candidate cannot predict from the job's arguments:
     seeded from the OS unless the job fixes audit_seed (tests)."""
-    s = args.get("audit_seed")
+    s = audit_seed
     if s is None:
         s = random.SystemRandom().randrange(1 << 62)
     return random.Random(int(s) * 1000003 + salt), int(s)

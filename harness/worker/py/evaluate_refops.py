@@ -30,8 +30,9 @@ from evaluate_ops import heavy_aten, shared_work
 POLICIES = ("default", "strict")
 
 
-def policy_of(args):
-    p = (args.get("kernel_policy") or "default").lower()
+def policy_of(policy):
+    """The kernel policy a job names ("" for the default)."""
+    p = (policy or "default").lower()
     if p not in POLICIES:
         raise HarnessError("kernel_policy %r: use one of %s" % (p, POLICIES))
     return p
@@ -57,25 +58,21 @@ def violates(policy, own, why):
     return bool(why) and (policy == "strict" or not own)
 
 
-def judge(checks, notes, policy, same_as_ref, why, names, own, mains, share):
-    """Adds the reference_ops check. share() measures the library ops'
-    share of one call (only asked for a candidate that passes with them)."""
+def decide(notes, policy, same_as_ref, why, names, own, mains, share):
+    """The reference_ops check over the correctness trials' traces:
+    (passed, detail). share() measures the library ops' share of one call
+    (only asked for a candidate that passes with them)."""
     if same_as_ref:
-        checks.add("reference_ops", False, "the candidate is the reference: " + same_as_ref + "; implement the work in a kernel",
-                   "integrity_violation")
-        return
+        return False, "the candidate is the reference: " + same_as_ref + "; implement the work in a kernel"
     if violates(policy, own, why):
         hint = ("kernel_policy strict: every heavy op must run in the candidate's own kernels" if own
                 else "no kernel of its own ran")
-        checks.add("reference_ops", False, "the candidate's forward: %s (%s); implement them in a kernel" % (why, hint),
-                   "integrity_violation")
-        return
+        return False, "the candidate's forward: %s (%s); implement them in a kernel" % (why, hint)
     if not why:
-        checks.add("reference_ops", True, "dispatched aten ops differ from the reference's; reference main ops %s not called" % sorted(mains))
-        return
+        return True, "dispatched aten ops differ from the reference's; reference main ops %s not called" % sorted(mains)
     note = "library calls beside its own kernels: the reference's %s ran through torch or a library; %s" % (names, share())
-    checks.add("reference_ops", True, note)
     notes.append("reference_ops: " + note)
+    return True, note
 
 
 def library_share(call, device, ref_aten):

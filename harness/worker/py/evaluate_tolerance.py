@@ -28,9 +28,9 @@ PROFILES = {"kernelbench-v0": {"atol": 1e-2, "rtol": 1e-2, "rel_norm": math.inf}
 VALUE_CHECKS = ("allclose", "relative_norm")
 
 
-def profile_of(args):
-    """The other rule args["tolerance_rule"] names ("" for ours alone)."""
-    p = (args.get("tolerance_rule") or "").lower()
+def profile_of(rule):
+    """The other rule a job's tolerance_rule names ("" for ours alone)."""
+    p = (rule or "").lower()
     if p == "default":
         return ""
     if p and p not in PROFILES:

@@ -1,0 +1,5 @@
+"""Decided inside each correctness trial (evaluate_compare.compare, through evaluate_tolerance)."""
+NAME = "allclose"
+STAGE = "correctness"
+VERDICT = "incorrect"
+DESCRIPTION = "Every element is within the dtype's tolerance of the reference's: |out-ref| <= atol + rtol*|ref|."

@@ -1,0 +1,5 @@
+"""Decided inside the timed loop (evaluate_integrity.Auditor) and by evaluate_stage_after.after_timing."""
+NAME = "audit"
+STAGE = "after_timing"
+VERDICT = "integrity_violation"
+DESCRIPTION = "Timed calls checked at random on refreshed inputs, and one call on fresh inputs after timing, match the reference."

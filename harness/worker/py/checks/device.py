@@ -1,0 +1,5 @@
+"""Decided inside each correctness trial (evaluate_compare.compare)."""
+NAME = "device"
+STAGE = "correctness"
+VERDICT = "incorrect"
+DESCRIPTION = "Each output is on the reference's device."

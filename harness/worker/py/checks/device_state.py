@@ -1,0 +1,5 @@
+"""Decided by evaluate_devstate.check inside the timing stage."""
+NAME = "device_state"
+STAGE = "timing"
+VERDICT = "integrity_violation"
+DESCRIPTION = "The candidate left the device's context limits, cache configuration and stream attributes as the harness set them (checked before the reference is timed)."

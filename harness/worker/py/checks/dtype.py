@@ -1,0 +1,5 @@
+"""Decided inside each correctness trial (evaluate_compare.compare)."""
+NAME = "dtype"
+STAGE = "correctness"
+VERDICT = "incorrect"
+DESCRIPTION = "Each output has the reference's dtype."

@@ -1,0 +1,5 @@
+"""Decided inside each correctness trial (evaluate_compare.compare)."""
+NAME = "finite"
+STAGE = "correctness"
+VERDICT = "incorrect"
+DESCRIPTION = "Outputs are NaN or Inf exactly where the reference's are (unwritten memory is NaN-poisoned)."

@@ -1,0 +1,5 @@
+"""Named in the judge's report (evaluate_judge); the Go side reports it as check out_of_memory."""
+NAME = "judge_oom"
+STAGE = "verify"
+VERDICT = "runtime_error"
+DESCRIPTION = "In the judge's report: the judge's verification did not run out of memory."

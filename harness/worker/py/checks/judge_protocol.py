@@ -1,0 +1,5 @@
+"""Named in the judge's report (evaluate_judge); the Go side reports it as check judge_missing."""
+NAME = "judge_protocol"
+STAGE = "verify"
+VERDICT = "integrity_violation"
+DESCRIPTION = "In the judge's report: the evaluation process answered the judge's requests as the protocol says."

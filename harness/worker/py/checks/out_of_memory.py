@@ -1,0 +1,5 @@
+"""Decided wherever memory runs out (evaluate.main) and by the Go side for the host limit (harness/evaluate.go)."""
+NAME = "out_of_memory"
+STAGE = "any"
+VERDICT = "runtime_error or integrity_violation"
+DESCRIPTION = "Neither program runs out of device memory, nor the evaluation process (its children counted) past its host memory limit; after an integrity violation, running out of memory stays an integrity_violation."

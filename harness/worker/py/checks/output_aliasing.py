@@ -1,0 +1,5 @@
+"""Decided inside each correctness trial."""
+NAME = "output_aliasing"
+STAGE = "correctness"
+VERDICT = "integrity_violation"
+DESCRIPTION = "No output shares memory with an input (unless the reference's do)."

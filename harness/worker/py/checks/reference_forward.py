@@ -1,0 +1,5 @@
+"""Decided at every call of the reference (evaluate_state.EvalState.ref_forward)."""
+NAME = "reference_forward"
+STAGE = "correctness"
+VERDICT = "reference_error"
+DESCRIPTION = "The reference's forward runs on its inputs."

@@ -1,0 +1,5 @@
+"""Decided by evaluate_stage_load.construct."""
+NAME = "reference_init"
+STAGE = "construct"
+VERDICT = "reference_error"
+DESCRIPTION = "The reference's get_init_inputs() and Model(*get_init_inputs()) run."

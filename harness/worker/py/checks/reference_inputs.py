@@ -1,0 +1,5 @@
+"""Decided wherever inputs are made (evaluate_state.EvalState.make_inputs)."""
+NAME = "reference_inputs"
+STAGE = "correctness"
+VERDICT = "reference_error"
+DESCRIPTION = "The reference's get_inputs() runs and returns a list of forward arguments."

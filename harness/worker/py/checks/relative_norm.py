@@ -1,0 +1,5 @@
+"""Decided inside each correctness trial (evaluate_compare.compare, through evaluate_tolerance)."""
+NAME = "relative_norm"
+STAGE = "correctness"
+VERDICT = "incorrect"
+DESCRIPTION = "The output's relative error ||out-ref||/||ref|| is within the dtype's rel_norm."

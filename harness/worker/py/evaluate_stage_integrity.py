@@ -1,0 +1,36 @@
+"""The integrity stages after the trials: reference_ops, integrity,
+memoization and integrity_recheck. The cheap checks come first: any
+failure there is final (integrity_violation outranks every other
+verdict), so the evaluation ends before the calls and the memory the
+later checks and timing need. The checks themselves are registered
+(checks/); these stages set what they read and run them."""
+import evaluate_refops as refops
+from evaluate_common import release
+from evaluate_ops import TRIVIAL_OPS, main_ops
+
+import checks
+
+
+def reference_ops(st):
+    """What the reference_ops check reads: the reference's main ops and
+    whether the candidate ran kernels of its own."""
+    st.ctx.progress("integrity")
+    st.mains = main_ops(st.ref_ops_all)
+    st.policy, st.own = refops.policy_of(st.job.kernel_policy), st.counter.n > st.launches0
+
+
+def integrity(st):
+    """Reports what the candidate's forward ran (after the reference_ops
+    check, whose share measurement calls the candidate once more)."""
+    if not st.own:
+        st.warnings.append("no custom kernel ran (no kevolve, Triton, load_inline or cupy launch): the candidate is plain torch ops")
+    st.res["custom_launches"] = st.counter.n
+    st.res["launch_kinds"] = sorted(st.counter.kinds)
+    st.res["candidate_ops"] = sorted(k for k in st.cand_ops_all if k not in TRIVIAL_OPS)[:50]
+
+
+def integrity_recheck(st):
+    """The integrity checks again: the memoization calls may have started
+    threads or patched something."""
+    checks.run_stage(st, "integrity")
+    release(st.device)
