@@ -207,3 +207,37 @@ class Traces(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Construct(unittest.TestCase):
+    """evaluate_construct: which constructions drew from the host's
+    generator under a device context (meta stands in for a GPU: it has no
+    generator of its own, so only host draws move a generator here)."""
+
+    class Legacy(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.Tensor(4, 3))  # the legacy constructor ignores the context
+            torch.nn.init.kaiming_uniform_(self.weight)
+
+    def test_host_draws_under_the_context(self):
+        from evaluate_construct import build, kernelbench_way_needed
+        meta = torch.device("meta")
+        cases = [("nn.Linear", lambda: torch.nn.Linear(3, 4), False), ("legacy torch.Tensor", self.Legacy, True)]
+        for name, cls, want in cases:
+            with self.subTest(name):
+                model, drew = build(cls, [], meta, True)
+                self.assertEqual(drew, want)
+                self.assertEqual({p.device.type for p in model.parameters()}, {"meta"})
+                self.assertEqual(kernelbench_way_needed(meta, False, drew), want)
+                self.assertFalse(kernelbench_way_needed(torch.device("cpu"), drew, drew))
+
+    def test_host_construction_matches_from_one_seed(self):
+        from evaluate_construct import build
+        cpu = torch.device("cpu")
+        torch.manual_seed(3)
+        a, drew = build(self.Legacy, [], cpu, False)
+        torch.manual_seed(3)
+        b, _ = build(self.Legacy, [], cpu, False)
+        self.assertTrue(drew)
+        self.assertTrue(torch.equal(a.weight, b.weight))

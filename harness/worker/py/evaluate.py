@@ -36,6 +36,7 @@ import evaluate_stage_correctness as correctness
 import evaluate_stage_integrity as integrity
 import evaluate_stage_load as load
 import evaluate_stage_timing as timing
+import evaluate_stage_warmup as warmup
 
 VERDICT_ORDER = ("integrity_violation", "compile_error", "runtime_error", "incorrect")
 SANDBOX_SELF = True  # main() forks the judge (evaluate_judge), then enters the sandbox itself
@@ -51,6 +52,8 @@ STAGES = (
     Stage("prepare", load.prepare),
     Stage("load_candidate", load.load_candidate),
     Stage("construct", load.construct),
+    Stage("warm_up", warmup.warm_up),
+    Stage("device_phase", warmup.device_phase),
     Stage("correctness", correctness.correctness, stop_if_failed=True),
     Stage("reference_ops", integrity.reference_ops),
     Stage("integrity", integrity.integrity, stop_if_failed=True),
@@ -147,7 +150,7 @@ def _finish(st, judge):
     # The client drops the model from this hand-off once it served the
     # judge, and then frees the device memory it held: no other reference
     # to it may stay behind.
-    handoff = {"device": st.device, "cand_model": st.cand_model}
+    handoff = {"device": st.device, "cand_model": st.cand_model, "construct_on_host": st.constructed_on_host}
     st.cand_model = None
     judge_client.verify(judge, res, handoff, st.ctx.progress, st.remaining())
 

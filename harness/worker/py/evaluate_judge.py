@@ -207,7 +207,7 @@ class Job:
                 import evaluate_common
                 evaluate_common.CHUNK = min(evaluate_common.CHUNK, 1 << 22)
             else:
-                # The settings the in-process evaluation computes under (evaluate._evaluate).
+                # The settings the in-process evaluation computes under (evaluate_stage_load.setup).
                 torch.backends.cuda.matmul.allow_tf32 = False
                 torch.backends.cudnn.allow_tf32 = False
                 torch.zeros(1, device=self.device)
@@ -266,7 +266,7 @@ class Job:
     def _verify(self, chan, msg, rep):
         phases = rep["phase_s"] = {}
         t0 = time.perf_counter()
-        self._build()
+        self._build(bool(msg.get("construct_on_host")))
         seeds = [self.rng.randrange(1, 1 << 62) for _ in range(TRIALS)]
         timing = not self.args.get("skip_timing") and not msg.get("skip_timing")
         phases["build"] = round(time.perf_counter() - t0, 4)
@@ -306,7 +306,9 @@ class Job:
         del inputs
         chan.request({"op": "release"})
 
-    def _build(self):
+    def _build(self, on_host=False):
+        """The reference as the evaluation process built it: under the
+        device context, or on the host and moved (evaluate_construct)."""
         if self.model is not None:
             return
         seed = int(self.args.get("seed") or 42)
@@ -314,8 +316,11 @@ class Job:
         if self.device.type == "cuda":
             torch.cuda.manual_seed(seed)
         init = self.ref_mod.get_init_inputs()
-        with torch.device(self.device):
+        if on_host:
             self.model = self.ref_mod.Model(*clone_tree(init)).to(self.device)
+        else:
+            with torch.device(self.device):
+                self.model = self.ref_mod.Model(*clone_tree(init)).to(self.device)
         self.model.eval()
 
     def _inputs(self, s):

@@ -91,7 +91,11 @@ def verify(h, res, state, progress, budget_s):
             cand = res.get("candidate") or {}
             wire.send(h.sock, {"op": "verify", "candidate_median_s": cand.get("median_s"),
                                "reference_median_s": (res.get("ref_eager") or {}).get("median_s"), "budget_s": budget_s,
-                               "skip_timing": res.get("candidate") is None})
+                               "skip_timing": res.get("candidate") is None,
+                               # Both models were built on the host (a constructor escaped the device context):
+                               # the judge builds its reference that way too. A false word only makes the
+                               # judge's weights differ from the candidate's: a worse verdict, never a better one.
+                               "construct_on_host": bool(state.get("construct_on_host"))})
         res["judge"] = _serve(h.sock, model, state["device"])
     except (OSError, wire.WireError) as e:
         res["judge"] = {"status": "unavailable", "detail": "the judge did not answer: %s" % e}
