@@ -84,9 +84,21 @@ func (e *Evaluator) compileGet(ctx context.Context, key string) *Stats {
 	return &st
 }
 
+// compileMeasured is the compile timing this evaluator measured for key,
+// not one read from the database.
+func (e *Evaluator) compileMeasured(key string) *Stats {
+	e.compileMu.Lock()
+	defer e.compileMu.Unlock()
+	if !e.compileOwn[key] {
+		return nil
+	}
+	return e.compileStats[key]
+}
+
 func (e *Evaluator) compilePut(ctx context.Context, key string, s *Stats) {
 	e.compileMu.Lock()
 	e.compileStats[key] = s
+	e.compileOwn[key] = true
 	e.compileMu.Unlock()
 	if e.cfg.DB == nil {
 		return

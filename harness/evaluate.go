@@ -40,6 +40,7 @@ type Evaluator struct {
 	// it is measured once and reused.
 	compileMu    sync.Mutex
 	compileStats map[string]*Stats
+	compileOwn   map[string]bool // measured by this evaluator, not read from the database
 
 	workMu sync.Mutex
 	work   map[string]*workCall
@@ -85,7 +86,7 @@ func NewEvaluator(cfg EvalConfig) (*Evaluator, error) {
 		}
 	}
 	return &Evaluator{cfg: cfg, w: w, log: cfg.Logger, pools: map[target.Name]*lease.Pool{},
-		compileStats: map[string]*Stats{}, work: map[string]*workCall{}}, nil
+		compileStats: map[string]*Stats{}, compileOwn: map[string]bool{}, work: map[string]*workCall{}}, nil
 }
 
 // PyDir is the folder holding the worker's Python, the kevolve package

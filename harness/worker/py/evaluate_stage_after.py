@@ -8,7 +8,6 @@ import torch
 from evaluate_common import guard_changed, is_oom, release
 from evaluate_integrity import post_timing_call
 from evaluate_ops import OpRecorder, OpTrace
-from evaluate_stage_warmup import single_threaded_compile
 from evaluate_timing import time_limit
 
 from evaluate_pipeline import STOP
@@ -58,16 +57,11 @@ def timing_compile(st):
 def _time_compiled(st):
     rin = st.make_inputs(st.job.seed + 99)
     try:
-        if st.compile_error is not None:
-            raise st.compile_error
-        cmodel = st.compiled_ref  # compiled before the device phase (evaluate_stage_warmup)
-        if cmodel is None:
-            with time_limit(st.job.compile_cap_s):
-                single_threaded_compile()
-                cmodel = torch.compile(st.ref_model)
-                with torch.no_grad():
-                    cmodel(*rin)
-                st.sync()
+        with time_limit(st.job.compile_cap_s):
+            cmodel = torch.compile(st.ref_model)
+            with torch.no_grad():
+                cmodel(*rin)
+            st.sync()
 
         def comp_fn():
             with torch.no_grad():

@@ -44,7 +44,6 @@ class EvalState:
         self.judge_times_reference = False  # evaluate.main: the judge's process times the reference
         self.cand_code = ""  # the candidate's source, read before its import
         self.constructed_on_host = False  # evaluate_stage_load: both models built KernelBench's way
-        self.compiled_ref = self.compile_error = None  # torch.compile of the reference, made before the device phase
         self.timed = None  # evaluate_stage_timing's inputs, refresher and auditor, until the stream check
         self.audited, self.traced, self.audit_seed = [], [], None
 
