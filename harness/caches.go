@@ -84,6 +84,31 @@ func (e *Evaluator) compileGet(ctx context.Context, key string) *Stats {
 	return &st
 }
 
+// claimCompile says whether the caller should measure the compile timing
+// of key: no other evaluation in flight is. A search's first evaluations
+// start together; each compiling and timing torch.compile of the same
+// reference inside its device phase held the device for 18 s each.
+func (e *Evaluator) claimCompile(key string) bool {
+	e.compileMu.Lock()
+	defer e.compileMu.Unlock()
+	if e.compileBusy[key] {
+		return false
+	}
+	e.compileBusy[key] = true
+	return true
+}
+
+// unclaimCompile ends r's claim, whatever its outcome: a failed
+// evaluation leaves the measurement to the next one.
+func (e *Evaluator) unclaimCompile(r *evalRun) {
+	if !r.compileClaimed {
+		return
+	}
+	e.compileMu.Lock()
+	delete(e.compileBusy, r.rkey)
+	e.compileMu.Unlock()
+}
+
 // compileMeasured is the compile timing this evaluator measured for key,
 // not one read from the database.
 func (e *Evaluator) compileMeasured(key string) *Stats {

@@ -143,6 +143,11 @@ func (e *Evaluator) fromPython(ctx context.Context, r *evalRun, res *EvalResult,
 		e.compilePut(ctx, r.rkey, res.RefCompile)
 	} else if r.knownCompile != nil && res.Candidate != nil {
 		res.RefCompile = r.knownCompile
+	} else if r.compileWaived && res.Candidate != nil {
+		res.RefCompile = e.compileMeasured(r.rkey) // measured by the evaluation that claimed it, if done by now
+		if res.RefCompile == nil {
+			res.Warnings = append(res.Warnings, "no torch.compile timing: another evaluation of this reference was measuring it")
+		}
 	}
 	res.StageS = pr.StageS
 	if r.prepS > 0 && res.StageS != nil {

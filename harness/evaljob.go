@@ -72,7 +72,7 @@ func newEvalJob(r *evalRun) evalJob {
 	if judgeOff() {
 		j.Judge = &no
 	}
-	if r.knownCompile != nil || r.tgt == target.CPU || (req.CompileReference != nil && !*req.CompileReference) {
+	if r.knownCompile != nil || r.compileWaived || r.tgt == target.CPU || (req.CompileReference != nil && !*req.CompileReference) {
 		// Measured before (or CPU, where inductor's C++ build is too slow
 		// to pay per evaluation).
 		j.CompileReference = &no
@@ -94,6 +94,10 @@ func (e *Evaluator) workerJob(ctx context.Context, r *evalRun, progress func(str
 		// evaluations (each compiled and timed it again, 9 s of CPU each
 		// on the H100 for llm/softmax); only the database's is not reused.
 		r.knownCompile = e.compileMeasured(r.rkey)
+	}
+	if r.knownCompile == nil && r.tgt != target.CPU && (r.req.CompileReference == nil || *r.req.CompileReference) {
+		r.compileClaimed = e.claimCompile(r.rkey)
+		r.compileWaived = !r.compileClaimed
 	}
 	r.env = r.lease.Env() // pins the child to its device before its first GPU call
 	if r.req.Shapes != "" {

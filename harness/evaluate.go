@@ -41,6 +41,7 @@ type Evaluator struct {
 	compileMu    sync.Mutex
 	compileStats map[string]*Stats
 	compileOwn   map[string]bool // measured by this evaluator, not read from the database
+	compileBusy  map[string]bool // being measured by an evaluation in flight
 
 	workMu sync.Mutex
 	work   map[string]*workCall
@@ -86,7 +87,7 @@ func NewEvaluator(cfg EvalConfig) (*Evaluator, error) {
 		}
 	}
 	return &Evaluator{cfg: cfg, w: w, log: cfg.Logger, pools: map[target.Name]*lease.Pool{},
-		compileStats: map[string]*Stats{}, compileOwn: map[string]bool{}, work: map[string]*workCall{}}, nil
+		compileStats: map[string]*Stats{}, compileOwn: map[string]bool{}, compileBusy: map[string]bool{}, work: map[string]*workCall{}}, nil
 }
 
 // PyDir is the folder holding the worker's Python, the kevolve package
@@ -174,8 +175,12 @@ type evalRun struct {
 	// knownCompile is the reference's torch.compile timing measured by an
 	// earlier evaluation, nil if it is measured now.
 	knownCompile *Stats
-	env          map[string]string // the child's environment (workerJob)
-	prepS        float64           // seconds the harness spent on the shared build caches
+	// compileClaimed: this evaluation measures the reference's compile
+	// timing; compileWaived: another one in flight does, so this one
+	// does not (claimCompile).
+	compileClaimed, compileWaived bool
+	env                           map[string]string // the child's environment (workerJob)
+	prepS                         float64           // seconds the harness spent on the shared build caches
 }
 
 // evaluate is Evaluate's pipeline: resolve the request, answer from the
@@ -190,7 +195,9 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 	if res := e.cached(ctx, r); res != nil {
 		return res, nil
 	}
-	out, err := e.runJob(ctx, r, e.workerJob(ctx, r, progress))
+	job := e.workerJob(ctx, r, progress)
+	defer e.unclaimCompile(r)
+	out, err := e.runJob(ctx, r, job)
 	if err != nil {
 		return nil, err
 	}
