@@ -112,11 +112,6 @@ func applyJudge(res *EvalResult, raw []byte, off bool) {
 	if res.Verdict != VerdictPass {
 		return
 	}
-	if res.RefEager == nil && res.Candidate != nil && rep.RefTime != nil {
-		// The evaluation process leaves the reference's timing to the
-		// judge (it times it only where there is no judge).
-		res.RefEager = rep.RefTime.stats()
-	}
 	fail := func(verdict, check, detail string) {
 		res.Verdict, res.Stage = verdict, "verify"
 		res.Checks = append(res.Checks, Check{Name: check, Passed: false, Detail: detail})
@@ -131,6 +126,7 @@ func applyJudge(res *EvalResult, raw []byte, off bool) {
 			return
 		}
 		res.Checks = append(res.Checks, Check{Name: "judge", Passed: true, Detail: judgeSummary(rep)})
+		useJudgeReference(res, rep)
 	case "incorrect":
 		fail(VerdictIncorrect, "judge", fmt.Sprintf("%s: %s", rep.Check, rep.Detail))
 	case "failed":
@@ -146,9 +142,21 @@ func applyJudge(res *EvalResult, raw []byte, off bool) {
 		}
 	case "unverifiable":
 		res.Warnings = append(res.Warnings, "the judge could not verify this evaluation out of process: "+rep.Detail)
+		useJudgeReference(res, rep)
 	default:
 		fail(VerdictIntegrityViolation, "judge_missing", fmt.Sprintf(
 			"the evaluation process reported a pass but the judge did not verify it (judge status %s): %s", rep.Status, rep.Detail))
+	}
+}
+
+// useJudgeReference makes the judge's timing of the reference the
+// result's. The evaluation process times the reference only where there is
+// no judge; a timing it reports anyway has passed the judge's bound by now,
+// and is replaced, not kept (within the bound it could still be up to
+// RefFactor times the judge's).
+func useJudgeReference(res *EvalResult, rep *JudgeReport) {
+	if res.Candidate != nil && rep.RefTime != nil {
+		res.RefEager = rep.RefTime.stats()
 	}
 }
 

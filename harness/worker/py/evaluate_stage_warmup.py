@@ -38,8 +38,9 @@ def device_phase(st):
         st.ctx.gate()
 
 
-# Words of a candidate whose first call may run a compiler.
-JIT_WORDS = ("load_inline", "cpp_extension", "triton", "cupy", "torch.compile", "numba")
+# Words of a candidate whose first call may run a compiler, beside the
+# torch extensions st.uses_ext already found (load_inline, cpp_extension).
+JIT_WORDS = ("triton", "cupy", "torch.compile", "numba")
 
 
 def _jit_candidate(st):
