@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/kevolve/kevolve-mcp/harness/device"
@@ -136,7 +137,11 @@ func (e *Evaluator) pool(ctx context.Context, t target.Name) (*lease.Pool, error
 			return nil, err
 		}
 	}
-	p := lease.NewPool(t, devs, e.cfg.MaxPerDevice)
+	holders := e.cfg.MaxPerDevice
+	if holders == 0 && t != target.CPU {
+		holders = lease.HoldersPerGPU(len(devs), runtime.NumCPU())
+	}
+	p := lease.NewPool(t, devs, holders)
 	e.pools[t] = p
 	return p, nil
 }

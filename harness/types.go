@@ -337,7 +337,7 @@ type EvalConfig struct {
 	Devices map[target.Name][]lease.Device
 	// MaxPerDevice bounds the evaluations placed on one device at once
 	// (their CPU-side stages overlap, device phases queue); default
-	// lease.DefaultMaxHolders.
+	// lease.HoldersPerGPU on a GPU, lease.DefaultMaxHolders on the CPU.
 	MaxPerDevice int
 	// DiscoverGPUs lists the host's GPUs; default device.GPUs.
 	DiscoverGPUs func(ctx context.Context) []lease.Device

@@ -58,7 +58,7 @@ it never shows in a process list).`,
 	f.StringVar(&o.Name, "name", "", "this worker's `name` in status and reports (default: the host name)")
 	f.StringVar(&o.Target, "target", "auto", "devices to offer: auto (every GPU, else the CPU), nvidia, amd or cpu")
 	f.IntVar(&o.Slots, "slots", 0, "cpu: concurrent evaluation slots (default 1); GPU: use at most `N` GPUs (default all)")
-	f.IntVar(&o.JobsPerDevice, "jobs-per-device", 0, "GPU: evaluations run on one GPU at once, their builds overlapping its device phase (default: as the in-process service, 6)")
+	f.IntVar(&o.JobsPerDevice, "jobs-per-device", 0, "GPU: evaluations run on one GPU at once, their builds overlapping its device phase (default: as the in-process service, the host's cores shared among its GPUs, 6 to 24)")
 	f.DurationVar(&o.Drain, "drain", 30*time.Second, "on SIGTERM, let running evaluations finish for this long before releasing them")
 	f.StringVar(&o.Share, "share", "", "`I/N`: keep the GPUs whose index is I modulo N (local:N workers split a host's GPUs)")
 	_ = cmd.MarkFlagRequired("coordinator")

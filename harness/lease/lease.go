@@ -46,13 +46,31 @@ func (d Device) ID() string {
 // (and a test) can say where it ran whatever the target.
 const EnvDevice = "KEVOLVE_DEVICE_INDEX"
 
-// DefaultMaxHolders bounds how many jobs are placed on one device at once:
-// their CPU-side stages overlap, their device phases queue. A job spends
-// about 1 s before its device phase (fork, imports, CUDA context, kernel
-// warm-up) against 0.2-0.5 s inside it, so six keep a device fed; more
-// would only hold forked children, their host memory and their contexts'
-// device memory (~0.5 GB each) waiting.
+// DefaultMaxHolders bounds how many jobs are placed on one device at once
+// where nothing else says (the CPU target, a pool made with 0): their
+// CPU-side stages overlap, their device phases queue. A job of the
+// project's own loaders spends about 1 s before its device phase (fork,
+// imports, CUDA context, kernel warm-up) against 0.2-0.5 s inside it, so
+// six keep a device fed.
 const DefaultMaxHolders = 6
+
+// MaxHoldersPerGPU caps HoldersPerGPU: each holder keeps a CUDA context
+// (~0.5 GB) and its models on the device before its device phase.
+const MaxHoldersPerGPU = 24
+
+// HoldersPerGPU is how many jobs to place on each of a host's gpus GPUs.
+// Real candidates build before their device phase (load_inline's host
+// compiler and nvcc, Triton), 15-60 s of CPU each against well under a
+// second on the device, so a GPU keeps the host's cores busy: its share
+// of them, never fewer than DefaultMaxHolders, at most MaxHoldersPerGPU.
+// (Six per GPU held a 16-core H100 host's CPU at 9 busy cores over a
+// load_inline sweep.)
+func HoldersPerGPU(gpus, cpus int) int {
+	if gpus < 1 {
+		gpus = 1
+	}
+	return min(MaxHoldersPerGPU, max(DefaultMaxHolders, (cpus+gpus-1)/gpus))
+}
 
 // ErrNoDevice is wrapped by errors for a target with no device on this host.
 var ErrNoDevice = errors.New("no device")

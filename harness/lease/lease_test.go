@@ -286,3 +286,18 @@ func TestBusyCountsTheExclusivePhase(t *testing.T) {
 	}
 	l.Release()
 }
+
+func TestHoldersPerGPUShareTheHostsCores(t *testing.T) {
+	for _, c := range []struct{ gpus, cpus, want int }{
+		{1, 16, 16},                // the H100 box: one job per core
+		{4, 64, 16},                // the cores shared among the GPUs
+		{1, 2, DefaultMaxHolders},  // a small host still overlaps builds with timing
+		{0, 8, 8},                  // no GPU counted: one
+		{1, 128, MaxHoldersPerGPU}, // device memory bounds it
+		{3, 16, DefaultMaxHolders}, // 16/3 rounds up to 6
+	} {
+		if got := HoldersPerGPU(c.gpus, c.cpus); got != c.want {
+			t.Errorf("HoldersPerGPU(%d gpus, %d cpus) = %d, want %d", c.gpus, c.cpus, got, c.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/kevolve/kevolve-mcp/harness"
@@ -30,7 +31,7 @@ type WorkerOptions struct {
 	Slots int
 	// JobsPerDevice is how many jobs the worker runs on one GPU at once
 	// (0 = as many as the in-process service places on one device,
-	// lease.DefaultMaxHolders): their compiling and loading overlap the
+	// lease.HoldersPerGPU): their compiling and loading overlap the
 	// device phase of the one that holds the GPU. CPU slots take one each.
 	JobsPerDevice int
 	// Share "I/N" keeps the GPUs whose index is I modulo N: N local
@@ -78,7 +79,13 @@ func ServeWorker(ctx context.Context, o WorkerOptions) error {
 	}
 	perGPU := o.JobsPerDevice
 	if perGPU == 0 {
-		perGPU = lease.DefaultMaxHolders
+		gpus := 0
+		for _, d := range devs {
+			if d.Target != "cpu" {
+				gpus++
+			}
+		}
+		perGPU = lease.HoldersPerGPU(gpus, runtime.NumCPU())
 	}
 	dropTokenEnv() // before the evaluation service starts its Python (secrets.go)
 	cfg := harness.EvalConfig{Python: o.Python, CacheDir: o.CacheDir, Logger: o.Log, HostMemLimit: o.HostMemLimit}
