@@ -219,8 +219,7 @@ class ChildContext:
         self._files = files or {}
         self._network = network
         self._writable = list((files or {}).get("writable") or ())
-        self.gated = False
-        self.ungated = False
+        self.gated = False  # holds the device's exclusive phase now
         # reuse: Go would hand this child another job; the job function sets
         # reusable when it left nothing behind that could affect that job.
         self.reuse = reuse
@@ -244,7 +243,8 @@ class ChildContext:
                     "done": int(done), "total": int(total)})
 
     def gate(self):
-        """Block until the Go side grants this job the device (a semaphore)."""
+        """Block until the Go side grants this job the device (a semaphore).
+        A job that handed it back (ungate) may ask again: it queues anew."""
         if self.gated:
             return
         child_emit({"event": "gate", "id": self.job_id})
@@ -257,10 +257,11 @@ class ChildContext:
         self.gated = True
 
     def ungate(self):
-        """Hands the device back before the child exits. Only a job that has
-        finished with the device and freed what it held there may call it."""
-        if self.gated and not self.ungated:
-            self.ungated = True
+        """Hands the device back: before the child exits, or while it works
+        on the host. Only a job with nothing of its own still running on
+        the device may call it."""
+        if self.gated:
+            self.gated = False
             child_emit({"event": "ungate", "id": self.job_id})
 
 
