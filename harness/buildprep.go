@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"time"
 
@@ -30,22 +31,39 @@ type prepareResult struct {
 	Seconds  float64  `json:"seconds"`
 }
 
+// pchDirs is a PCH folder set apart from the kernel cache
+// (KEVOLVE_PCH_DIR, which _pch.py honours): the build step's sandbox lets
+// it write there as it does the cache.
+func pchDirs() []string {
+	if d := os.Getenv("KEVOLVE_PCH_DIR"); d != "" {
+		return []string{d}
+	}
+	return nil
+}
+
 // prepareBuilds is the harness's build step for a candidate that builds
 // torch extensions with load_inline: it makes the precompiled headers its
 // C++ units will want (kevolve/_prepare.py), in the shared kernel cache.
 // It is a harness job, not the candidate's: it reads the candidate's source
 // without running it, and is the only writer of that cache's PCHs; the
 // candidate's own process only reads them (under the sandbox it cannot
-// write there). Concurrent evaluations wanting the same PCH wait on one
-// build. It returns its seconds (0 for other candidates); a failure is
-// logged and the candidate builds without a PCH: slower, same result.
+// write there). One build step runs at a time: an evaluation that arrives
+// while one runs goes on without it, and its candidate builds without the
+// PCH being made (it uses one already made). Waiting would hold a whole
+// first wave of a kernelbench run (16 evaluations on the H100 box) for the
+// 30 s of one core a new PCH takes, with the other 15 cores idle; a lone
+// evaluation, or the first of a sequence, still waits and uses it. It
+// returns its seconds (0 where it did not run); a failure is logged and
+// the candidate builds without a PCH: slower, same result.
 func (e *Evaluator) prepareBuilds(ctx context.Context, candCode string) float64 {
-	if !strings.Contains(candCode, "load_inline") {
+	if !strings.Contains(candCode, "load_inline") || !e.prepMu.TryLock() {
 		return 0
 	}
+	defer e.prepMu.Unlock()
 	t0 := time.Now()
 	out, err := e.w.Run(ctx, worker.Job{Module: "kevolve._prepare", Func: "prepare",
-		Args: map[string]any{"candidate": candCode}, Timeout: prepareTimeout, RSSLimit: max(e.cfg.HostMemLimit, 0)})
+		Args: map[string]any{"candidate": candCode}, Timeout: prepareTimeout, RSSLimit: max(e.cfg.HostMemLimit, 0),
+		Writable: pchDirs()})
 	secs := time.Since(t0).Seconds()
 	if err != nil {
 		e.log.Warn("load_inline build step failed; building without a precompiled header", "err", err)
