@@ -131,8 +131,10 @@ class ModelNew(torch.nn.Module):
 `
 
 // On the GPU: the CUDA unit of a load_inline candidate is built against
-// torch/types.h, and a unit that needs torch/extension.h (here for
-// torch::get_num_threads, from torch/utils.h) is rebuilt as written and still passes.
+// the ATen tier (kevolve/_inline.py: ATen's tensor and the headers of the
+// operators it calls), and a unit that needs torch/extension.h (here for
+// torch::get_num_threads, from torch/utils.h) is rebuilt as written and
+// still passes.
 func TestLoadInlineCUDALightHeaders(t *testing.T) {
 	if !gpuMode() {
 		t.Skip("needs nvcc, libtorch_cuda and a GPU: KEVOLVE_GPU=1")
@@ -175,7 +177,10 @@ func TestLoadInlineCUDALightHeaders(t *testing.T) {
 
 	light := eval(strings.Replace(cudaInlineCand, "__HOST_EXTRA__", "", 1))
 	if n := len(units("light")); n != 1 || len(units("full")) != 0 {
-		t.Fatalf("want one light build and no full one, got %d light, %v full", n, units("full"))
+		t.Fatalf("want one light build and no full one, got %d light, %v full; log:\n%s", n, units("full"), light.Log)
+	}
+	if b, err := os.ReadFile(units("light")[0]); err != nil || !strings.Contains(string(b), "#include <ATen/ops/empty_like.h>") {
+		t.Errorf("the light build is not the ATen tier (%v):\n%.600s", err, b)
 	}
 	// The bindings unit (main.cpp) used the harness's precompiled torch/extension.h.
 	if nj, _ := filepath.Glob(filepath.Join(cache, "kernels", "torch_extensions", "axpb_cu_kv*", "build.ninja")); len(nj) != 1 {
@@ -197,4 +202,75 @@ func TestLoadInlineCUDALightHeaders(t *testing.T) {
 	if again.StageS["load_candidate"] > 2 {
 		t.Errorf("the full build was not reused: %.2f s", again.StageS["load_candidate"])
 	}
+}
+
+// A CUDA source that writes its own PYBIND11_MODULE (half of CUDA-L1's
+// load_inline kernels): on the GPU its bindings move to main.cpp, which has
+// the precompiled torch/extension.h, and the CUDA unit builds against the
+// ATen tier; the module still binds the same functions, and passes.
+const cudaOwnBindingsCand = `import torch
+from torch.utils.cpp_extension import load_inline
+
+_cu = r"""
+#include <torch/extension.h>
+
+__global__ void axpb_kernel(const float* a, const float* b, float* out, long long n) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < n) out[i] = 2.0f * a[i] + b[i];
+}
+
+torch::Tensor axpb(torch::Tensor a, torch::Tensor b) {
+    TORCH_CHECK(a.is_cuda() && b.is_cuda(), "inputs must be CUDA tensors");
+    auto out = torch::empty_like(a);
+    const long long n = a.numel();
+    axpb_kernel<<<(n + 255) / 256, 256>>>(a.data_ptr<float>(), b.data_ptr<float>(), out.data_ptr<float>(), n);
+    return out;
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+    m.def("axpb", &axpb, "2a + b");
+}
+"""
+_ext = load_inline(name="axpb_own", cpp_sources="", cuda_sources=_cu)
+
+class ModelNew(torch.nn.Module):
+    def forward(self, a, b):
+        return _ext.axpb(a.contiguous(), b.contiguous())
+`
+
+func TestLoadInlineCUDABindingsMoved(t *testing.T) {
+	if !gpuMode() {
+		t.Skip("needs nvcc, libtorch_cuda and a GPU: KEVOLVE_GPU=1")
+	}
+	cache := t.TempDir()
+	ev, err := NewEvaluator(EvalConfig{Python: testPython(t), CacheDir: cache,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ev.Close() })
+	res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Code: inlineRef}, Candidate: Source{Code: cudaOwnBindingsCand},
+		Target: "nvidia", SkipTiming: true, Trials: 2, Timeout: 10 * time.Minute}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != VerdictPass {
+		t.Fatalf("%s at %s:\n%s\n%s", res.Verdict, res.Stage, checksText(res), res.Log)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(cache, "kernels", "torch_extensions", "axpb_own_kv*"))
+	if len(dirs) != 1 {
+		t.Fatalf("want one build, got %v; log:\n%s", dirs, res.Log)
+	}
+	main, err1 := os.ReadFile(filepath.Join(dirs[0], "main.cpp"))
+	cu, err2 := os.ReadFile(filepath.Join(dirs[0], "cuda.cu"))
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	if !strings.Contains(string(main), "kevolve: moved from the CUDA source") || !strings.Contains(string(main), "torch::Tensor axpb(torch::Tensor a, torch::Tensor b);") {
+		t.Errorf("main.cpp does not hold the moved bindings:\n%s", main)
+	}
+	if strings.Contains(string(cu), "PYBIND11_MODULE") || !strings.Contains(string(cu), "#include <ATen/ops/empty_like.h>") {
+		t.Errorf("the CUDA unit kept its bindings or missed the ATen tier:\n%.800s", cu)
+	}
+	t.Logf("load_candidate %.1f s", res.StageS["load_candidate"])
 }

@@ -21,6 +21,17 @@ candidate means:
   written, and the miss is remembered so its next evaluation goes straight
   to the full build.
 
+- Lighter still, and tried first: ATen's tensor, its dispatch macros and
+  the per-operator headers (ATen/ops/<op>.h) of exactly the torch:: and
+  at:: functions the unit calls, with torch:: aliased to at:: as
+  torch/types.h does. That is about half of torch/types.h's parse in each
+  of nvcc's three front ends (3.9 s against 7.9 s for g++ alone). A unit
+  that names anything else of torch's is not offered this build; one that
+  fails it falls to torch/types.h, remembered the same way. Every tier
+  declares the same functions with the same overloads where it compiles
+  (one operator's overloads live in one header), so a unit that compiles
+  means the same in each.
+
 - nvcc runs the host and device front ends of that unit one after the
   other; _nvcc.py runs them side by side (see there).
 
@@ -41,7 +52,7 @@ import shlex
 import sys
 import tempfile
 
-from . import _pch
+from . import _bindings, _pch
 from ._cache import digest, tool_version
 
 _PATCHED_ATTR = "__kevolve_cached__"
@@ -52,7 +63,25 @@ _EXTENSION_H = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]torch/extension\.h[>"
 # ninja's line for a failed step: "FAILED: cuda.cuda.o", or since ninja 1.12
 # "FAILED: [code=1] cuda.cuda.o".
 _CUDA_UNIT_FAILED = re.compile(r"^FAILED:[^\n]*\bcuda\.cuda\.o\b", re.M)
+_MAIN_UNIT_FAILED = re.compile(r"^FAILED:[^\n]*\bmain\.o\b", re.M)
 _NEEDS_FULL = re.compile(r"PYBIND11_|pybind11|\bpy::|torch/python\.h|torch/all\.h|torch::(nn|optim|data|jit|serialize)\b")
+# What the ATen tier knows of torch's namespace: functions with a
+# per-operator header, and these types and constants (c10's, reached
+# through `using namespace at`, or defined by the tier as torch/types.h
+# defines them).
+_TORCH_NAME = re.compile(r"\b(torch|at)::([A-Za-z_][A-Za-z0-9_]*)(\s*\()?")
+_TORCH_TYPES = frozenset((
+    "Tensor", "TensorOptions", "ScalarType", "Dtype", "Device", "DeviceType", "IntArrayRef", "MemoryFormat", "Scalar",
+    "Layout", "Half", "BFloat16", "TensorList", "optional", "nullopt"))
+_TORCH_CONSTANTS = {"kUInt8": "kByte", "kInt8": "kChar", "kInt16": "kShort", "kInt32": "kInt", "kInt64": "kLong",
+                    "kFloat16": "kHalf", "kFloat32": "kFloat", "kFloat64": "kDouble"}
+_OTHER_TORCH_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]torch/(?!extension\.h)', re.M)
+# What the ATen tier lacks and torch/types.h has, found where the tier's
+# builds failed on CUDA-L1's kernels: the deprecated Tensor::type() (its
+# conversion to a ScalarType for AT_DISPATCH), and ATen's CUDA error macros
+# and streams used without their headers.
+_ATEN_TIER_LACKS = re.compile(r"\.type\(\)|\b(AT_CUDA_CHECK|C10_CUDA_CHECK|C10_CUDA_KERNEL_LAUNCH_CHECK|at::cuda::|c10::cuda::)")
+_CUDA_ERROR_HEADER = re.compile(r'#[ \t]*include[ \t]*[<"](ATen/cuda/|c10/cuda/)')
 
 
 def _setup_env() -> None:
@@ -106,13 +135,17 @@ def cached_name(name: str, args: tuple, kwargs: dict, variant: str = "") -> str:
 
 
 def cuda_unit_failed(build_error: str) -> bool:
-    """Whether a failed build's log says the CUDA unit did not compile."""
-    return bool(_CUDA_UNIT_FAILED.search(build_error))
+    """Whether a failed build's log says the CUDA unit did not compile, and
+    only it: main.cpp (the candidate's cpp_sources and the bindings) is the
+    same whatever the CUDA unit includes, so a build where it failed fails
+    with every header (a third of CUDA-L1's load_inline kernels define
+    their own PYBIND11_MODULE beside torch's)."""
+    return bool(_CUDA_UNIT_FAILED.search(build_error)) and not _MAIN_UNIT_FAILED.search(build_error)
 
 
-def lighten_cuda_sources(cuda_sources) -> list[str] | None:
-    """The CUDA sources with torch/extension.h replaced by torch/types.h, or
-    None when there is nothing to gain or the sources need the full header."""
+def _cuda_source_list(cuda_sources) -> list[str] | None:
+    """The CUDA sources as a list when a lighter header could replace their
+    torch/extension.h, else None."""
     if not cuda_sources:
         return None
     srcs = [cuda_sources] if isinstance(cuda_sources, str) else list(cuda_sources)
@@ -121,11 +154,68 @@ def lighten_cuda_sources(cuda_sources) -> list[str] | None:
     text = "\n".join(srcs)
     if not _EXTENSION_H.search(text) or _NEEDS_FULL.search(text):
         return None
+    return srcs
+
+
+def lighten_cuda_sources(cuda_sources) -> list[str] | None:
+    """The CUDA sources with torch/extension.h replaced by torch/types.h, or
+    None when there is nothing to gain or the sources need the full header."""
+    srcs = _cuda_source_list(cuda_sources)
+    if srcs is None:
+        return None
     return [_EXTENSION_H.sub("#include <torch/types.h>  // kevolve: was torch/extension.h", s) for s in srcs]
 
 
-def _miss_marker(name: str) -> str:
-    return os.path.join(os.environ["TORCH_EXTENSIONS_DIR"], name + ".full-headers")
+def aten_header(text: str, ops_dir: str) -> str | None:
+    """The include block of the ATen tier for a unit's text: ATen's tensor,
+    dispatch macros and the per-operator headers (in ops_dir) of the
+    functions it calls; None when it names anything of torch's the tier
+    does not provide."""
+    if _OTHER_TORCH_INCLUDE.search(text):
+        return None  # another torch header: it may define what the tier defines
+    lacks = _ATEN_TIER_LACKS.search(text)
+    if lacks and (lacks.group(0) == ".type()" or not _CUDA_ERROR_HEADER.search(text)):
+        return None
+    ops = set()
+    for ns, name, call in _TORCH_NAME.findall(text):
+        if call and name[:1].islower():
+            if not os.path.exists(os.path.join(ops_dir, name + ".h")):
+                return None
+            ops.add(name)
+        elif ns == "torch" and name not in _TORCH_TYPES and name not in _TORCH_CONSTANTS and not _is_at_constant(name):
+            return None
+    lines = ["#include <ATen/core/Tensor.h>", "#include <ATen/Dispatch.h>"]
+    lines += ["#include <ATen/ops/%s.h>" % op for op in sorted(ops)]
+    consts = " ".join("constexpr auto %s = at::%s;" % kv for kv in sorted(_TORCH_CONSTANTS.items()))
+    lines.append("namespace torch { using namespace at; using Dtype = at::ScalarType; %s }" % consts)
+    return "  // kevolve: was torch/extension.h\n".join(lines) + "  // kevolve: was torch/extension.h"
+
+
+def _is_at_constant(name: str) -> bool:
+    # kFloat, kHalf, kCUDA, kStrided, ...: c10's, in at:: as well
+    return len(name) > 1 and name[0] == "k" and name[1].isupper()
+
+
+def aten_cuda_sources(cuda_sources) -> list[str] | None:
+    """The CUDA sources with torch/extension.h replaced by the ATen tier's
+    header block, or None where that tier does not apply."""
+    srcs = _cuda_source_list(cuda_sources)
+    if srcs is None:
+        return None
+    try:
+        import torch
+        ops_dir = os.path.join(os.path.dirname(torch.__file__), "include", "ATen", "ops")
+    except Exception:  # noqa: BLE001
+        return None
+    block = aten_header("\n".join(srcs), ops_dir)
+    if block is None:
+        return None
+    return [_EXTENSION_H.sub(lambda _m: block, s) for s in srcs]
+
+
+def _miss_marker(name: str, tier: str = "types.h") -> str:
+    suffix = ".full-headers" if tier == "types.h" else ".%s-miss" % tier
+    return os.path.join(os.environ["TORCH_EXTENSIONS_DIR"], name + suffix)
 
 
 def _with_pch(bound: inspect.BoundArguments) -> None:
@@ -175,7 +265,7 @@ def _call(orig, bound: inspect.BoundArguments):
 
 
 def _build(orig, name, args, kwargs):
-    """One load_inline call, cached by content, light headers first."""
+    """One load_inline call, cached by content, lightest headers first."""
     _setup_env()
     full_name = cached_name(name, args, kwargs)
     try:
@@ -184,30 +274,78 @@ def _build(orig, name, args, kwargs):
         return orig(full_name, *args, **kwargs)  # let torch report the bad call
     _with_pch(bound)
     bound.arguments["name"] = full_name
-    light = lighten_cuda_sources(bound.arguments.get("cuda_sources"))
-    if light is None or bound.arguments.get("no_implicit_headers") or os.path.exists(_miss_marker(full_name)):
+    if bound.arguments.get("no_implicit_headers"):
         return _call(orig, bound)
-    full = inspect.BoundArguments(bound.signature, dict(bound.arguments))
+    for cuda, cpp, moved in _unit_variants(bound, full_name):
+        for tier, lighten in (("aten", aten_cuda_sources), ("types.h", lighten_cuda_sources)):
+            light = lighten(cuda)
+            if light is None or os.path.exists(_miss_marker(full_name, tier)):
+                continue
+            # Each light build's cache entry is named after what it builds.
+            variant = tier + moved + ":" + digest(*light, *cpp)
+            unit, main = light, cpp
+            if tier == "aten":
+                # torch puts torch/types.h first in every CUDA unit: this
+                # tier writes the implicit headers itself, without it.
+                unit = ["#include <cuda.h>", "#include <cuda_runtime.h>"] + light
+                main = ["#include <torch/extension.h>"] + cpp
+            done, mod, header_fault = _try_tier(orig, bound, "split" if moved else tier, unit, main,
+                                                cached_name(name, args, kwargs, variant=variant), full_name,
+                                                own_main=bool(moved), own_headers=tier == "aten")
+            if done:
+                return mod
+            if moved and not header_fault:
+                break  # main.cpp with the moved bindings failed: as written next
+    return _call(orig, bound)
 
-    bound.arguments["cuda_sources"] = light
-    light_name = cached_name(name, args, kwargs, variant="types.h")
-    bound.arguments["name"] = light_name
+
+def _unit_variants(bound, full_name):
+    """(CUDA sources, C++ sources, "" or "+split") to lighten: the bindings
+    moved to main.cpp first where the CUDA source has them (_bindings.py),
+    else the sources as written."""
+    a = bound.arguments
+    cuda, cpp = a.get("cuda_sources"), a.get("cpp_sources")
+    cpp_list = [cpp] if isinstance(cpp, str) else list(cpp or [])
+    if _cuda_source_list(cuda) is None and not a.get("functions") and not os.path.exists(_miss_marker(full_name, "split")):
+        srcs = [cuda] if isinstance(cuda, str) else cuda
+        if isinstance(srcs, (list, tuple)) and "\n".join(map(str, srcs)).count("PYBIND11_MODULE") == 1:
+            split = _bindings.split_bindings(cuda, cpp)
+            if split is not None:
+                return [(split[0], split[1], "+split")]
+    return [(cuda, cpp_list, "")]
+
+
+def _try_tier(orig, bound, tier, light, cpp, light_name, full_name, own_main=False, own_headers=False):
+    """(True, module, False) where the CUDA unit built with the tier's
+    headers; (False, None, whether only the CUDA unit failed) where it did
+    not compile (or, own_main: the attempt's own main.cpp or link failed):
+    the miss is remembered for the next evaluation of the same sources."""
+    attempt = inspect.BoundArguments(bound.signature, dict(bound.arguments))
+    # Copies: torch's load_inline adds its headers and bindings to the
+    # lists it is given, in place.
+    attempt.arguments["cuda_sources"] = list(light)
+    attempt.arguments["cpp_sources"] = list(cpp)
+    attempt.arguments["name"] = light_name
+    if own_headers:
+        attempt.arguments["no_implicit_headers"] = True
     try:
-        return _call(orig, bound)
+        return True, _call(orig, attempt), False
     except RuntimeError as e:
         # Only a CUDA unit that failed to compile can be the header's fault;
-        # main.cpp or the link would fail the same way with any header.
-        if "Error building extension" not in str(e) or not cuda_unit_failed(str(e)):
+        # main.cpp or the link would fail the same way with any header,
+        # unless the attempt moved the bindings there.
+        if "Error building extension" not in str(e) or not (own_main or cuda_unit_failed(str(e))):
             raise
-        print(f"kevolve: the CUDA unit did not build against torch/types.h; rebuilding it with "
-              f"torch/extension.h as written ({str(e).splitlines()[0][:200]})", file=sys.stderr)
+        what = "with its bindings moved to main.cpp" if own_main else f"against the {tier} headers"
+        print(f"kevolve: the CUDA unit did not build {what}; trying heavier ones ({str(e).splitlines()[0][:200]})",
+              file=sys.stderr)
         try:
-            os.makedirs(os.path.dirname(_miss_marker(full_name)), exist_ok=True)
-            with open(_miss_marker(full_name), "w") as f:
+            os.makedirs(os.path.dirname(_miss_marker(full_name, tier)), exist_ok=True)
+            with open(_miss_marker(full_name, tier), "w") as f:
                 f.write(str(e)[-4000:])
         except OSError:
             pass
-    return _call(orig, full)
+        return False, None, cuda_unit_failed(str(e))
 
 
 def _wrap(orig):

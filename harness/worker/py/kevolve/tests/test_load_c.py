@@ -136,11 +136,73 @@ class PatchLoadInline(unittest.TestCase):
         for log, want in {"FAILED: cuda.cuda.o \n/usr/bin/nvcc ...": True,
                           "[1/3] c++ main.cpp\nFAILED: [code=2] cuda.cuda.o \nnvcc ...": True,
                           "FAILED: [code=1] main.o \nc++ ...": False,
+                          "FAILED: main.o \nc++ ...\nFAILED: cuda.cuda.o \nnvcc ...": False,
                           "FAILED: ext.so \nc++ main.o cuda.cuda.o -o ext.so": False}.items():
             with self.subTest(log=log):
                 self.assertEqual(cuda_unit_failed(log), want)
         a = cached_name("ext", (plain,), {})
         self.assertNotEqual(a, cached_name("ext", (plain,), {}, variant="types.h"), "the light build has its own cache entry")
+
+    _HOST = """#include <torch/extension.h>
+#include <vector>
+torch::Tensor f(torch::Tensor x, double a) {
+  TORCH_CHECK(x.dim() == 2 && x.scalar_type() == torch::kFloat, "x must be a 2-D float tensor");
+  auto y = torch::empty({x.size(0)}, x.options().dtype(torch::kFloat32));
+  auto z = torch::zeros_like(x, torch::MemoryFormat::Contiguous);
+  auto w = torch::zeros({4, 4}, torch::TensorOptions().dtype(torch::kInt64).device(x.device()));
+  AT_DISPATCH_FLOATING_TYPES_AND_HALF(x.scalar_type(), "f", [&] { scalar_t* p = x.data_ptr<scalar_t>(); (void)p; });
+  std::vector<torch::Tensor> v{y, z, w};
+  return at::empty_like(y).view({-1}).contiguous();
+}
+"""
+
+    def test_aten_tier_names_only_the_ops_called(self):
+        from kevolve._inline import aten_cuda_sources
+        got = aten_cuda_sources(self._HOST)
+        self.assertIsNotNone(got)
+        for inc in ("ATen/core/Tensor.h", "ATen/Dispatch.h", "ATen/ops/empty.h", "ATen/ops/zeros.h",
+                    "ATen/ops/zeros_like.h", "ATen/ops/empty_like.h"):
+            self.assertIn("#include <%s>" % inc, got[0])
+        self.assertNotIn("<torch/extension.h>\n", got[0])
+        self.assertNotIn("ATen/ops/view.h", got[0], "methods come with the tensor, not as ops")
+        refused = {
+            "a torch function without an ATen operator": self._HOST.replace("torch::zeros_like(x, ", "torch::get_num_threads("),
+            "a torch name the tier does not define": self._HOST.replace("torch::kFloat32", "torch::indexing::None"),
+            "another torch header": "#include <torch/types.h>\n" + self._HOST,
+            "the C++ frontend": self._HOST + "torch::nn::Linear l(2, 2);",
+            "the deprecated Tensor::type()": self._HOST.replace("x.scalar_type(), \"f\"", "x.type(), \"f\""),
+            "ATen's CUDA check without its header": self._HOST + "void g() { AT_CUDA_CHECK(cudaGetLastError()); }",
+            "ATen's CUDA stream without its header": self._HOST + "void g() { auto s = at::cuda::getCurrentCUDAStream(); }",
+        }
+        for why, src in refused.items():
+            with self.subTest(why):
+                self.assertNotEqual(src, self._HOST)
+                self.assertIsNone(aten_cuda_sources(src))
+        with_header = "#include <ATen/cuda/Exceptions.h>\n" + self._HOST + "void g() { AT_CUDA_CHECK(cudaGetLastError()); }"
+        self.assertIsNotNone(aten_cuda_sources(with_header), "the macro with its header is the unit's own include")
+
+    def test_aten_tier_compiles_what_the_full_header_compiles(self):
+        """The tier's block is real C++: g++ takes a typical host function
+        with it as with torch/types.h, in less time."""
+        import shutil
+        import subprocess
+        from kevolve._inline import aten_cuda_sources, lighten_cuda_sources
+        cxx = shutil.which("g++") or shutil.which("c++")
+        if cxx is None:
+            self.skipTest("no C++ compiler")
+        inc = os.path.join(os.path.dirname(torch.__file__), "include")
+        secs = {}
+        with tempfile.TemporaryDirectory() as d:
+            for tier, src in (("aten", aten_cuda_sources(self._HOST)[0]), ("types.h", lighten_cuda_sources(self._HOST)[0])):
+                path = os.path.join(d, tier.replace(".", "_") + ".cpp")
+                with open(path, "w") as f:
+                    f.write(src)
+                t0 = time.monotonic()
+                r = subprocess.run([cxx, "-std=c++17", "-fsyntax-only", "-I", inc, "-I", os.path.join(inc, "torch", "csrc", "api", "include"), path],
+                                   capture_output=True, text=True, timeout=600)
+                secs[tier] = time.monotonic() - t0
+                self.assertEqual(r.returncode, 0, "%s tier: %s" % (tier, r.stderr[-3000:]))
+        print("g++ -fsyntax-only: aten tier %.1f s, torch/types.h %.1f s" % (secs["aten"], secs["types.h"]))
 
 
 if __name__ == "__main__":
