@@ -24,8 +24,12 @@ candidate means:
 - Lighter still, and tried first: ATen's tensor, its dispatch macros and
   the per-operator headers (ATen/ops/<op>.h) of exactly the torch:: and
   at:: functions the unit calls, with torch:: aliased to at:: as
-  torch/types.h does. That is about half of torch/types.h's parse in each
-  of nvcc's three front ends (3.9 s against 7.9 s for g++ alone). A unit
+  torch/types.h does. torch puts torch/types.h first in every CUDA unit
+  it writes, so this tier writes the implicit headers itself
+  (no_implicit_headers: cuda.h and cuda_runtime.h for the unit,
+  torch/extension.h for main.cpp). That is about half of torch/types.h's
+  parse in each of nvcc's three front ends (3.9 s against 7.9 s for g++
+  alone). A unit
   that names anything else of torch's is not offered this build; one that
   fails it falls to torch/types.h, remembered the same way. Every tier
   declares the same functions with the same overloads where it compiles
