@@ -10,11 +10,12 @@ check uses; its few kernels overlap the evaluation ahead on the device, as
 the candidate's import already does. A failure here is no verdict: the
 checks make the same call inside the device phase and judge it.
 
-torch.compile of the reference stays in the device phase, after every
-check (evaluate_stage_after): compiled here it cost each evaluation 9 s
-of the host's CPU, candidates that then failed a check included, and
-CPU is what a host running many builds runs short of; measured once per
-reference (the service keeps it), it holds the device once."""
+torch.compile of the reference is not warmed here: it comes after every
+check (evaluate_stage_after), since compiled here it cost each evaluation
+9 s of the host's CPU, candidates that then failed a check included, and
+CPU is what a host running many builds runs short of. It builds with the
+device handed back and is timed once the device is taken again; the
+service measures it once per reference."""
 import torch
 
 from evaluate_common import release
