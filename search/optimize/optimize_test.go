@@ -58,8 +58,13 @@ func (e *env) optimizeCPU(t *testing.T, model string, budget int) *Summary {
 	r := &suite.Runner{Engine: &engine.Engine{Store: e.st, Eval: &harnesseval.Adapter{Ev: e.ev, Trials: 1}, Operator: tuner.New()},
 		Budget: suite.Budgeter{Total: budget, Chunk: 2}, Seed: 1, Devices: []string{"cpu"}}
 	t0 := time.Now()
+	// Every region found is searched, whatever its profiled share: on a
+	// loaded 2-core machine the CPU profile of a small block moves a
+	// chain's share across the 2% default (SwiGLU measured 1.0% once, in
+	// CI with other packages' tests running). Which regions the share
+	// leaves out is pick_test's subject.
 	s, err := Run(context.Background(), e.ev, e.db, r, Options{Model: model, Target: "cpu", Language: "c", DataDir: e.dir,
-		Export: filepath.Join(e.dir, "export"), ReportDir: filepath.Join(e.dir, "report"), Tuner: true, Iters: 5})
+		Export: filepath.Join(e.dir, "export"), ReportDir: filepath.Join(e.dir, "report"), Tuner: true, Iters: 5, MinShare: 1e-9})
 	if err != nil {
 		t.Fatal(err)
 	}
