@@ -211,7 +211,10 @@ def aten_cuda_sources(cuda_sources) -> list[str] | None:
         ops_dir = os.path.join(os.path.dirname(torch.__file__), "include", "ATen", "ops")
     except Exception:  # noqa: BLE001
         return None
-    block = aten_header("\n".join(srcs), ops_dir)
+    text = "\n".join(srcs)
+    if len(_EXTENSION_H.findall(text)) != 1:
+        return None  # the block's definitions must come once in the unit torch joins
+    block = aten_header(text, ops_dir)
     if block is None:
         return None
     return [_EXTENSION_H.sub(lambda _m: block, s) for s in srcs]

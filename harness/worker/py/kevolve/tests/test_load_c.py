@@ -173,11 +173,13 @@ torch::Tensor f(torch::Tensor x, double a) {
             "the deprecated Tensor::type()": self._HOST.replace("x.scalar_type(), \"f\"", "x.type(), \"f\""),
             "ATen's CUDA check without its header": self._HOST + "void g() { AT_CUDA_CHECK(cudaGetLastError()); }",
             "ATen's CUDA stream without its header": self._HOST + "void g() { auto s = at::cuda::getCurrentCUDAStream(); }",
+            "two sources that each include torch/extension.h": [self._HOST, "#include <torch/extension.h>\nvoid g() {}"],
         }
         for why, src in refused.items():
             with self.subTest(why):
                 self.assertNotEqual(src, self._HOST)
                 self.assertIsNone(aten_cuda_sources(src))
+        self.assertIsNotNone(aten_cuda_sources([self._HOST, "__global__ void k() {}"]), "one include among several sources")
         with_header = "#include <ATen/cuda/Exceptions.h>\n" + self._HOST + "void g() { AT_CUDA_CHECK(cudaGetLastError()); }"
         self.assertIsNotNone(aten_cuda_sources(with_header), "the macro with its header is the unit's own include")
 
