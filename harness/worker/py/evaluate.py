@@ -18,7 +18,6 @@ verdict, the judge's verify stage (evaluate_judge_client), handing the
 device back and whether the child may serve another job.
 """
 import os
-import threading
 import time
 
 import torch
@@ -254,10 +253,7 @@ def _hand_back_device(ctx, st, verdict):
     one that left threads that could still launch work, keeps the device
     until its process is gone."""
     device = st.device
-    if device is None or not getattr(ctx, "gated", False) or verdict == "integrity_violation":
-        return
-    before = st.threads_before
-    if before is None or any(t.ident not in before and t.is_alive() for t in threading.enumerate()):
+    if verdict == "integrity_violation" or not st.may_hand_back_device():
         return
     try:
         if device.type == "cuda":

@@ -3,8 +3,6 @@ calls traced while timed, and the audit call on fresh inputs),
 after_timing_guards (what the reference runs on and the harness's own
 functions, once more), sol (its registered checks: faster_than_sol) and
 timing_compile (torch.compile of the reference, timed; never a verdict)."""
-import threading
-
 import torch
 
 from evaluate_common import guard_changed, is_oom, release
@@ -93,12 +91,8 @@ def _step_aside(st):
     medians over many calls. Only where nothing of the candidate's may
     still launch work: no thread it started is alive, and its queued work
     is done."""
-    ctx, device = st.ctx, st.device
-    if device.type != "cuda" or not getattr(ctx, "gated", False):
+    if st.device.type != "cuda" or not st.may_hand_back_device():
         return False
-    before = st.threads_before
-    if before is None or any(t.ident not in before and t.is_alive() for t in threading.enumerate()):
-        return False
-    torch.cuda.synchronize(device)
-    ctx.ungate()
+    torch.cuda.synchronize(st.device)
+    st.ctx.ungate()
     return True

@@ -160,6 +160,14 @@ class EvalState:
         """Names of the threads started since the models were built."""
         return [t.name for t in threading.enumerate() if t.ident not in self.threads_before and t.is_alive()]
 
+    def may_hand_back_device(self):
+        """Whether this evaluation may give the device to another while it
+        is not done: it holds it (ctx.gate), and nothing the candidate
+        started can still launch work there (no thread of its alive since
+        the models were built). The caller synchronizes first."""
+        return (self.device is not None and getattr(self.ctx, "gated", False)
+                and self.threads_before is not None and not self.new_threads())
+
     # ---- memory
 
     def scratch_bytes(self):

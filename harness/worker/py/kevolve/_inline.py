@@ -283,43 +283,40 @@ def _build(orig, name, args, kwargs):
     bound.arguments["name"] = full_name
     if bound.arguments.get("no_implicit_headers"):
         return _call(orig, bound)
-    for cuda, cpp, moved in _unit_variants(bound, full_name):
-        for tier, lighten in (("aten", aten_cuda_sources), ("types.h", lighten_cuda_sources)):
-            light = lighten(cuda)
-            if light is None or os.path.exists(_miss_marker(full_name, tier)):
-                continue
-            # Each light build's cache entry is named after what it builds.
-            variant = tier + moved + ":" + digest(*light, *cpp)
-            unit, main = light, cpp
-            if tier == "aten":
-                # torch puts torch/types.h first in every CUDA unit: this
-                # tier writes the implicit headers itself, without it.
-                unit = ["#include <cuda.h>", "#include <cuda_runtime.h>"] + light
-                main = ["#include <torch/extension.h>"] + cpp
-            done, mod, header_fault = _try_tier(orig, bound, "split" if moved else tier, unit, main,
-                                                cached_name(name, args, kwargs, variant=variant), full_name,
-                                                own_main=bool(moved), own_headers=tier == "aten")
-            if done:
-                return mod
-            if moved and not header_fault:
-                break  # main.cpp with the moved bindings failed: as written next
+    cuda, cpp, moved = _unit_sources(bound, full_name)
+    for tier, lighten in (("aten", aten_cuda_sources), ("types.h", lighten_cuda_sources)):
+        light = lighten(cuda)
+        if light is None or os.path.exists(_miss_marker(full_name, tier)):
+            continue
+        # Each light build's cache entry is named after what it builds.
+        variant = tier + ("+split" if moved else "") + ":" + digest(*light, *cpp)
+        unit, main = light, cpp
+        if tier == "aten":
+            # torch puts torch/types.h first in every CUDA unit: this
+            # tier writes the implicit headers itself, without it.
+            unit = ["#include <cuda.h>", "#include <cuda_runtime.h>"] + light
+            main = ["#include <torch/extension.h>"] + cpp
+        done, mod, header_fault = _try_tier(orig, bound, "split" if moved else tier, unit, main,
+                                            cached_name(name, args, kwargs, variant=variant), full_name,
+                                            own_main=moved, own_headers=tier == "aten")
+        if done:
+            return mod
+        if moved and not header_fault:
+            break  # main.cpp with the moved bindings failed: as written next
     return _call(orig, bound)
 
 
-def _unit_variants(bound, full_name):
-    """(CUDA sources, C++ sources, "" or "+split") to lighten: the bindings
-    moved to main.cpp first where the CUDA source has them (_bindings.py),
-    else the sources as written."""
+def _unit_sources(bound, full_name):
+    """(CUDA sources, C++ sources as a list, whether the bindings moved) to
+    lighten: the bindings moved to main.cpp where the CUDA source has them
+    (_bindings.py), else the sources as written."""
     a = bound.arguments
     cuda, cpp = a.get("cuda_sources"), a.get("cpp_sources")
-    cpp_list = [cpp] if isinstance(cpp, str) else list(cpp or [])
     if _cuda_source_list(cuda) is None and not a.get("functions") and not os.path.exists(_miss_marker(full_name, "split")):
-        srcs = [cuda] if isinstance(cuda, str) else cuda
-        if isinstance(srcs, (list, tuple)) and "\n".join(map(str, srcs)).count("PYBIND11_MODULE") == 1:
-            split = _bindings.split_bindings(cuda, cpp)
-            if split is not None:
-                return [(split[0], split[1], "+split")]
-    return [(cuda, cpp_list, "")]
+        split = _bindings.split_bindings(cuda, cpp)
+        if split is not None:
+            return split[0], split[1], True
+    return cuda, [cpp] if isinstance(cpp, str) else list(cpp or []), False
 
 
 def _try_tier(orig, bound, tier, light, cpp, light_name, full_name, own_main=False, own_headers=False):
