@@ -15,7 +15,8 @@ import (
 const StagePrepareBuild = "prepare_build"
 
 // prepareTimeout bounds one build step: a precompiled torch/extension.h
-// takes 20-100 s of one core, more on a loaded host.
+// takes 20-100 s of one core, more on a loaded host, and a signature's
+// bindings 10-15 s after it.
 const prepareTimeout = 15 * time.Minute
 
 // prepareResult is what kevolve/_prepare.py's prepare returns.
@@ -25,10 +26,11 @@ type prepareResult struct {
 		ExtraCflags []string `json:"extra_cflags"`
 		PCH         string   `json:"pch"`
 	} `json:"builds"`
-	PCHBuilt int      `json:"pch_built"`
-	Errors   []string `json:"errors"`
-	Error    string   `json:"error"`
-	Seconds  float64  `json:"seconds"`
+	PCHBuilt      int      `json:"pch_built"`
+	BindingsBuilt int      `json:"bindings_built"`
+	Errors        []string `json:"errors"`
+	Error         string   `json:"error"`
+	Seconds       float64  `json:"seconds"`
 }
 
 // pchDirs is a PCH folder set apart from the kernel cache
@@ -42,24 +44,22 @@ func pchDirs() []string {
 }
 
 // prepareBuilds is the harness's build step for a candidate that builds
-// torch extensions with load_inline: it makes the precompiled headers its
-// C++ units will want (kevolve/_prepare.py), in the shared kernel cache.
-// It is a harness job, not the candidate's: it reads the candidate's source
-// without running it, and is the only writer of that cache's PCHs; the
-// candidate's own process only reads them (under the sandbox it cannot
-// write there). One build step runs at a time: an evaluation that arrives
-// while one runs goes on without it, and its candidate builds without the
-// PCH being made (it uses one already made). Waiting would hold a whole
-// first wave of a kernelbench run (16 evaluations on the H100 box) for the
-// 30 s of one core a new PCH takes, with the other 15 cores idle; a lone
-// evaluation, or the first of a sequence, still waits and uses it. It
+// torch extensions with load_inline: it makes what its C++ units will
+// want in the shared kernel cache (kevolve/_prepare.py): the precompiled
+// headers for their flags and the pybind11 bindings for their functions'
+// signatures. It is a harness job, not the candidate's: it reads the
+// candidate's source without running it, and is the only writer of those
+// files; the candidate's own process only reads them (under the sandbox it
+// cannot write there). It never waits for what another evaluation's step
+// is building: a whole first wave of a kernelbench run (16 evaluations on
+// the H100 box) would otherwise sit on the 30 s of one core a new PCH
+// takes, with the other cores idle; those candidates build without it. It
 // returns its seconds (0 where it did not run); a failure is logged and
-// the candidate builds without a PCH: slower, same result.
+// the candidate builds as torch would: slower, same result.
 func (e *Evaluator) prepareBuilds(ctx context.Context, candCode string) float64 {
-	if !strings.Contains(candCode, "load_inline") || !e.prepMu.TryLock() {
+	if !strings.Contains(candCode, "load_inline") {
 		return 0
 	}
-	defer e.prepMu.Unlock()
 	t0 := time.Now()
 	out, err := e.w.Run(ctx, worker.Job{Module: "kevolve._prepare", Func: "prepare",
 		Args: map[string]any{"candidate": candCode}, Timeout: prepareTimeout, RSSLimit: max(e.cfg.HostMemLimit, 0),
@@ -75,8 +75,9 @@ func (e *Evaluator) prepareBuilds(ctx context.Context, candCode string) float64 
 			"code", out.Code, "error", pr.Error, "errors", pr.Errors, "log", out.Log)
 		return secs
 	}
-	if pr.PCHBuilt > 0 {
-		e.log.Info("precompiled torch/extension.h for load_inline builds", "built", pr.PCHBuilt, "seconds", secs)
+	if pr.PCHBuilt > 0 || pr.BindingsBuilt > 0 {
+		e.log.Info("built shared headers and bindings for load_inline builds",
+			"pch", pr.PCHBuilt, "bindings", pr.BindingsBuilt, "seconds", secs)
 	}
 	return secs
 }

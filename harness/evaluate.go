@@ -45,10 +45,6 @@ type Evaluator struct {
 
 	workMu sync.Mutex
 	work   map[string]*workCall
-
-	// prepMu is held by the one load_inline build step running
-	// (prepareBuilds); evaluations arriving meanwhile do not wait for it.
-	prepMu sync.Mutex
 }
 
 // NewEvaluator unpacks the worker and prepares the cache tables. The

@@ -87,26 +87,21 @@ func TestLoadInlinePCHBuildsInSeconds(t *testing.T) {
 		t.Logf("candidate %d: build step %.1f s, load_candidate %.1f s (compilers' CPU %.1f s), build %.1f s", i+1,
 			r.StageS[StagePrepareBuild], r.StageS["load_candidate"], cpu(r), buildS(r))
 	}
-	// Issue 22's ratio: each later build at most a third of the first,
-	// measured here (the first pays for the PCH). The PCH's own effect is
-	// checked on the compilers' CPU seconds, which a loaded machine inflates
-	// far less than wall time: at most half of the plain build's (measured:
-	// 10.8-11.3 s against 27.1 s here). The issue's absolute 8 s (for a 25 s
-	// plain build) is logged, not asserted: what remains with the PCH is the
-	// instantiation that pybind11's and torch's Python headers force in
-	// every unit that includes them (about 11 s of CPU), which the PCH cannot
-	// hold; splitting the bindings into a cached unit is the next step.
+	// Issue 22: each later build in at most 8 s, and (for a loaded machine)
+	// at most a third of the first, measured here (the first pays for the
+	// PCHs and the shared bindings). The PCH's and bindings' own effect is
+	// also checked on the compilers' CPU seconds, which a loaded machine
+	// inflates far less than wall time: at most half of the plain build's
+	// (measured on this 2-core VM: 2.4-2.7 s against 21-27 s).
 	for i, r := range rs[1:] {
-		if b := buildS(r); b > buildS(rs[0])/3 {
-			t.Errorf("candidate %d built in %.1f s: want at most a third of the first (%.1f s; without the PCH %.1f s)",
+		if b := buildS(r); b > 8 || b > buildS(rs[0])/3 {
+			t.Errorf("candidate %d built in %.1f s: want at most 8 s and a third of the first (%.1f s; without the PCH %.1f s)",
 				i+2, b, buildS(rs[0]), buildS(plain))
 		}
 		if c := cpu(r); c <= 0 || c > cpu(plain)/2 {
 			t.Errorf("candidate %d's build took %.1f s of compiler CPU: want at most half of the plain build's %.1f s",
 				i+2, c, cpu(plain))
 		}
-		t.Logf("issue 22's 8 s for a 25 s plain build: candidate %d took %.1f s of compiler CPU, %.1f s scaled to a 25 s plain build",
-			i+2, cpu(r), cpu(r)*25/max(cpu(plain), 1e-9))
 	}
 
 	ninja := func(cache, ext string) string {
@@ -121,23 +116,29 @@ func TestLoadInlinePCHBuildsInSeconds(t *testing.T) {
 		}
 		return string(b)
 	}
+	// Each candidate's main.cpp: its own code on the precompiled
+	// torch/types.h, and a table for the bindings the harness compiled once
+	// for their shared signature (kevolve/_bindcache.py).
 	for i := range pchCands {
-		if !strings.Contains(ninja(cache, fmt.Sprintf("axpb%d", i+1)), "kevolve_torch_extension.h") {
-			t.Errorf("candidate %d was built without the precompiled header", i+1)
+		n := ninja(cache, fmt.Sprintf("axpb%d", i+1))
+		if !strings.Contains(n, "-include") || !strings.Contains(n, "kevolve_torch_types.h") || !strings.Contains(n, "/bind-") {
+			t.Errorf("candidate %d was not built on the precompiled torch/types.h with the shared bindings:\n%s", i+1, n)
 		}
 	}
-	if strings.Contains(ninja(plainCache, "axpb1"), "kevolve_torch_extension.h") {
-		t.Errorf("KEVOLVE_PCH=0 still used the precompiled header")
+	if n := ninja(plainCache, "axpb1"); strings.Contains(n, "kevolve_torch") || strings.Contains(n, "/bind-") {
+		t.Errorf("KEVOLVE_PCH=0 still used a precompiled header or shared bindings:\n%s", n)
 	}
 	gchs, _ := filepath.Glob(filepath.Join(cache, "kernels", "pch", "*", "*.gch"))
-	if len(gchs) != 1 {
-		t.Errorf("want one precompiled header for one flag set, got %v", gchs)
+	binds, _ := filepath.Glob(filepath.Join(cache, "kernels", "pch", "*", "bind-*.o"))
+	if len(gchs) != 2 || len(binds) != 1 {
+		t.Errorf("want two precompiled headers (torch/extension.h, torch/types.h) and one bindings object for one flag set and one signature, got %v and %v", gchs, binds)
 	}
 	sameOutputs(t, py, filepath.Join(plainCache, "kernels", "torch_extensions"), filepath.Join(cache, "kernels", "torch_extensions"))
 }
 
 // sameOutputs loads the first candidate's extension as built with and
-// without the PCH and checks they compute the same bits.
+// without the PCH and the shared bindings and checks they compute the
+// same bits and bind the same way (docstring, argument errors).
 func sameOutputs(t *testing.T, py, plainDir, pchDir string) {
 	t.Helper()
 	find := func(dir string) string {
@@ -158,9 +159,15 @@ for path in sys.argv[1:]:
     spec.loader.exec_module(mod)
     g = torch.Generator().manual_seed(7)
     a, b = torch.randn(1000, 37, generator=g), torch.randn(1000, 37, generator=g)
-    outs.append(mod.axpb1(a, b))
-assert torch.equal(outs[0], outs[1]), "the builds with and without the PCH differ"
-assert torch.equal(outs[0], a * 2 + b)
+    try:
+        mod.axpb1(1, 2)
+        bad = "no error"
+    except TypeError as e:
+        bad = str(e)
+    outs.append((mod.axpb1(a, b), mod.axpb1.__doc__, bad))
+assert torch.equal(outs[0][0], outs[1][0]), "the builds with and without the PCH differ"
+assert torch.equal(outs[0][0], a * 2 + b)
+assert outs[0][1:] == outs[1][1:], "the bindings differ: %r" % (outs,)
 print("same")
 `
 	out, err := exec.Command(py, "-c", script, find(plainDir), find(pchDir)).CombinedOutput()

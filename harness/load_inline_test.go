@@ -182,11 +182,12 @@ func TestLoadInlineCUDALightHeaders(t *testing.T) {
 	if b, err := os.ReadFile(units("light")[0]); err != nil || !strings.Contains(string(b), "#include <ATen/ops/empty_like.h>") {
 		t.Errorf("the light build is not the ATen tier (%v):\n%.600s", err, b)
 	}
-	// The bindings unit (main.cpp) used the harness's precompiled torch/extension.h.
+	// main.cpp (the declaration) used the harness's precompiled
+	// torch/types.h and the bindings it compiled once for the signature.
 	if nj, _ := filepath.Glob(filepath.Join(cache, "kernels", "torch_extensions", "axpb_cu_kv*", "build.ninja")); len(nj) != 1 {
 		t.Errorf("want one build.ninja, got %v", nj)
-	} else if b, err := os.ReadFile(nj[0]); err != nil || !strings.Contains(string(b), "kevolve_torch_extension.h") {
-		t.Errorf("main.cpp was built without the precompiled header (%v); stages %v", err, light.StageS)
+	} else if b, err := os.ReadFile(nj[0]); err != nil || !strings.Contains(string(b), "kevolve_torch_types.h") || !strings.Contains(string(b), "/bind-") {
+		t.Errorf("main.cpp was built without the precompiled torch/types.h or the shared bindings (%v); stages %v\n%s", err, light.StageS, b)
 	}
 	full := eval(strings.Replace(cudaInlineCand, "__HOST_EXTRA__", "TORCH_CHECK(torch::get_num_threads() > 0);", 1))
 	if len(units("full")) != 1 {
@@ -268,6 +269,11 @@ func TestLoadInlineCUDABindingsMoved(t *testing.T) {
 	}
 	if !strings.Contains(string(main), "kevolve: moved from the CUDA source") || !strings.Contains(string(main), "torch::Tensor axpb(torch::Tensor a, torch::Tensor b);") {
 		t.Errorf("main.cpp does not hold the moved bindings:\n%s", main)
+	}
+	// The moved block's m.def calls come from the harness's shared
+	// bindings object (kevolve/_bindcache.py), as in the C++ test.
+	if !strings.Contains(string(main), "kevolve_bind_table_") || strings.Contains(string(main), "PYBIND11_MODULE") {
+		t.Errorf("main.cpp does not use the shared bindings for the moved block:\n%s", main)
 	}
 	if strings.Contains(string(cu), "PYBIND11_MODULE") || !strings.Contains(string(cu), "#include <ATen/ops/empty_like.h>") {
 		t.Errorf("the CUDA unit kept its bindings or missed the ATen tier:\n%.800s", cu)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import subprocess
 import tempfile
 from functools import lru_cache
@@ -49,6 +50,24 @@ def write_atomic(path: str, data: bytes) -> None:
         except OSError:
             pass
         raise
+
+
+def run_bounded(cmd: list[str], timeout: float, **kw) -> subprocess.CompletedProcess:
+    """subprocess.run(cmd, capture_output=True, text=True) in a process
+    group of its own, all of which is killed at the deadline (a compiler
+    driver's cc1plus outlives a kill of the driver alone); raises
+    subprocess.TimeoutExpired then."""
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, **kw) as p:
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.communicate()
+            raise
+        return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
 
 @lru_cache(maxsize=None)

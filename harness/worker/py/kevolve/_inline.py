@@ -39,11 +39,18 @@ candidate means:
 - nvcc runs the host and device front ends of that unit one after the
   other; _nvcc.py runs them side by side (see there).
 
+- A build whose main.cpp cannot bind its functions (declared only in the
+  CUDA source) fails after the whole CUDA unit compiled; _precheck.py
+  shows it with main.cpp alone first.
+
 - The C++ unit (main.cpp: the candidate's cpp_sources and the pybind11
   bindings) starts with torch/extension.h whatever the candidate wrote.
   Where the harness has precompiled that header for exactly this build's
   compiler and flags (_pch.py, made by the harness's own build step before
   the candidate runs), the unit -include's it: about a third of the CPU.
+  What is left there is mostly torch's generated bindings; where the
+  harness compiled those for the call's signatures (_bindcache.py),
+  main.cpp links that object instead.
 """
 
 from __future__ import annotations
@@ -56,7 +63,7 @@ import shlex
 import sys
 import tempfile
 
-from . import _bindings, _pch
+from . import _bindcache, _bindings, _pch, _precheck
 from ._cache import digest, tool_version
 
 _PATCHED_ATTR = "__kevolve_cached__"
@@ -80,6 +87,7 @@ _TORCH_TYPES = frozenset((
 _TORCH_CONSTANTS = {"kUInt8": "kByte", "kInt8": "kChar", "kInt16": "kShort", "kInt32": "kInt", "kInt64": "kLong",
                     "kFloat16": "kHalf", "kFloat32": "kFloat", "kFloat64": "kDouble"}
 _OTHER_TORCH_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]torch/(?!extension\.h)', re.M)
+_OTHER_TORCH_INCLUDE_THAN_TYPES = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]torch/(?!extension\.h|types\.h)', re.M)
 # What the ATen tier lacks and torch/types.h has, found where the tier's
 # builds failed on CUDA-L1's kernels: the deprecated Tensor::type() (its
 # conversion to a ScalarType for AT_DISPATCH), and ATen's CUDA error macros
@@ -206,15 +214,10 @@ def aten_cuda_sources(cuda_sources) -> list[str] | None:
     srcs = _cuda_source_list(cuda_sources)
     if srcs is None:
         return None
-    try:
-        import torch
-        ops_dir = os.path.join(os.path.dirname(torch.__file__), "include", "ATen", "ops")
-    except Exception:  # noqa: BLE001
-        return None
     text = "\n".join(srcs)
     if len(_EXTENSION_H.findall(text)) != 1:
         return None  # the block's definitions must come once in the unit torch joins
-    block = aten_header(text, ops_dir)
+    block = _aten_block(text)
     if block is None:
         return None
     return [_EXTENSION_H.sub(lambda _m: block, s) for s in srcs]
@@ -225,21 +228,26 @@ def _miss_marker(name: str, tier: str = "types.h") -> str:
     return os.path.join(os.environ["TORCH_EXTENSIONS_DIR"], name + suffix)
 
 
-def _with_pch(bound: inspect.BoundArguments) -> None:
+def _with_pch(bound: inspect.BoundArguments) -> tuple[str | None, str | None]:
     """Adds the harness's precompiled torch/extension.h to the C++ unit's
     flags where one was made for exactly them (never builds one here: this
-    runs in the candidate's process)."""
+    runs in the candidate's process). Returns the PCH headers made for this
+    build ((torch/extension.h, torch/types.h), each or both None): the
+    first's folder holds the shared bindings built with it (_bindcache.py),
+    the second serves a main.cpp that needs no more once those are apart."""
     a = bound.arguments
     if a.get("no_implicit_headers"):
-        return  # main.cpp does not start with torch/extension.h
+        return None, None  # main.cpp does not start with torch/extension.h
     cuda = bool(a.get("cuda_sources")) if a.get("with_cuda") is None else bool(a.get("with_cuda"))
     extra = a.get("extra_cflags") or []
     if not isinstance(extra, (list, tuple)):
-        return  # torch's own handling of anything else is left as it is
+        return None, None  # torch's own handling of anything else is left as it is
     extra = list(extra)
-    flags = _pch.flags_for_build(cuda, extra, a.get("extra_include_paths") or [])
-    if flags:
-        a["extra_cflags"] = extra + flags
+    ext_h, types_h = _pch.headers_for_build(cuda, extra, a.get("extra_include_paths") or [])
+    if ext_h is None:
+        return None, None
+    a["extra_cflags"] = extra + ["-include", ext_h]
+    return ext_h, types_h
 
 
 def shared_read_only() -> bool:
@@ -250,7 +258,87 @@ def shared_read_only() -> bool:
     return os.environ.get("KEVOLVE_SHARED_CACHE_RO") == "1" or (os.path.isdir(d) and not os.access(d, os.W_OK))
 
 
-def _call(orig, bound: inspect.BoundArguments):
+def _call(orig, bound: inspect.BoundArguments, pchs=(None, None)):
+    """torch's load_inline, with the bindings the harness compiled for this
+    call's signatures where there are some (_bindcache.py, beside the
+    torch/extension.h PCH of pchs); a build or import that fails because
+    of them is made again with torch's own."""
+    shared = _with_shared_bindings(bound.arguments, *pchs)
+    if shared is not None:
+        args, light_main = shared
+        try:
+            return _call_as_is(orig, inspect.BoundArguments(bound.signature, args))
+        except (RuntimeError, ImportError) as e:
+            err = str(e)
+            if not (_bindcache.is_bindings_failure(err) or (light_main and _MAIN_UNIT_FAILED.search(err))):
+                raise
+            print("kevolve: main.cpp did not build with the shared bindings%s; building it as torch writes it (%s)"
+                  % (" and torch/types.h" if light_main else "", err.splitlines()[0][:200]), file=sys.stderr)
+    return _call_as_is(orig, bound)
+
+
+def _with_shared_bindings(a: dict, ext_h: str | None, types_h: str | None) -> tuple[dict, bool] | None:
+    """(load_inline's arguments with the harness's shared bindings for this
+    call's signatures in place of the module block torch generates, or the
+    one main.cpp writes itself, and whether main.cpp went to
+    torch/types.h), or None where the harness has none. With the
+    bindings apart, main.cpp is the candidate's cpp_sources and a table:
+    where those need nothing past torch/types.h (a CUDA candidate's
+    declarations, most C++ kernels), its precompiled form serves, at a
+    quarter of torch/extension.h's CPU."""
+    if ext_h is None or a.get("is_standalone") or a.get("sycl_sources"):
+        return None
+    extra_ld = a.get("extra_ldflags") or []
+    cpp = a.get("cpp_sources")
+    cpp = [cpp] if isinstance(cpp, str) else list(cpp or [])
+    if not isinstance(extra_ld, (list, tuple)) or not all(isinstance(c, str) for c in cpp):
+        return None
+    plan, cpp = _bindings_plan(cpp, a.get("functions"), bool(a.get("with_pytorch_error_handling", True)))
+    obj = _bindcache.lookup(os.path.dirname(ext_h), plan) if plan is not None else None
+    if obj is None or any(c.isspace() for c in obj):
+        return None  # torch joins ldflags with spaces
+    out = dict(a, functions=None, extra_ldflags=list(extra_ld) + [obj], cpp_sources=cpp + [plan.trampoline])
+    body = [_EXTENSION_H.sub("#include <torch/types.h>  // kevolve: was torch/extension.h", c) for c in cpp]
+    text = "\n".join(body)
+    if types_h is None or _NEEDS_FULL.search(text) or _OTHER_TORCH_INCLUDE_THAN_TYPES.search(text):
+        return out, False
+    if out.get("cuda_sources") and not out.get("no_implicit_headers"):
+        cuda = out["cuda_sources"]
+        out["cuda_sources"] = _TORCH_CUDA_HEADERS + ([cuda] if isinstance(cuda, str) else list(cuda))
+    out["no_implicit_headers"] = True
+    out["cpp_sources"] = ["#include <torch/types.h>"] + body + [plan.trampoline]
+    out["extra_cflags"] = [types_h if f == ext_h else f for f in out.get("extra_cflags") or []]
+    return out, True
+
+
+def _bindings_plan(cpp: list[str], functions, error_handling: bool):
+    """(the shared bindings plan, main.cpp's sources without bindings of
+    their own) for torch's generated bindings of `functions`, or for a
+    module block the sources write themselves (a C++ candidate's, or one
+    moved out of a CUDA source); (None, cpp) where neither applies."""
+    if functions is not None:
+        return _bindcache.plan(cpp, functions, error_handling), cpp
+    found = _bindcache.plan_for_module_block(cpp)
+    return found if found is not None else (None, cpp)
+
+
+# What torch puts first in a CUDA unit when it writes the implicit headers.
+_TORCH_CUDA_HEADERS = ["#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>"]
+
+
+def _aten_block(text: str) -> str | None:
+    """The ATen tier's headers for a C++ unit's text, or None."""
+    if _NEEDS_FULL.search(text):
+        return None
+    try:
+        import torch
+        ops_dir = os.path.join(os.path.dirname(torch.__file__), "include", "ATen", "ops")
+    except Exception:  # noqa: BLE001
+        return None
+    return aten_header(text, ops_dir)
+
+
+def _call_as_is(orig, bound: inspect.BoundArguments):
     """torch's load_inline; where the shared cache is read-only, a build
     found there is imported as it is (torch would write its lock and build
     files beside it), and a new one is built in this job's own folder
@@ -271,16 +359,41 @@ def _call(orig, bound: inspect.BoundArguments):
     return orig(*bound.args, **bound.kwargs)
 
 
+# Builds that failed in this process, by cached name: their error again.
+# A candidate that keeps None after a failed load_inline (and falls back to
+# PyTorch) calls it again in every forward, inside the device phase too;
+# torch would rebuild (and fail) each time, holding the device for the
+# compiler. The same sources fail the same way, so the error comes at once.
+_FAILED_BUILDS: dict[str, str] = {}
+
+
 def _build(orig, name, args, kwargs):
-    """One load_inline call, cached by content, lightest headers first."""
+    """One load_inline call, cached by content, lightest headers first; a
+    failed one fails again at once."""
     _setup_env()
     full_name = cached_name(name, args, kwargs)
+    if full_name in _FAILED_BUILDS:
+        raise RuntimeError(_FAILED_BUILDS[full_name])
+    try:
+        return _build_once(orig, name, full_name, args, kwargs)
+    except RuntimeError as e:
+        if str(e).startswith("Error building extension"):
+            _FAILED_BUILDS[full_name] = str(e)
+        raise
+
+
+def _build_once(orig, name, full_name, args, kwargs):
+    """The build: main.cpp's check, then the CUDA unit's header tiers."""
     try:
         bound = inspect.signature(orig).bind(name, *args, **kwargs)
     except TypeError:
         return orig(full_name, *args, **kwargs)  # let torch report the bad call
-    _with_pch(bound)
+    pchs = _with_pch(bound)
     bound.arguments["name"] = full_name
+    errors = _precheck.check_main(bound.arguments)
+    if errors is not None:
+        raise RuntimeError("Error building extension '%s': main.cpp cannot bind its functions (checked on its own; "
+                           "the CUDA unit was not built):\n%s" % (full_name, errors))
     if bound.arguments.get("no_implicit_headers"):
         return _call(orig, bound)
     cuda, cpp, moved = _unit_sources(bound, full_name)
@@ -298,12 +411,12 @@ def _build(orig, name, args, kwargs):
             main = ["#include <torch/extension.h>"] + cpp
         done, mod, header_fault = _try_tier(orig, bound, "split" if moved else tier, unit, main,
                                             cached_name(name, args, kwargs, variant=variant), full_name,
-                                            own_main=moved, own_headers=tier == "aten")
+                                            own_main=moved, own_headers=tier == "aten", pchs=pchs)
         if done:
             return mod
         if moved and not header_fault:
             break  # main.cpp with the moved bindings failed: as written next
-    return _call(orig, bound)
+    return _call(orig, bound, pchs)
 
 
 def _unit_sources(bound, full_name):
@@ -319,7 +432,7 @@ def _unit_sources(bound, full_name):
     return cuda, [cpp] if isinstance(cpp, str) else list(cpp or []), False
 
 
-def _try_tier(orig, bound, tier, light, cpp, light_name, full_name, own_main=False, own_headers=False):
+def _try_tier(orig, bound, tier, light, cpp, light_name, full_name, own_main=False, own_headers=False, pchs=(None, None)):
     """(True, module, False) where the CUDA unit built with the tier's
     headers; (False, None, whether only the CUDA unit failed) where it did
     not compile (or, own_main: the attempt's own main.cpp or link failed):
@@ -333,7 +446,7 @@ def _try_tier(orig, bound, tier, light, cpp, light_name, full_name, own_main=Fal
     if own_headers:
         attempt.arguments["no_implicit_headers"] = True
     try:
-        return True, _call(orig, attempt), False
+        return True, _call(orig, attempt, pchs), False
     except RuntimeError as e:
         # Only a CUDA unit that failed to compile can be the header's fault;
         # main.cpp or the link would fail the same way with any header,

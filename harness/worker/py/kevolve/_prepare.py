@@ -6,7 +6,9 @@ evaluation, outside the candidate's sandbox): the precompiled headers its
 load_inline calls will want. Which ones is read from the source without
 running it (ast): each load_inline call's extra_cflags and
 extra_include_paths when they are literals (or module-level names bound to
-literals), and whether it has CUDA sources. A call whose flags cannot be
+literals), and whether it has CUDA sources; and the pybind11 bindings torch
+would generate for its functions, where cpp_sources and functions are
+literals too (_bindcache.py). A call whose flags cannot be
 read gets the PCH for no extra flags; a flag outside _pch._SAFE_FLAG, or an
 include path, gets none (the build would run the compiler outside the
 sandbox on the candidate's say).
@@ -16,9 +18,10 @@ from __future__ import annotations
 
 import ast
 import os
+import threading
 import time
 
-from . import _pch
+from . import _bindcache, _bindings, _pch
 
 
 def _literals(tree: ast.Module) -> dict:
@@ -33,8 +36,13 @@ def _literals(tree: ast.Module) -> dict:
 
 
 def _value(node, names: dict):
+    """A literal's value, or a module-level name's bound to one; lists of
+    either too. None where reading cannot tell."""
     if isinstance(node, ast.Name):
         return names.get(node.id)
+    if isinstance(node, (ast.List, ast.Tuple)) and any(isinstance(e, ast.Name) for e in node.elts):
+        items = [_value(e, names) for e in node.elts]
+        return None if any(i is None for i in items) else items
     try:
         return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -46,22 +54,27 @@ def _is_load_inline(call: ast.Call) -> bool:
     return (isinstance(f, ast.Name) and f.id == "load_inline") or (isinstance(f, ast.Attribute) and f.attr == "load_inline")
 
 
-def builds_in(code: str) -> list[tuple[bool, tuple, tuple]]:
-    """(with_cuda, extra_cflags, extra_include_paths) of each load_inline
-    call the source makes, as far as reading it can tell; deduplicated."""
+def calls_in(code: str) -> list[dict]:
+    """Each load_inline call the source makes, as far as reading it can
+    tell: {"build": (with_cuda, extra_cflags, extra_include_paths),
+    "cpp_sources", "cuda_sources", "functions", "error_handling"} (None
+    where not a literal)."""
     if "load_inline" not in code:
         return []
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return [(False, (), ())]
+        return [{"build": (False, (), ()), "cpp_sources": None, "cuda_sources": None, "functions": None, "error_handling": True}]
     names = _literals(tree)
     found = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and _is_load_inline(node)):
             continue
         kw = {k.arg: k.value for k in node.keywords if k.arg}
-        cuda = "cuda_sources" in kw or (len(node.args) >= 3)
+        for i, pos in enumerate(("name", "cpp_sources", "cuda_sources", "functions")):
+            if i < len(node.args) and pos not in kw:
+                kw[pos] = node.args[i]
+        cuda = "cuda_sources" in kw
         if "with_cuda" in kw and isinstance(_value(kw["with_cuda"], names), bool):
             cuda = _value(kw["with_cuda"], names)
         flags = _value(kw["extra_cflags"], names) if "extra_cflags" in kw else []
@@ -72,30 +85,107 @@ def builds_in(code: str) -> list[tuple[bool, tuple, tuple]]:
             flags = []  # not readable: the default set at least
         if incs or not all(_pch._SAFE_FLAG.match(f.strip()) for f in flags):
             continue
-        found.append((bool(cuda), tuple(f.strip() for f in flags), ()))
-    return list(dict.fromkeys(found))
+        eh = _value(kw["with_pytorch_error_handling"], names) if "with_pytorch_error_handling" in kw else True
+        found.append({"build": (bool(cuda), tuple(f.strip() for f in flags), ()),
+                      "cpp_sources": _value(kw["cpp_sources"], names) if "cpp_sources" in kw else [],
+                      "cuda_sources": _value(kw["cuda_sources"], names) if "cuda_sources" in kw else None,
+                      "functions": _value(kw["functions"], names) if "functions" in kw else None,
+                      "error_handling": eh if isinstance(eh, bool) else None})
+    return found
+
+
+def builds_in(code: str) -> list[tuple[bool, tuple, tuple]]:
+    """(with_cuda, extra_cflags, extra_include_paths) of each load_inline
+    call the source makes, as far as reading it can tell; deduplicated."""
+    return list(dict.fromkeys(c["build"] for c in calls_in(code)))
+
+
+def _bindings_plan(call: dict):
+    """The shared bindings the call's build will look for (_inline.py makes
+    the same plan from the same sources), or None."""
+    cpp, fns, eh = call["cpp_sources"], call["functions"], call["error_handling"]
+    if eh is None or cpp is None:
+        return None  # not read: the build's own sources are unknown
+    if isinstance(cpp, str):
+        cpp = [cpp]
+    if fns is not None:
+        return _bindcache.plan(cpp, fns, eh)
+    if cpp is not None and any("PYBIND11_MODULE" in c for c in cpp if isinstance(c, str)):
+        found = _bindcache.plan_for_module_block(cpp)
+    else:
+        # A CUDA source's own block moves to main.cpp (_bindings.py).
+        split = _bindings.split_bindings(call["cuda_sources"], cpp) if isinstance(call["cuda_sources"], (str, list)) else None
+        found = _bindcache.plan_for_module_block(split[1]) if split is not None else None
+    return found[0] if found is not None else None
 
 
 def prepare(args, ctx=None) -> dict:
-    """Worker job: makes the PCHs a candidate's load_inline calls will use.
+    """Worker job: makes the PCHs a candidate's load_inline calls will use,
+    and the shared bindings for the calls whose functions it can read.
+    It never waits for a build another evaluation's step is making: its
+    candidate then builds as it would without (slower, the same result).
     args: {"candidate": source}. Returns what it found and did."""
     t0 = time.monotonic()
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")  # flags only: no device query in this child
-    out = {"builds": [], "pch_built": 0, "errors": []}
+    out = {"builds": [], "pch_built": 0, "bindings_built": 0, "errors": []}
     if not _pch.enabled():
         return out
-    for cuda, flags, incs in builds_in(args.get("candidate") or ""):
-        entry = {"with_cuda": cuda, "extra_cflags": list(flags)}
-        try:
-            ident = _pch.identity(cuda, flags, incs)
-            if ident is None:
-                entry["pch"] = "unsupported"
-            else:
-                hdr, built = _pch.ensure(ident)
-                entry["pch"] = os.path.dirname(hdr)
-                out["pch_built"] += int(built)
-        except Exception as e:  # noqa: BLE001 - a build without a PCH is still correct
-            out["errors"].append("%s: %s" % (entry, str(e)[-2000:]))
-        out["builds"].append(entry)
+    seen = set()
+    for call in calls_in(args.get("candidate") or ""):
+        entry = _prepare_call(call, out)
+        if repr(entry) not in seen:
+            seen.add(repr(entry))
+            out["builds"].append(entry)
     out["seconds"] = round(time.monotonic() - t0, 3)
     return out
+
+
+def _prepare_call(call: dict, out: dict) -> dict:
+    """The PCHs and shared bindings for one load_inline call; what was made
+    is counted in out."""
+    cuda, flags, incs = call["build"]
+    entry = {"with_cuda": cuda, "extra_cflags": list(flags)}
+    try:
+        ident = _pch.identity(cuda, flags, incs)
+        if ident is None:
+            entry["pch"] = "unsupported"
+            return entry
+        plan = _bindings_plan(call)
+        # main.cpp goes to torch/types.h once its bindings are apart: that
+        # PCH builds on another core meanwhile.
+        types = _Background(_pch.ensure, _pch.types_identity(ident), False) if plan is not None else None
+        hdr, built = _pch.ensure(ident, wait=False)
+        out["pch_built"] += int(built)
+        entry["pch"] = os.path.dirname(hdr) if hdr else "being built by another evaluation"
+        if hdr is not None and plan is not None:
+            obj, built = _bindcache.ensure(ident, hdr, plan, wait=False)
+            entry["bindings"] = obj or ("did not compile" if built else "not available")
+            out["bindings_built"] += int(built)
+        if types is not None:
+            types_hdr, built = types.result()
+            entry["types_pch"] = os.path.dirname(types_hdr) if types_hdr else "being built by another evaluation"
+            out["pch_built"] += int(built)
+    except Exception as e:  # noqa: BLE001 - a build without a PCH is still correct
+        out["errors"].append("%s: %s" % (entry, str(e)[-2000:]))
+    return entry
+
+
+class _Background:
+    """fn(*args) on a thread; result() joins it and returns or raises."""
+
+    def __init__(self, fn, *args):
+        self._out, self._err = None, None
+        self._t = threading.Thread(target=self._run, args=(fn, args), daemon=True)
+        self._t.start()
+
+    def _run(self, fn, args):
+        try:
+            self._out = fn(*args)
+        except BaseException as e:  # noqa: BLE001 - re-raised in result()
+            self._err = e
+
+    def result(self):
+        self._t.join()
+        if self._err is not None:
+            raise self._err
+        return self._out

@@ -15,7 +15,7 @@ import unittest
 
 import torch
 
-from kevolve import _pch, _prepare
+from kevolve import _bindcache, _bindings, _pch, _prepare
 
 SMALL = "#include <vector>\n#include <string>\n"
 
@@ -182,6 +182,30 @@ class Plan(unittest.TestCase):
         for name, code, want in cases:
             with self.subTest(name):
                 self.assertEqual(_prepare.builds_in(code), want)
+
+    def test_calls_in_reads_what_the_bindings_need(self):
+        code = ("from torch.utils.cpp_extension import load_inline\nSRC = 'torch::Tensor f(torch::Tensor x);'\n"
+                "a = load_inline('a', SRC, cuda_src, ['f'])\n"
+                "b = load_inline(name='b', cpp_sources=[SRC], functions={'g': 'doc'}, with_pytorch_error_handling=False)\n"
+                "c = load_inline(name='c', cpp_sources=make(), functions=names, with_pytorch_error_handling=flag)\n")
+        got = [(c["build"][0], c["cpp_sources"], c["functions"], c["error_handling"]) for c in _prepare.calls_in(code)]
+        self.assertEqual(got, [
+            (True, "torch::Tensor f(torch::Tensor x);", ["f"], True),
+            (False, ["torch::Tensor f(torch::Tensor x);"], {"g": "doc"}, False),
+            (False, None, None, None),
+        ])
+        self.assertIsNotNone(_prepare._bindings_plan(_prepare.calls_in(code)[0]))
+        self.assertIsNone(_prepare._bindings_plan(_prepare.calls_in(code)[2]))
+
+    def test_plan_for_bindings_moved_out_of_the_cuda_source(self):
+        cu = ("#include <torch/extension.h>\n__global__ void k(float* x) {}\n"
+              "torch::Tensor fwd(torch::Tensor x) { return x; }\n"
+              'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("forward", &fwd, "fwd"); }\n')
+        code = "CU = %r\nm = load_inline(name='m', cpp_sources='', cuda_sources=CU)\n" % cu
+        got = _prepare._bindings_plan(_prepare.calls_in(code)[0])
+        want = _bindcache.plan_for_module_block(_bindings.split_bindings(cu, "")[1])
+        self.assertIsNotNone(got)
+        self.assertEqual(got, want[0], "the harness must build the plan the candidate's build will look for")
 
 
 if __name__ == "__main__":
