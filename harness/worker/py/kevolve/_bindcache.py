@@ -55,7 +55,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 
-from ._bindings import _BLOCK, _DEF, _blank_preprocessor, _close, _depths, blank_comments_and_strings
+from ._bindings import _blank_preprocessor, _close, _depths, blank_comments_and_strings, plain_module_block
 from . import _pch
 from ._cache import digest, run_bounded
 
@@ -75,7 +75,6 @@ _TOKEN = re.compile(r"[A-Za-z_]\w*|::|&&|[<>,&*]|\d+|\S")
 _DROP_SPECIFIERS = frozenset(("static", "inline", "extern", "constexpr"))
 _USING = re.compile(r"\busing\s+(?:namespace\s+)?(?:torch|at|c10|std)(?:\s*::\s*\w+)*\s*;")
 _IDENT = re.compile(r"^[A-Za-z_]\w*$")
-_STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 # A macro, typedef or alias of one of those words: the two units could then
 # read a signature differently in a way the linker does not see (a return
 # type is not part of a function's mangled name).
@@ -205,7 +204,7 @@ def plan_for_module_block(cpp_sources) -> tuple[Plan, list[str]] | None:
         cpp_sources = [cpp_sources]
     if not isinstance(cpp_sources, (list, tuple)) or not all(isinstance(s, str) for s in cpp_sources):
         return None
-    found = [(i, m) for i, src in enumerate(cpp_sources) for m in [_module_block(src)] if m is not None]
+    found = [(i, m) for i, src in enumerate(cpp_sources) for m in [plain_module_block(src)] if m is not None]
     if len(found) != 1 or sum("PYBIND11_MODULE" in s for s in cpp_sources) != 1:
         return None
     i, (start, end, fns) = found[0]
@@ -213,30 +212,6 @@ def plan_for_module_block(cpp_sources) -> tuple[Plan, list[str]] | None:
     rest[i] = rest[i][:start] + rest[i][end:]
     p = _plan(rest, fns, False)
     return None if p is None else (p, rest)
-
-
-def _module_block(src: str):
-    """(start, end, [(Python name, function, docstring or None)]) of the one
-    plain module block in src, or None."""
-    code = blank_comments_and_strings(src)
-    blocks = list(_BLOCK.finditer(code))
-    if len(blocks) != 1:
-        return None
-    m = blocks[0]
-    end = _close(code, m.end() - 1)
-    if end < 0:
-        return None
-    defs = re.compile(_DEF.format(m=re.escape(m.group(1))))
-    body = code[m.end():end]
-    if defs.sub("", body).strip():
-        return None
-    fns = []
-    for d in defs.finditer(body):
-        lits = _STRING.findall(src[m.end() + d.start():m.end() + d.end()])
-        if not lits or len(lits) > 2:
-            return None
-        fns.append((lits[0], d.group(1), lits[1] if len(lits) == 2 else None))
-    return (m.start(), end + 1, fns) if fns else None
 
 
 def _plan(cpp_sources, fns: list[tuple[str, str, str | None]], error_handling: bool) -> Plan | None:

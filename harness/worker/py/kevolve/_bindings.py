@@ -27,6 +27,7 @@ _BLOCK = re.compile(r"PYBIND11_MODULE\s*\(\s*TORCH_EXTENSION_NAME\s*,\s*([A-Za-z
 # blanked (blank_comments_and_strings): the quotes are spaces.
 _DEF = r"{m}\s*\.\s*def\s*\(\s*,\s*&?\s*([A-Za-z_]\w*)\s*,?\s*\)\s*;"
 _NOT_PLAIN = re.compile(r"\b(template|static|inline|constexpr|extern|__host__|__device__|__global__|__forceinline__)\b|::\s*$|operator")
+_STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')  # a string literal's text, escapes as written
 _PREPROCESSOR = re.compile(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", re.M)
 
 
@@ -105,6 +106,38 @@ def _signature(text: str, code: str, depth: list[int], name: str) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
+def plain_module_block(src: str):
+    """(start, end, [(Python name, function, docstring or None)]) of the one
+    module block in src, where it is plain: `m.def("name", &function[,
+    "doc"]);` statements only; else None."""
+    code = blank_comments_and_strings(src)
+    blocks = list(_BLOCK.finditer(code))
+    if len(blocks) != 1:
+        return None
+    m = blocks[0]
+    end = _close(code, m.end() - 1)
+    if end < 0:
+        return None
+    body = code[m.end():end]
+    defs = re.compile(_DEF.format(m=re.escape(m.group(1))))
+    if defs.sub("", body).strip():
+        return None  # more than plain m.def statements
+    found = []
+    for d in defs.finditer(body):
+        # The arguments as written, split where the blanked code has its
+        # commas: a name and a docstring must each be one string literal.
+        at = m.end() + d.start()
+        opened = code.index("(", at) + 1
+        closed = _close(code, opened - 1, "()")
+        cuts = [opened - 1] + [k for k in range(opened, closed) if code[k] == ","] + [closed]
+        args = [src[a + 1:b].strip() for a, b in zip(cuts, cuts[1:])]
+        lits = [_STRING.fullmatch(args[k]) for k in (0, 2) if k < len(args)]
+        if len(args) not in (2, 3) or not all(lits):
+            return None
+        found.append((lits[0].group(1), d.group(1), lits[1].group(1) if len(lits) == 2 else None))
+    return (m.start(), end + 1, found) if found else None
+
+
 def split_bindings(cuda_sources, cpp_sources):
     """(CUDA sources without their module block, C++ sources with the
     declarations and the block), or None where the split is not plain."""
@@ -118,22 +151,12 @@ def split_bindings(cuda_sources, cpp_sources):
     if not all(isinstance(s, str) for s in cpp):
         return None
     text = cuda_sources[0]
-    code = blank_comments_and_strings(text)
-    blocks = list(_BLOCK.finditer(code))
-    if len(blocks) != 1:
+    found = plain_module_block(text)
+    if found is None:
         return None
-    m = blocks[0]
-    end = _close(code, m.end() - 1)
-    if end < 0:
-        return None
-    body = code[m.end():end]
-    defs = re.compile(_DEF.format(m=re.escape(m.group(1))))
-    if defs.sub("", body).strip():
-        return None  # more than plain m.def statements
-    names = list(dict.fromkeys(defs.findall(body)))
-    if not names:
-        return None
-    rest = text[:m.start()] + text[end + 1:]
+    start, end, defs = found
+    names = list(dict.fromkeys(fn for _, fn, _ in defs))
+    rest = text[:start] + text[end:]
     rest_code = _blank_preprocessor(blank_comments_and_strings(rest))
     depth = _depths(rest_code)
     decls = []
@@ -142,6 +165,6 @@ def split_bindings(cuda_sources, cpp_sources):
         if sig is None:
             return None
         decls.append(sig + ";")
-    block = text[m.start():end + 1]
+    block = text[start:end]
     moved = "\n// kevolve: moved from the CUDA source\n" + "\n".join(decls) + "\n" + block + "\n"
     return [rest], cpp + [moved]

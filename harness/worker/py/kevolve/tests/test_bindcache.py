@@ -119,6 +119,8 @@ class ModuleBlocks(unittest.TestCase):
             "more than m.def": 'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.doc() = "x"; m.def("f", &f); }',
             "another module name": 'PYBIND11_MODULE(mine, m) { m.def("f", &f); }',
             "two blocks": 'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("f", &f); }\n' * 2,
+            "adjacent literals": 'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("f" "g", &f); }',
+            "a name not a literal": 'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(NAME, &f); }',
             "no block": "",
         }
         for name, block in cases.items():
