@@ -55,7 +55,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 
-from ._bindings import _blank_preprocessor, _close, _depths, blank_comments_and_strings, plain_module_block
+from ._bindings import _blank_preprocessor, _depths, blank_comments_and_strings, file_scope_calls, plain_module_block
 from . import _pch
 from ._cache import digest, run_bounded
 
@@ -149,20 +149,15 @@ def _signature(code: str, depth: list[int], name: str) -> str | None:
     """`R (*)(P...)` for the file-scope function name, from its declarations
     and definition in the blanked code; None where it has none, several
     that differ (overloads), or a form this unit does not handle."""
+    calls = file_scope_calls(code, depth, name)
+    if calls is None:
+        return None
     found = set()
-    for m in re.finditer(r"(?<![\w:.>])%s\s*\(" % re.escape(name), code):
-        if depth[m.start()] != 0:
-            continue
-        close = _close(code, m.end() - 1, "()")
-        if close < 0:
-            return None
-        after = code[close + 1:].lstrip()
-        if not after.startswith(("{", ";")):
+    for start, at, opened, close in calls:
+        if not code[close + 1:].lstrip().startswith(("{", ";")):
             return None  # a call, a const member, a trailing return: not ours to read
-        start = max(code.rfind(";", 0, m.start()), code.rfind("}", 0, m.start()), code.rfind("{", 0, m.start())) + 1
-        head = [t for t in _TOKEN.findall(code[start:m.start()]) if t not in _DROP_SPECIFIERS]
-        ret = _type_text(head)
-        params = code[m.end():close].strip()
+        ret = _type_text([t for t in _TOKEN.findall(code[start:at]) if t not in _DROP_SPECIFIERS])
+        params = code[opened:close].strip()
         types = [] if params in ("", "void") else [_param_type(p) for p in _split_top(params)]
         if ret is None or any(t is None for t in types):
             return None

@@ -86,23 +86,36 @@ def _depths(code: str) -> list[int]:
     return out
 
 
-def _signature(text: str, code: str, depth: list[int], name: str) -> str | None:
-    """The declaration of the one file-scope definition of name, or None."""
-    found = []
-    for m in re.finditer(r"\b%s\s*\(" % re.escape(name), code):
+def file_scope_calls(code: str, depth: list[int], name: str) -> list[tuple[int, int, int, int]] | None:
+    """Each file-scope `name(...)` in blanked code, unqualified (a
+    declaration, a definition or a call at file scope) as (where its
+    statement starts, where name starts, after its open parenthesis, its
+    close parenthesis); None where a parenthesis does not close."""
+    out = []
+    for m in re.finditer(r"(?<![\w:.>])%s\s*\(" % re.escape(name), code):
         if depth[m.start()] != 0:
             continue
         close = _close(code, m.end() - 1, "()")
         if close < 0:
             return None
-        after = code[close + 1:].lstrip()
-        if not after.startswith("{"):
-            continue  # a declaration or a call, not the definition
         start = max(code.rfind(";", 0, m.start()), code.rfind("}", 0, m.start()), code.rfind("{", 0, m.start())) + 1
-        head = " ".join(code[start:m.start()].split())
+        out.append((start, m.start(), m.end(), close))
+    return out
+
+
+def _signature(text: str, code: str, depth: list[int], name: str) -> str | None:
+    """The declaration of the one file-scope definition of name, or None."""
+    calls = file_scope_calls(code, depth, name)
+    if calls is None:
+        return None
+    found = []
+    for start, at, _, close in calls:
+        if not code[close + 1:].lstrip().startswith("{"):
+            continue  # a declaration or a call, not the definition
+        head = " ".join(code[start:at].split())
         if not head or _NOT_PLAIN.search(head) or depth[start] != 0:
             return None
-        found.append(head + " " + text[m.start():close + 1])
+        found.append(head + " " + text[at:close + 1])
     return found[0] if len(found) == 1 else None
 
 
