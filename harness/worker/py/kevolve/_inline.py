@@ -365,6 +365,11 @@ def _call_as_is(orig, bound: inspect.BoundArguments):
 # torch would rebuild (and fail) each time, holding the device for the
 # compiler. The same sources fail the same way, so the error comes at once.
 _FAILED_BUILDS: dict[str, str] = {}
+# Only a compiler's verdict on the sources is remembered, never a build the
+# host cut short (a killed compiler, a full disk, memory).
+_DETERMINISTIC_FAILURE = re.compile(r"\berror:|\berror #|undefined reference to")
+_TRANSIENT_FAILURE = re.compile(r"Killed signal|No space left|Cannot allocate memory|out of memory|internal compiler error|"
+                                r"Resource temporarily unavailable|Timeout|timed out", re.I)
 
 
 def _build(orig, name, args, kwargs):
@@ -377,7 +382,8 @@ def _build(orig, name, args, kwargs):
     try:
         return _build_once(orig, name, full_name, args, kwargs)
     except RuntimeError as e:
-        if str(e).startswith("Error building extension"):
+        if str(e).startswith("Error building extension") and _DETERMINISTIC_FAILURE.search(str(e)) \
+                and not _TRANSIENT_FAILURE.search(str(e)):
             _FAILED_BUILDS[full_name] = str(e)
         raise
 

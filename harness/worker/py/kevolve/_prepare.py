@@ -5,7 +5,7 @@ they hold is made here, in a harness job (Go runs it before the
 evaluation, outside the candidate's sandbox): the precompiled headers its
 load_inline calls will want. Which ones is read from the source without
 running it (ast): each load_inline call's extra_cflags and
-extra_include_paths when they are literals (or module-level names bound to
+extra_include_paths when they are literals (or names bound once, to
 literals), and whether it has CUDA sources; and the pybind11 bindings torch
 would generate for its functions, where cpp_sources and functions are
 literals too (_bindcache.py). A call whose flags cannot be
@@ -17,6 +17,7 @@ sandbox on the candidate's say).
 from __future__ import annotations
 
 import ast
+import collections
 import os
 import threading
 import time
@@ -25,13 +26,21 @@ from . import _bindcache, _bindings, _pch
 
 
 def _literals(tree: ast.Module) -> dict:
+    """Names bound once in the whole file, to a literal: module-level
+    sources, and the ones a method builds its load_inline call from
+    (CUDA-L1's kernels keep them in the method that loads). A name bound
+    more than once, anywhere, could mean either value: it is left out."""
+    stores = collections.Counter(n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
     out = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            try:
-                out[node.targets[0].id] = ast.literal_eval(node.value)
-            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                pass
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            continue
+        if stores[node.targets[0].id] != 1:
+            continue
+        try:
+            out[node.targets[0].id] = ast.literal_eval(node.value)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            pass
     return out
 
 

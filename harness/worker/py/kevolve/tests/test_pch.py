@@ -197,6 +197,14 @@ class Plan(unittest.TestCase):
         self.assertIsNotNone(_prepare._bindings_plan(_prepare.calls_in(code)[0]))
         self.assertIsNone(_prepare._bindings_plan(_prepare.calls_in(code)[2]))
 
+    def test_sources_bound_in_the_method_that_loads(self):
+        code = ("class ModelNew:\n    def _load(self):\n        cpp = 'torch::Tensor f(torch::Tensor x);'\n"
+                "        fns = ['f']\n        self.k = load_inline('k', cpp_sources=cpp, cuda_sources=cu, functions=fns)\n"
+                "    def other(self):\n        fns = ['g']\n")
+        c = _prepare.calls_in(code)[0]
+        self.assertEqual(c["cpp_sources"], "torch::Tensor f(torch::Tensor x);")
+        self.assertIsNone(c["functions"], "a name bound twice in the file could mean either value")
+
     def test_plan_for_bindings_moved_out_of_the_cuda_source(self):
         cu = ("#include <torch/extension.h>\n__global__ void k(float* x) {}\n"
               "torch::Tensor fwd(torch::Tensor x) { return x; }\n"
