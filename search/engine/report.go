@@ -58,11 +58,7 @@ func WriteReport(ctx context.Context, st search.Store, runID, dir string, ceil *
 	if err != nil {
 		return "", err
 	}
-	jsonPath := filepath.Join(dir, "report.json")
-	if err := os.WriteFile(jsonPath+".tmp", b, 0o644); err != nil {
-		return "", err
-	}
-	if err := os.Rename(jsonPath+".tmp", jsonPath); err != nil {
+	if err := report.WriteAtomic(filepath.Join(dir, "report.json"), b); err != nil {
 		return "", err
 	}
 	run, nodes, rc := ReportInput(data, ceil)

@@ -60,6 +60,7 @@ from . import _pch
 from ._cache import digest, run_bounded
 
 FORMAT = 1
+KEEP = 256  # objects per PCH folder
 _SYMBOL = "kevolve_bind_"
 # What a bound signature may name: torch's and the standard library's types
 # and the builtin ones. A type the candidate defines (or one this list does
@@ -322,6 +323,7 @@ def ensure(ident: dict, hdr: str, p: Plan, wait: bool = True) -> tuple[str | Non
     d = os.path.dirname(hdr)
     obj = lookup(d, p)
     if obj is not None or failed(d, p):
+        _touch(_paths(d, p)[1])  # recently used: kept by _evict
         return obj, False
     with open(os.path.join(d, "bind-%s.lock" % p.key), "w") as lock:
         if not _pch.lock_file(lock, wait):
@@ -330,7 +332,36 @@ def ensure(ident: dict, hdr: str, p: Plan, wait: bool = True) -> tuple[str | Non
         if obj is not None or failed(d, p):
             return obj, False
         _compile(ident, hdr, p)
+    _evict(d, keep=p.key)
     return lookup(d, p), True
+
+
+def _touch(path: str) -> None:
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+
+
+def _evict(d: str, keep: str) -> None:
+    """At most KEEP objects per PCH folder (about 2 MB each): the least
+    recently built or asked for go first, never the one just built."""
+    metas = [os.path.join(d, f) for f in os.listdir(d) if f.startswith("bind-") and f.endswith(".json")]
+    if len(metas) <= KEEP:
+        return
+    def age(m):
+        try:
+            return os.stat(m).st_mtime
+        except OSError:
+            return 0.0
+    others = sorted((m for m in metas if not m.endswith("bind-%s.json" % keep)), key=age)
+    for meta in others[:len(metas) - KEEP]:
+        base = meta[:-len(".json")]
+        for ext in (".json", ".o", ".lock"):
+            try:
+                os.unlink(base + ext)
+            except OSError:
+                pass
 
 
 def _compile(ident: dict, hdr: str, p: Plan) -> None:

@@ -50,7 +50,7 @@ HEADER_TEXT = "#include <torch/extension.h>\n"
 # unit itself uses, and pybind11's is most of that.
 TYPES_HEADER_NAME = "kevolve_torch_types.h"
 TYPES_HEADER_TEXT = "#include <torch/types.h>\n"
-_KEEP = 8  # PCHs kept (each is ~0.7 GB); the least recently prepared go first
+_KEEP = 12  # PCHs kept (0.4-0.7 GB each, two per flag set); the least recently prepared go first
 _EVICT_IDLE_S = 3600
 # Flags a harness build may take from a candidate's extra_cflags: the PCH is
 # compiled outside the sandbox, so nothing that runs or loads a program

@@ -128,6 +128,14 @@ def _bindings_plan(call: dict):
     return found[0] if found is not None else None
 
 
+# What one candidate may have the harness build for it, however many calls
+# its source makes: each PCH is 20-100 s of CPU and 0.4-0.7 GB, each
+# bindings object 10-25 s. Enough for two flag sets (a PCH pair each) and
+# a few signature sets.
+_MAX_NEW_PCH = 4
+_MAX_NEW_BINDINGS = 4
+
+
 def prepare(args, ctx=None) -> dict:
     """Worker job: makes the PCHs a candidate's load_inline calls will use,
     and the shared bindings for the calls whose functions it can read.
@@ -141,6 +149,10 @@ def prepare(args, ctx=None) -> dict:
         return out
     seen = set()
     for call in calls_in(args.get("candidate") or ""):
+        if out["pch_built"] >= _MAX_NEW_PCH or out["bindings_built"] >= _MAX_NEW_BINDINGS:
+            out["stopped"] = ("a build step makes at most %d precompiled headers and %d bindings objects; "
+                              "the other calls build as torch builds them" % (_MAX_NEW_PCH, _MAX_NEW_BINDINGS))
+            break
         entry = _prepare_call(call, out)
         if repr(entry) not in seen:
             seen.add(repr(entry))

@@ -168,6 +168,27 @@ class Store(unittest.TestCase):
             self.assertIn("error", json.load(f)["log"])
 
 
+class Eviction(unittest.TestCase):
+    def test_least_recently_used_go_first(self):
+        with tempfile.TemporaryDirectory() as d:
+            for i, key in enumerate(("a" * 20, "b" * 20, "c" * 20)):
+                for ext in (".o", ".json", ".lock"):
+                    path = os.path.join(d, "bind-%s%s" % (key, ext))
+                    open(path, "w").close()
+                    os.utime(path, (1000 + i, 1000 + i))
+            os.utime(os.path.join(d, "bind-%s.json" % ("a" * 20)), (5000, 5000))  # asked for lately
+            old = _bindcache.KEEP
+            _bindcache.KEEP = 2
+            try:
+                _bindcache._evict(d, keep="c" * 20)
+            finally:
+                _bindcache.KEEP = old
+            left = sorted(f for f in os.listdir(d) if f.endswith(".json"))
+            self.assertEqual(left, ["bind-%s.json" % k for k in ("a" * 20, "c" * 20)],
+                             "the one just built stays, then the one asked for lately; the oldest goes")
+            self.assertFalse(os.path.exists(os.path.join(d, "bind-%s.o" % ("b" * 20))))
+
+
 TWICE = """
 torch::Tensor twice(torch::Tensor x) {
     TORCH_CHECK(x.dim() == 1, "twice wants a 1-D tensor, got ", x.dim(), " dims");

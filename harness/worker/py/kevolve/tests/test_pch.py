@@ -197,6 +197,28 @@ class Plan(unittest.TestCase):
         self.assertIsNotNone(_prepare._bindings_plan(_prepare.calls_in(code)[0]))
         self.assertIsNone(_prepare._bindings_plan(_prepare.calls_in(code)[2]))
 
+    def test_a_build_step_makes_a_bounded_amount(self):
+        """However many load_inline calls a candidate's source makes, its
+        build step makes at most a few PCHs and bindings objects."""
+        calls = "".join("m%d = load_inline('m%d', cpp_sources='torch::Tensor f%d(torch::Tensor x);', functions=['f%d'],"
+                        " extra_cflags=['-DK%d'])\n" % ((i,) * 5) for i in range(20))
+        made = []
+
+        def make(call, out):
+            made.append(call)
+            out["pch_built"] += 2
+            out["bindings_built"] += 1
+            return {"call": len(made)}
+
+        real = _prepare._prepare_call
+        _prepare._prepare_call = make
+        try:
+            out = _prepare.prepare({"candidate": calls})
+        finally:
+            _prepare._prepare_call = real
+        self.assertEqual(len(made), 2)
+        self.assertIn("at most", out["stopped"])
+
     def test_sources_bound_in_the_method_that_loads(self):
         code = ("class ModelNew:\n    def _load(self):\n        cpp = 'torch::Tensor f(torch::Tensor x);'\n"
                 "        fns = ['f']\n        self.k = load_inline('k', cpp_sources=cpp, cuda_sources=cu, functions=fns)\n"
