@@ -58,7 +58,7 @@ func WriteReport(ctx context.Context, st search.Store, runID, dir string, ceil *
 	if err != nil {
 		return "", err
 	}
-	if err := report.WriteAtomic(filepath.Join(dir, "report.json"), b); err != nil {
+	if err := search.WriteFileAtomic(filepath.Join(dir, "report.json"), b, 0o644); err != nil {
 		return "", err
 	}
 	run, nodes, rc := ReportInput(data, ceil)

@@ -62,11 +62,10 @@ func WriteBack(ctx context.Context, st search.Store, runID, kbDir string) (Writt
 		return w, fmt.Errorf("write-back: %w", err)
 	}
 	doc := render(run, g, best, vendor, arch)
-	tmp := file + ".tmp"
-	if err := os.WriteFile(tmp, []byte(doc), 0o644); err != nil {
+	if err := search.WriteFileAtomic(file, []byte(doc), 0o644); err != nil {
 		return w, fmt.Errorf("write-back: %w", err)
 	}
-	return w, os.Rename(tmp, file)
+	return w, nil
 }
 
 var (

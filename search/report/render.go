@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"os"
-	"path/filepath"
 	"time"
+
+	"github.com/kevolve/kevolve-mcp/search"
 )
 
 //go:embed assets/report.html.tmpl assets/report.css assets/report.js
@@ -84,34 +84,7 @@ func WriteFile(path string, run Run, nodes []Node, ceil Ceilings) error {
 	if err := WriteHTML(&buf, run, nodes, ceil); err != nil {
 		return err
 	}
-	return WriteAtomic(path, buf.Bytes())
-}
-
-// WriteAtomic writes data to path through a temporary file of its own in
-// the same folder, renamed over path: a reader never sees half a file,
-// and two writers at once (a run's end and a report tool call) each
-// rename a whole one.
-func WriteAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+"-*")
-	if err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("report: writing %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("report: writing %s: %w", tmp.Name(), err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := search.WriteFileAtomic(path, buf.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	return nil

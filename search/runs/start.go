@@ -182,11 +182,10 @@ func (m *Manager) inline(src, kind string) (string, error) {
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(src), 0o644); err != nil {
+	if err := search.WriteFileAtomic(path, []byte(src), 0o644); err != nil {
 		return "", fmt.Errorf("inline %s: %w", kind, err)
 	}
-	return path, os.Rename(tmp, path)
+	return path, nil
 }
 
 // resolveTarget is Options.ResolveTarget, or the target table's parse with
