@@ -45,8 +45,8 @@ def _literals(tree: ast.Module) -> dict:
 
 
 def _value(node, names: dict):
-    """A literal's value, or a module-level name's bound to one; lists of
-    either too. None where reading cannot tell."""
+    """A literal's value, or the value of a name bound once to one (see
+    _literals); lists of either too. None where reading cannot tell."""
     if isinstance(node, ast.Name):
         return names.get(node.id)
     if isinstance(node, (ast.List, ast.Tuple)) and any(isinstance(e, ast.Name) for e in node.elts):
@@ -119,7 +119,7 @@ def _bindings_plan(call: dict):
         cpp = [cpp]
     if fns is not None:
         return _bindcache.plan(cpp, fns, eh)
-    if cpp is not None and any("PYBIND11_MODULE" in c for c in cpp if isinstance(c, str)):
+    if any("PYBIND11_MODULE" in c for c in cpp if isinstance(c, str)):
         found = _bindcache.plan_for_module_block(cpp)
     else:
         # A CUDA source's own block moves to main.cpp (_bindings.py).
