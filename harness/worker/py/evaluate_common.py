@@ -230,6 +230,10 @@ RELEASE_FREE_BELOW = 8 << 30
 RELEASE_CACHED_FRACTION = 8
 
 
+# What the CUDA runtime raises once a kernel faulted the context.
+_CONTEXT_LOST = getattr(torch, "AcceleratorError", RuntimeError)
+
+
 def release(device, force=False):
     """Frees what the previous stage left: collects cycles and, where memory
     is short (or force), hands the caching allocator's unused blocks back:
@@ -245,11 +249,14 @@ def release(device, force=False):
     unused = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
     if unused <= 0:
         return
-    if not force:
-        free, total = torch.cuda.mem_get_info(device)
-        if free >= RELEASE_FREE_BELOW and unused * RELEASE_CACHED_FRACTION <= total:
-            return
-    torch.cuda.empty_cache()
+    try:
+        if not force:
+            free, total = torch.cuda.mem_get_info(device)
+            if free >= RELEASE_FREE_BELOW and unused * RELEASE_CACHED_FRACTION <= total:
+                return
+        torch.cuda.empty_cache()
+    except _CONTEXT_LOST:
+        pass  # a context the candidate faulted (a sticky error): its verdict is decided, and the exit frees it all
 
 
 def is_oom(e):
@@ -438,7 +445,7 @@ _TENSOR_METHODS = ("sum", "max", "abs", "argmax", "item", "clone", "copy_", "res
 _HARNESS_MODULES = ("evaluate", "evaluate_common", "evaluate_compare", "evaluate_integrity", "evaluate_timing",
                     "evaluate_ops", "evaluate_hooks", "evaluate_fingerprint", "evaluate_tamper", "workcount",
                     "evaluate_job", "evaluate_state", "evaluate_pipeline", "evaluate_stage_load", "evaluate_stage_correctness",
-                    "evaluate_stage_integrity", "evaluate_stage_timing", "evaluate_stage_after")
+                    "evaluate_stage_integrity", "evaluate_stage_timing", "evaluate_stage_after", "evaluate_fastcmp")
 # The check registry's package: its modules are found at import, so are
 # their names here.
 _CHECKS_PACKAGE = "checks"
@@ -464,6 +471,11 @@ def guard_snapshot():
                 owners.append((mod, name))
             if isinstance(v, type):
                 owners += [(v, k) for k, f in vars(v).items() if callable(f) and not k.startswith("__")]
+    return identity_snapshot(owners)
+
+
+def identity_snapshot(owners):
+    """{label: (owner, name, what owner.name is now)} for guard_changed."""
     snap = {}
     for owner, name in owners:
         label = "%s.%s" % (getattr(owner, "__name__", repr(owner)), name)

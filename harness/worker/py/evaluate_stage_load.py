@@ -11,7 +11,7 @@ import time
 import torch
 
 from evaluate_common import (HarnessError, KernelFailure, ReferenceFailure, Side, clone_tree, fmt_exc, guard_changed,
-                             guard_snapshot, is_compile_exception, is_oom, load_module, release)
+                             guard_snapshot, identity_snapshot, is_compile_exception, is_oom, load_module, release)
 from evaluate_construct import build, kernelbench_way_needed
 from evaluate_fingerprint import Fingerprinter
 from evaluate_hooks import LaunchCounter, install_launch_hooks, triton_interpreter
@@ -22,6 +22,7 @@ from evaluate_timing import DeviceSpin
 from evaluate_tolerance import TrialJudge, profile_of
 from evaluate_warm import warm, warm_host
 import evaluate_devstate as devstate
+import evaluate_fastcmp as fastcmp
 
 # The timer's spin kernel, compiled once per process (a child that serves
 # several evaluations keeps it).
@@ -138,6 +139,10 @@ def _cuda_context(st):
     warm(device, _source_of(st.job.reference, st.ref_path))
     st.warnings.extend(w for w in [devstate.begin(device)] if w)
     st.spin = _SPINS.get(str(device)) or _SPINS.setdefault(str(device), DeviceSpin(device))
+    # The comparison's kernel, built here, before the device phase and
+    # before the candidate is imported; the guard then covers it.
+    if fastcmp.prepare(device):
+        st.guard.update(identity_snapshot(fastcmp.guard_entries()))
 
 
 def _source_of(src, path):

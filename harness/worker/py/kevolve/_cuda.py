@@ -194,9 +194,11 @@ class CudaModule(_loader.Module):
 _loaded: dict[str, CudaModule] = {}
 
 
-def load_cuda(src: str, *, backend: str = "auto", arch: str | None = None, flags=()) -> CudaModule:
+def load_cuda(src: str, *, backend: str = "auto", arch: str | None = None, flags=(), disk_cache: bool = True) -> CudaModule:
     """Compile a bare CUDA source (cached on disk by content) and return a
-    module whose extern "C" __global__ kernels launch on torch tensors."""
+    module whose extern "C" __global__ kernels launch on torch tensors.
+    disk_cache=False compiles in memory, and shares the module with no
+    other caller (the harness's own kernels: see _loader.build)."""
     if backend not in ("auto", "nvrtc", "nvcc"):
         raise ValueError(f"backend must be 'auto', 'nvrtc' or 'nvcc', got {backend!r}")
     kernels, mangled = cuda_kernels(src)
@@ -222,4 +224,4 @@ def load_cuda(src: str, *, backend: str = "auto", arch: str | None = None, flags
 
     # NVRTC has no host headers (stdio.h, cuda_runtime.h...): nvcc may.
     return _loader.build("cuda", ".cubin", src, arch, flags, backends, _loaded, make,
-                         lambda e: "open source file" in e.log or "include file" in e.log)
+                         lambda e: "open source file" in e.log or "include file" in e.log, disk_cache)
