@@ -59,7 +59,7 @@ import time
 import torch
 
 from evaluate_common import flatten, nbytes, tensors_of
-from evaluate_compare import compare, compare_outputs
+from evaluate_compare import compare, compare_outputs, nan_fill
 from evaluate_fingerprint import differing_chunks, same
 from evaluate_ops import OpRecorder, OpTrace
 
@@ -236,7 +236,7 @@ class Auditor:
             return
         tok = refresh() if refresh is not None else None
         rec, trace = OpRecorder(), OpTrace()
-        with rec, trace:
+        with nan_fill(), rec, trace:  # the state of every untimed call (evaluate_state.run_candidate)
             out = fn()
         outs = flatten(out)
         del out

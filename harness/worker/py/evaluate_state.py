@@ -10,6 +10,7 @@ import torch
 from evaluate_common import (KernelFailure, ReferenceFailure, fmt_exc, free_device_bytes, is_compile_exception, is_oom,
                              short_trace, to_device, where_in)
 from evaluate_compare import nan_fill
+from evaluate_ops import OpRecorder, OpTrace
 
 
 class EvalState:
@@ -137,7 +138,13 @@ class EvalState:
 
     def run_candidate(self, inputs, trial, *modes):
         """One forward of the candidate; a failure ends the evaluation
-        (check run_candidate, trial < 0 naming the calls after the trials)."""
+        (check run_candidate, trial < 0 naming the calls after the trials).
+        Every such call runs under the op recorders (modes, or throwaway
+        ones) and NaN-filled allocations: with the timed calls' plain state,
+        two states in all, each of which the warm-up gives a candidate's
+        torch.compile to build for before the device phase."""
+        modes = modes or (OpRecorder(), OpTrace())
+
         def run():
             with torch.no_grad():
                 with contextlib.ExitStack() as st:

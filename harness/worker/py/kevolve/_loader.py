@@ -126,20 +126,22 @@ class Backend:
 
 
 def build(kind: str, ext: str, src: str, arch: str, flags: list[str], backends: list[Backend], loaded: dict,
-          make: Callable, fallback: Callable[[CompileError], bool]):
+          make: Callable, fallback: Callable[[CompileError], bool], disk_cache: bool = True):
     """The module of src from the first backend that builds it: from this
     process's modules (loaded), else the disk cache, else compiled. A
     backend's CompileError goes to the next backend when fallback(error)
     says the next one may succeed (the runtime compilers lack host headers);
     otherwise it is raised. make(image, backend, path, cached, seconds)
-    wraps the image."""
+    wraps the image. disk_cache=False neither reads nor writes the disk
+    cache: the harness's own kernels, which must not come from a file a
+    candidate could have written."""
     errors: list[CompileError] = []
     for i, b in enumerate(backends):
         key = digest(kind, b.name, src, arch, flags, b.version())
-        if key in loaded:
+        if disk_cache and key in loaded:
             return loaded[key]
-        path = os.path.join(cache_dir(kind), key + ext)
-        cached = os.path.exists(path)
+        path = os.path.join(cache_dir(kind), key + ext) if disk_cache else ""
+        cached = disk_cache and os.path.exists(path)
         t0 = time.perf_counter()
         try:
             if cached:
@@ -147,14 +149,16 @@ def build(kind: str, ext: str, src: str, arch: str, flags: list[str], backends: 
                     image = f.read()
             else:
                 image = b.compile(src, arch, flags, key)
-                write_atomic(path, image)
+                if disk_cache:
+                    write_atomic(path, image)
         except CompileError as e:
             errors.append(e)
             if i + 1 < len(backends) and fallback(e):
                 continue
             raise
         mod = make(image, b.name, path, cached, 0.0 if cached else time.perf_counter() - t0)
-        loaded[key] = mod
+        if disk_cache:
+            loaded[key] = mod
         return mod
     raise errors[-1]
 
@@ -191,6 +195,29 @@ class Api:
         raise NotImplementedError
 
 
+class LaunchSkipped(RuntimeError):
+    """A launch inside skip_launches(): the harness's warm-up call stops
+    here, its source compiled and its module loaded, nothing run."""
+
+
+# Set by skip_launches(): the harness builds what a candidate's first call
+# would build before the device phase, and none of its kernels may run
+# then, beside another evaluation's timed calls.
+_SKIP_LAUNCHES = threading.local()
+
+
+class skip_launches:
+    """While active (in this thread), a launch of a kernel whose module may
+    skip (a candidate's) raises LaunchSkipped instead of running."""
+
+    def __enter__(self):
+        _SKIP_LAUNCHES.on = True
+
+    def __exit__(self, *exc):
+        _SKIP_LAUNCHES.on = False
+        return False
+
+
 class Kernel:
     """One extern "C" __global__ kernel of a Module, launched on torch
     tensors on torch's current stream (or stream=)."""
@@ -225,6 +252,8 @@ class Kernel:
             api = self.module.api()
             api.ensure_context(dev)
             f = self._function(dev)
+            if getattr(_SKIP_LAUNCHES, "on", False) and self.module.may_skip:
+                raise LaunchSkipped(f"{self.sig.name}: launch skipped (the harness's warm-up: compiled and loaded)")
             if shared_mem > 48 * 1024 and self._max_dyn.get(dev, 0) < shared_mem:
                 api.allow_dynamic_shared(f, shared_mem, self.sig.name)
                 self._max_dyn[dev] = shared_mem
@@ -245,6 +274,7 @@ class Module:
 
     api: Lazy
     kernel_class = Kernel
+    may_skip = True  # False for the harness's own kernels (evaluate_fastcmp), which always launch
 
     def __init__(self, image: bytes, kernels: dict[str, Function], mangled: list[str], *, backend: str,
                  arch: str, compile_seconds: float, cached: bool, path: str):

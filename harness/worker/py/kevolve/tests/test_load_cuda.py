@@ -138,6 +138,30 @@ class Launch(unittest.TestCase):
                 s.synchronize()
                 torch.testing.assert_close(y, -x)
 
+    def test_skip_launches(self):
+        """The harness's warm-up: inside skip_launches a candidate's launch
+        raises before running (its module compiled and loaded); a module
+        that may not skip (the harness's own) and every launch outside run."""
+        self.assertTrue(GPU, "KEVOLVE_GPU=1 but torch sees no GPU")
+        from kevolve._loader import LaunchSkipped, skip_launches
+        m = load_cuda(SRC + "// skip launches\n")
+        n = 4096
+        x = torch.randn(n, device="cuda")
+        y = torch.zeros_like(x)
+        with skip_launches():
+            with self.assertRaises(LaunchSkipped):
+                m.scale(x, y, 3.0, n, grid=16, block=256)
+            torch.cuda.synchronize()
+            self.assertEqual(int(y.count_nonzero()), 0)
+            own = load_cuda(SRC + "// the harness's own\n")
+            own.may_skip = False
+            own.scale(x, y, 2.0, n, grid=16, block=256)
+            torch.cuda.synchronize()
+            torch.testing.assert_close(y, 2.0 * x)
+        m.scale(x, y, 3.0, n, grid=16, block=256)
+        torch.cuda.synchronize()
+        torch.testing.assert_close(y, 3.0 * x)
+
     def test_argument_errors(self):
         m = load_cuda(SRC)
         x = torch.randn(16, device="cuda")
