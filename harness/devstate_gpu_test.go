@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -33,9 +34,12 @@ func TestDeviceStateGPU(t *testing.T) {
 		t.Skip("KEVOLVE_GPU=1 not set")
 	}
 	ev := evaluator(t)
-	for _, tc := range []struct{ name, cand string }{
-		{"persisting_l2_and_access_policy_window", "gpu_persisting_l2.py"},
-		{"stack_and_heap_limits", "gpu_stack_heap_limit.py"},
+	// The stack size alone is no verdict (the driver raises it for a
+	// kernel with local arrays, evaluate_devstate.GROWN_BY_DRIVER): the
+	// heap size is what flags the second case.
+	for _, tc := range []struct{ name, cand, want string }{
+		{"persisting_l2_and_access_policy_window", "gpu_persisting_l2.py", "access_policy_window"},
+		{"stack_and_heap_limits", "gpu_stack_heap_limit.py", "limit.malloc_heap_size"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gpuEval(t, ev, "gpu_ref_scale.py", "gpu_kernel_honest.py") // a kept child for the hostile one
@@ -45,6 +49,9 @@ func TestDeviceStateGPU(t *testing.T) {
 				t.Fatalf("verdict %s, want integrity_violation through device_state\n%s", res.Verdict, dump(res))
 			}
 			t.Logf("device_state: %s", d)
+			if !strings.Contains(d, tc.want) {
+				t.Errorf("device_state detail %q does not name %s", d, tc.want)
+			}
 			if res.Process != nil && res.Process.Kept {
 				t.Errorf("a child whose candidate changed the device state was kept")
 			}
