@@ -115,10 +115,13 @@ Tool errors are shortened to a line; --verbose prints them whole.`,
 			}
 			ctx, cancel := signalContext()
 			defer cancel()
+			busy0, t0 := ev.DeviceBusy(), time.Now()
 			sum, runErr := kernelbench.Run(ctx, kernelbench.HarnessEvaluator{Ev: ev, KernelPolicy: kernelPolicy}, opt)
 			if sum == nil {
 				return runErr
 			}
+			share, held := harness.DeviceShare(busy0, ev.DeviceBusy(), time.Since(t0))
+			sum.DeviceBusyShare, sum.DeviceHeldS = share, held.Seconds()
 			// The worker processes' peak memory is known once they have exited.
 			ev.Close()
 			sum.Memory = kernelbench.MeasureMemory()

@@ -164,3 +164,23 @@ func TestVerdictsUnderKernelBenchV0(t *testing.T) {
 		})
 	}
 }
+
+// The device's busy share is printed when a device phase ran, and only then.
+func TestSummaryDeviceBusyLine(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sum  Summary
+		want string
+	}{
+		{"device held", Summary{DeviceBusyShare: 0.774, DeviceHeldS: 91.94}, "device busy: 77% of the wall (some evaluation held the device phase 91.9 s)"},
+		{"no device phase (CPU)", Summary{}, ""},
+	} {
+		tc.sum.Metrics = Compute(nil)
+		var b strings.Builder
+		tc.sum.WriteText(&b)
+		got := strings.Contains(b.String(), "device busy")
+		if got != (tc.want != "") || (tc.want != "" && !strings.Contains(b.String(), tc.want)) {
+			t.Errorf("%s: text\n%s\nwant line %q", tc.name, b.String(), tc.want)
+		}
+	}
+}

@@ -61,6 +61,9 @@ func (s *Summary) WriteTextFull(w io.Writer, full bool) {
 	if len(s.Unmatched) > 0 {
 		fmt.Fprintf(w, "candidates naming no problem of these levels: %s\n", strings.Join(s.Unmatched, ", "))
 	}
+	if s.DeviceHeldS > 0 {
+		fmt.Fprintf(w, "device busy: %.0f%% of the wall (some evaluation held the device phase %.1f s)\n", 100*s.DeviceBusyShare, s.DeviceHeldS)
+	}
 	if s.Memory != nil {
 		fmt.Fprintf(w, "peak host memory: kevolve-mcp %.0f MiB, largest worker process %.0f MiB\n",
 			float64(s.Memory.PeakRSSGoBytes)/(1<<20), float64(s.Memory.PeakRSSWorkerBytes)/(1<<20))

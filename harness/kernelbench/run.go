@@ -54,24 +54,30 @@ type ToolError struct {
 
 // Summary is the outcome of a sweep.
 type Summary struct {
-	KB                   string      `json:"kb"`
-	Levels               []int       `json:"levels"`
-	Candidates           string      `json:"candidates"`
-	Target               string      `json:"target"`
-	HarnessVersion       string      `json:"harness_version"`
-	Problems             int         `json:"problems"`
-	Missing              []string    `json:"missing,omitempty"`   // problems without a candidate (not in the denominator)
-	Unmatched            []string    `json:"unmatched,omitempty"` // candidate files naming no problem of these levels
-	Planned              int         `json:"planned"`             // pairs the sweep set out to evaluate
-	Evaluated            int         `json:"evaluated"`
-	Resumed              int         `json:"resumed"`
-	Metrics              Metrics     `json:"metrics"`
-	ToolErrors           []ToolError `json:"tool_errors"`
-	WallS                float64     `json:"wall_s"`
-	JSONL                string      `json:"jsonl,omitempty"`
-	Memory               *Memory     `json:"memory,omitempty"`
-	Interrupted          bool        `json:"interrupted,omitempty"`
-	ReferenceAsCandidate bool        `json:"reference_as_candidate,omitempty"`
+	KB             string      `json:"kb"`
+	Levels         []int       `json:"levels"`
+	Candidates     string      `json:"candidates"`
+	Target         string      `json:"target"`
+	HarnessVersion string      `json:"harness_version"`
+	Problems       int         `json:"problems"`
+	Missing        []string    `json:"missing,omitempty"`   // problems without a candidate (not in the denominator)
+	Unmatched      []string    `json:"unmatched,omitempty"` // candidate files naming no problem of these levels
+	Planned        int         `json:"planned"`             // pairs the sweep set out to evaluate
+	Evaluated      int         `json:"evaluated"`
+	Resumed        int         `json:"resumed"`
+	Metrics        Metrics     `json:"metrics"`
+	ToolErrors     []ToolError `json:"tool_errors"`
+	WallS          float64     `json:"wall_s"`
+	JSONL          string      `json:"jsonl,omitempty"`
+	Memory         *Memory     `json:"memory,omitempty"`
+	// DeviceBusyShare is the share of the wall in which some evaluation
+	// held a device in its device phase (the mean over the devices used),
+	// DeviceHeldS those holds summed: near 1, the device limits the sweep;
+	// far below, the host's CPU (builds) or the sweep's shape does.
+	DeviceBusyShare      float64 `json:"device_busy_share,omitempty"`
+	DeviceHeldS          float64 `json:"device_held_s,omitempty"`
+	Interrupted          bool    `json:"interrupted,omitempty"`
+	ReferenceAsCandidate bool    `json:"reference_as_candidate,omitempty"`
 }
 
 // Run sweeps every pair and returns the summary. A harness failure on a
@@ -192,8 +198,9 @@ func DefaultJobs(target string, gpus func() int, cpus int) int {
 	return max(1, cpus)
 }
 
-// all evaluates the pairs with opt.Jobs in flight and returns their records
-// in the pairs' order (pairs left when ctx ended are absent).
+// all evaluates the pairs with opt.Jobs in flight, the longest expected
+// first (dispatchOrder), and returns their records in the pairs' order
+// (pairs left when ctx ended are absent).
 func (s *sweep) all(ctx context.Context, pairs []Pair) []Record {
 	out := make([]*Record, len(pairs))
 	idx := make(chan int)
@@ -210,7 +217,7 @@ func (s *sweep) all(ctx context.Context, pairs []Pair) []Record {
 		}()
 	}
 feed:
-	for i := range pairs {
+	for _, i := range dispatchOrder(pairs) {
 		select {
 		case idx <- i:
 		case <-ctx.Done():

@@ -128,6 +128,7 @@ type jobRun struct {
 
 	t0       time.Time
 	gateWait time.Duration // time spent waiting for the device, not the job's
+	doneAt   time.Time     // when the child reported its result, zero before
 	pid      int           // the child's, 0 until the "started" event
 	out      *Outcome
 	logc     *logCap

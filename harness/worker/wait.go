@@ -147,7 +147,7 @@ func (r *jobRun) grant() error {
 		r.waitExit()
 		return fmt.Errorf("worker: waiting for the device: %w", err)
 	}
-	r.release = rel
+	r.release = r.logHold(rel)
 	r.deadline.Reset(r.job.Timeout - (time.Since(r.t0) - r.gateWait))
 	if err := r.p.send(idRequest{Op: "grant", ID: r.id}); err != nil {
 		r.kill()
@@ -156,12 +156,29 @@ func (r *jobRun) grant() error {
 	return nil
 }
 
+// logHold wraps the device's release to log each device phase at debug
+// level: how long the job held the device, and how much of that came
+// after its result (a child that could not hand the device back before
+// its exit), which is where a sweep's device time can go unseen.
+func (r *jobRun) logHold(rel func()) func() {
+	granted := time.Now()
+	return func() {
+		rel()
+		after := 0.0
+		if !r.doneAt.IsZero() {
+			after = time.Since(r.doneAt).Seconds()
+		}
+		r.w.log.Debug("worker: device phase ended", "job", r.id, "held_s", time.Since(granted).Seconds(), "after_result_s", after)
+	}
+}
+
 // delivered takes the result of a child that reported "done": result.json
 // is complete, and the exit (the driver tearing the CUDA context down) need
 // not hold up the caller. The child is kept idle if it declared itself
 // clean and nothing is left below it; else reap waits for its exit.
 func (r *jobRun) delivered(ev event) (*Outcome, error) {
 	r.out.Code = 0
+	r.doneAt = time.Now()
 	if r.pid == 0 {
 		// The child writes "done" itself and the parent writes "started":
 		// a quick child can be read first. Which child it was, and whether

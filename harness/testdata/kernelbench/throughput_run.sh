@@ -5,7 +5,7 @@
 # jobs. Prints evaluations a minute over the command's wall time, and writes
 # the results to OUT (throughput.jsonl, throughput.txt, throughput.log).
 #
-# usage: throughput_run.sh BIN SET OUT   (env: KEVOLVE_PYTHON, LIMIT_S=540)
+# usage: throughput_run.sh BIN SET OUT   (env: KEVOLVE_PYTHON, LIMIT_S=540, LOG_LEVEL=warn)
 set -uo pipefail
 bin=${1:?usage: throughput_run.sh BIN SET OUT}
 set_dir=${2:?}
@@ -15,7 +15,7 @@ mkdir -p "$out"
 fresh=$(mktemp -d)
 t0=$(date +%s.%N)
 KEVOLVE_CACHE_DIR=$fresh/cache TORCH_EXTENSIONS_DIR=$fresh/torch_ext timeout -s INT -k 20 "${LIMIT_S:-540}" \
-  "$bin" --python "$py" --db "$fresh/k.db" --log-level warn \
+  "$bin" --python "$py" --db "$fresh/k.db" --log-level "${LOG_LEVEL:-warn}" \
   kernelbench run --kb "$set_dir/kb" --level 1,2 --candidates "$set_dir/candidates" --target nvidia --timeout 300 \
   --jsonl "$out/throughput.jsonl" > "$out/throughput.txt" 2> "$out/throughput.log"
 rc=$?
