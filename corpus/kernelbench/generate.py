@@ -2,8 +2,11 @@
 
 The candidates are ModelNew programs for KernelBench problems (the problems
 themselves are never stored here: the benchmark copies them from a KernelBench
-checkout). Seven of the ten problems are a GEMM with a fused epilogue, so their
+checkout). Six of the nine problems are a GEMM with a fused epilogue, so their
 kernels come from shared templates below; the rest are written out in full.
+Level 2 problem 9 was one of them until the judge learned to call its
+reference degenerate (its output is all zeros for every input: any constant
+kernel passes, so it measures nothing).
 
 Flavors:
   fast_cuda.py   - a bare CUDA kernel through `from kevolve import load_cuda`
@@ -194,18 +197,6 @@ GEMMS = {
         p0="float(self.multiplier)", p1="float(self.negative_slope)",
         epi_cuda="v = v * p0; return v > 0.0f ? v : v * p1;",
         epi_triton="v = v * p0\n    v = tl.where(v > 0, v, v * p1)"),
-    ("level2", "9_Matmul_Subtract_Multiply_ReLU"): dict(
-        what="relu(((x @ W.T + b) - s) * m), one fused kernel (KernelBench level 2 problem 9)",
-        init=("def __init__(self, in_features, out_features, subtract_value, multiply_value):\n"
-              "        super().__init__()\n"
-              "        self.linear = nn.Linear(in_features, out_features)\n"
-              "        self.subtract_value = subtract_value\n"
-              "        self.multiply_value = multiply_value"),
-        forward_args="x", b_nk=1, has_bias=1,
-        a="x", b="self.linear.weight", bias="self.linear.bias",
-        p0="float(self.subtract_value)", p1="float(self.multiply_value)",
-        epi_cuda="return fmaxf((v - p0) * p1, 0.0f);",
-        epi_triton="v = tl.maximum((v - p0) * p1, 0.0)"),
 }
 
 
