@@ -13,21 +13,7 @@ import (
 // registry against the code that records checks, with the worker's
 // unpacked py dir on sys.path.
 func TestEvaluateStageModules(t *testing.T) {
-	ev := evaluator(t)
-	if _, err := ev.WorkerInfo(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	dir, _ := filepath.Abs(filepath.Join("testdata", "pystages"))
-	cmd := exec.CommandContext(ctx, testPython(t), "-m", "unittest", "-v", "test_stages", "test_registry", "test_fastcmp")
-	cmd.Dir = dir
-	cmd.Env = append(cmd.Environ(), "PYTHONPATH="+ev.PyDir(), "CUDA_VISIBLE_DEVICES=")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("stage module tests: %v\n%s", err, out)
-	}
-	t.Logf("%s", out)
+	runPyStageTests(t, 120*time.Second, "CUDA_VISIBLE_DEVICES=", "test_stages", "test_registry", "test_fastcmp")
 }
 
 // The comparison's one-pass kernel against the torch path it stands in
@@ -37,19 +23,26 @@ func TestFastCompareMatchesTorchPathOnGPU(t *testing.T) {
 	if !gpuMode() {
 		t.Skip("KEVOLVE_GPU=1 runs this on a CUDA device")
 	}
+	runPyStageTests(t, 180*time.Second, "KEVOLVE_FASTCMP_GPU=1", "test_fastcmp")
+}
+
+// runPyStageTests runs unittest modules of testdata/pystages in the
+// worker's Python, its unpacked py dir on sys.path, with env added.
+func runPyStageTests(t *testing.T, timeout time.Duration, env string, modules ...string) {
+	t.Helper()
 	ev := evaluator(t)
 	if _, err := ev.WorkerInfo(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	dir, _ := filepath.Abs(filepath.Join("testdata", "pystages"))
-	cmd := exec.CommandContext(ctx, testPython(t), "-m", "unittest", "-v", "test_fastcmp")
+	cmd := exec.CommandContext(ctx, testPython(t), append([]string{"-m", "unittest", "-v"}, modules...)...)
 	cmd.Dir = dir
-	cmd.Env = append(cmd.Environ(), "PYTHONPATH="+ev.PyDir(), "KEVOLVE_FASTCMP_GPU=1")
+	cmd.Env = append(cmd.Environ(), "PYTHONPATH="+ev.PyDir(), env)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("comparison kernel tests: %v\n%s", err, out)
+		t.Fatalf("%v: %v\n%s", modules, err, out)
 	}
 	t.Logf("%s", out)
 }
