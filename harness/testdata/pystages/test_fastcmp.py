@@ -12,7 +12,7 @@ import torch
 
 import evaluate_common
 import evaluate_fastcmp as fastcmp
-from evaluate_compare import compare
+from evaluate_compare import compare, tolerance
 
 STRICT = os.environ.get("KEVOLVE_FASTCMP_GPU") == "1"
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
@@ -50,7 +50,7 @@ def chunk(n):
 def edge_cases(r, dtype):
     """Outputs around r: exact, inside, at and just past the tolerance
     edge element by element, and the non-finite patterns."""
-    atol, rtol = {torch.float32: (1e-4, 1e-4), torch.float64: (1e-7, 1e-7)}.get(dtype, (1e-2, 1e-2))
+    atol, rtol, _ = tolerance(dtype, None)
     rw = r.to(torch.float64)
     thr = atol + rtol * rw.abs()
     g = torch.Generator(device=r.device).manual_seed(5)
@@ -111,7 +111,7 @@ class MatchesTorchPath(unittest.TestCase):
             # 0-2 thresholds away: about half outside, many within an ulp
             # of the edge once rounded to the dtype.
             o = edge_cases(r, dtype)["edge"]
-            atol, rtol, _ = evaluate_common_tolerance(dtype)
+            atol, rtol, _ = tolerance(dtype, None)
             wd = torch.float64 if dtype == torch.float64 else torch.float32
             rr, oo = r.to(wd), o.to(wd)
             want = int(((oo - rr).abs() > atol + rtol * rr.abs()).sum().item())
@@ -150,11 +150,6 @@ class MatchesTorchPath(unittest.TestCase):
     def test_guarded_entries_exist(self):
         for owner, name in fastcmp.guard_entries():
             self.assertIsNotNone(getattr(owner, name, None), name)
-
-
-def evaluate_common_tolerance(dtype):
-    from evaluate_compare import tolerance
-    return tolerance(dtype, None)
 
 
 if __name__ == "__main__":
