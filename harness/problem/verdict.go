@@ -16,3 +16,13 @@ const (
 	// (reference_import|reference_init|reference_inputs|reference_forward).
 	VerdictReferenceError = "reference_error"
 )
+
+// Verdicts is every verdict, the one list the others render from: pass,
+// then the failures in the order the harness ranks them when several apply
+// (the worker's py/checks/__init__.py VERDICTS keeps the same order).
+var Verdicts = []string{VerdictPass, VerdictIntegrityViolation, VerdictIncorrect, VerdictCompileError,
+	VerdictRuntimeError, VerdictTimeout, VerdictCrash, VerdictReferenceError}
+
+// FailureVerdicts are Verdicts less pass, in rank order (a copy: callers
+// may append to it).
+func FailureVerdicts() []string { return append([]string(nil), Verdicts[1:]...) }

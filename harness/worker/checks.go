@@ -4,8 +4,8 @@ package worker
 // checks/ declares one check as plain literals at the start of its lines
 // (py/checks/__init__.py documents the format; Python imports the same
 // modules). Go parses them without Python, strictly: a module it cannot
-// read is an error, so the run_kernel description and the checks that
-// run never disagree.
+// read is an error, so the catalogue the MCP server serves
+// (kevolve://checks) and the checks that run never disagree.
 
 import (
 	"fmt"
@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/kevolve/kevolve-mcp/harness/problem"
 )
 
 // ChecksDir is the registry's folder in the worker's Python tree.
@@ -34,10 +36,15 @@ type CheckInfo struct {
 // Verdicts are Verdict's parts.
 func (c CheckInfo) Verdicts() []string { return strings.Split(c.Verdict, " or ") }
 
-// checkVerdicts are what a failed check can give (harness.Verdict*), and
-// "none"; py/checks/__init__.py holds the same list.
-var checkVerdicts = map[string]bool{"integrity_violation": true, "incorrect": true, "compile_error": true,
-	"runtime_error": true, "timeout": true, "crash": true, "reference_error": true, "none": true}
+// verdictNone marks a check that records what the harness did and never fails.
+const verdictNone = "none"
+
+// isCheckVerdict says whether a failed check can give v: one of
+// problem.FailureVerdicts, or verdictNone (py/checks/__init__.py holds the
+// same list for Python).
+func isCheckVerdict(v string) bool {
+	return v == verdictNone || slices.Contains(problem.FailureVerdicts(), v)
+}
 
 const defaultOrder = 100
 
@@ -147,7 +154,7 @@ func (c CheckInfo) validate(file string) error {
 		return fmt.Errorf("empty DESCRIPTION")
 	}
 	for _, v := range c.Verdicts() {
-		if !checkVerdicts[v] {
+		if !isCheckVerdict(v) {
 			return fmt.Errorf("VERDICT %q: %q is not a verdict", c.Verdict, v)
 		}
 	}
