@@ -46,13 +46,13 @@ func ByNameWith(name string, env Env) (search.Operator, error) {
 	case name == "" || name == tuner.Name:
 		return tuner.New(), nil
 	case name == "mcp":
-		return nil, fmt.Errorf("operator mcp is driven by an MCP client (evolve_start, evolve_next, evolve_submit), not by a run loop: use --operator tuner, cmd:..., claude, codex or openai:MODEL")
+		return nil, fmt.Errorf("operator mcp is driven by an MCP client (evolve_start, evolve_next, evolve_submit), not by a run loop: use --operator %s", Spelled())
 	case name == "claude" || name == "codex" || strings.HasPrefix(name, "cmd:"):
 		op, err = cmdop.New(name, cmdop.Config{Deadline: env.Deadline, WorkRoot: env.WorkRoot, Server: env.Server, Context: env.Context})
 	case strings.HasPrefix(name, "openai:"):
 		op, err = openai.New(name, openai.Config{Deadline: env.Deadline, Context: env.Context})
 	default:
-		return nil, fmt.Errorf("unknown operator %q: use tuner, cmd:COMMAND, claude, codex or openai:MODEL[@URL]", name)
+		return nil, fmt.Errorf("unknown operator %q: use %s", name, Spelled())
 	}
 	if err != nil {
 		return nil, err
