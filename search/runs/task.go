@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -9,7 +10,8 @@ import (
 )
 
 // Task is what evolve_next hands an agent: the node to derive a child from
-// and everything needed to write a better kernel without another call.
+// and everything needed to write a better kernel (the tool names the
+// parent's code and the reference by URI unless asked to inline them).
 type Task struct {
 	RunID string `json:"run_id"`
 	// NodeID is the node to expand: evolve_submit takes it back with the
@@ -51,8 +53,10 @@ type TaskProblem struct {
 	FLOPs         float64 `json:"flops,omitempty"`
 	Bytes         float64 `json:"bytes,omitempty"`
 	ReferencePath string  `json:"reference_path"`
-	// Reference is the reference program's source (KernelBench format).
-	Reference string `json:"reference,omitempty"`
+	// Reference is the reference program's source (KernelBench format);
+	// an answer may leave it out and give ReferenceURI, where to read it.
+	Reference    string `json:"reference,omitempty"`
+	ReferenceURI string `json:"reference_uri,omitempty"`
 }
 
 // NodeView is one node with its code and evaluation.
@@ -62,16 +66,22 @@ type NodeView struct {
 	Depth    int     `json:"depth"`
 	State    string  `json:"state"`
 	Language string  `json:"language"`
-	Code     string  `json:"code"`
-	Operator string  `json:"operator"`
-	Notes    string  `json:"notes,omitempty"`
+	// Code is the kernel; an answer may leave it out and give CodeURI,
+	// where to read it.
+	Code     string `json:"code,omitempty"`
+	CodeURI  string `json:"code_uri,omitempty"`
+	Operator string `json:"operator"`
+	Notes    string `json:"notes,omitempty"`
 	// DuplicateOf: the node's code had been evaluated before, as that node.
 	DuplicateOf int64          `json:"duplicate_of,omitempty"`
 	Result      *search.Result `json:"result,omitempty"`
 	// FailedChecks repeats the checks that did not pass, for a quick read.
 	FailedChecks []search.Check `json:"failed_checks,omitempty"`
-	Diagnosis    string         `json:"diagnosis,omitempty"`
-	Error        string         `json:"error,omitempty"`
+	// Warnings are the evaluation's warnings (a check the harness could
+	// not make, a speedup it could not bound), from the harness's result.
+	Warnings  []string `json:"warnings,omitempty"`
+	Diagnosis string   `json:"diagnosis,omitempty"`
+	Error     string   `json:"error,omitempty"`
 }
 
 // Attempt is a node in brief: what it tried and how it fared.
@@ -142,6 +152,7 @@ func viewOf(n *search.Node) NodeView {
 		Operator: n.Operator, Notes: n.Notes, DuplicateOf: n.DuplicateOf, Result: n.Result, Diagnosis: n.Diagnosis, Error: n.Error}
 	if n.Result != nil {
 		v.FailedChecks = n.Result.FailedChecks()
+		v.Warnings = warningsOf(n.Result.Raw)
 		if len(n.Result.Raw) > 0 {
 			// The harness's raw result doubles the payload and says nothing
 			// the fields above do not; reports keep it.
@@ -151,6 +162,18 @@ func viewOf(n *search.Node) NodeView {
 		}
 	}
 	return v
+}
+
+// warningsOf reads the warnings of the harness's raw result (nil where
+// there are none or the result is not the harness's).
+func warningsOf(raw json.RawMessage) []string {
+	var r struct {
+		Warnings []string `json:"warnings"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &r) != nil {
+		return nil
+	}
+	return r.Warnings
 }
 
 func attemptOf(n *search.Node) Attempt {
