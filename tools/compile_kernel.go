@@ -13,18 +13,18 @@ import (
 
 // CompileKernelInput is compile_kernel's arguments.
 type CompileKernelInput struct {
-	Source      string            `json:"source,omitempty" jsonschema_description:"The kernel source inline (give source or path, not both). CUDA: a .cu translation unit with extern \"C\" __global__ kernels; HIP: the same in HIP C++; C: a .c file; Triton: a Python module with @triton.jit functions."`
-	Path        string            `json:"path,omitempty" jsonschema_description:"Path of a source file to compile instead of inline source."`
-	Language    string            `json:"language" jsonschema_description:"Source language: cuda (nvcc; with an AMD arch: hipified with torch.utils.hipify, then compiled as HIP), hip (clang-19, device-only, for AMD archs), c (gcc -O3 -march=native -fopenmp) or triton (triton.compile for the arch's backend: CUDA or AMD HIP)." jsonschema:"enum=cuda,enum=c,enum=triton,enum=hip"`
-	Arch        string            `json:"arch,omitempty" jsonschema_description:"GPU architecture: NVIDIA sm_90, sm_90a, sm_100a... or AMD gfx942 (MI300X), gfx950 (MI355X), gfx90a (MI200). Default: the detected GPU's, else sm_90; for hip gfx942. AMD archs compile here without an AMD GPU. Ignored for c."`
-	Flags       []string          `json:"flags,omitempty" jsonschema_description:"Extra compiler flags appended to the command line, e.g. [\"-use_fast_math\", \"-maxrregcount=64\"] or [\"-DTILE=64\"]."`
-	TimeoutS    float64           `json:"timeout_s,omitempty" jsonschema_description:"Compile time limit in seconds (default 120, at most 600); the compiler is killed when it runs out."`
-	Kernel      string            `json:"kernel,omitempty" jsonschema_description:"Triton: the @triton.jit function to compile (default: the last one defined)."`
-	Signature   map[string]string `json:"signature,omitempty" jsonschema_description:"Triton: parameter name to Triton type, e.g. {\"x_ptr\": \"*bf16\", \"n\": \"i32\"}. Unlisted parameters are guessed (names containing ptr: *fp32, others i32; constexpr-annotated: constants)."`
-	Constants   map[string]any    `json:"constants,omitempty" jsonschema_description:"Triton: values of tl.constexpr parameters, e.g. {\"BLOCK\": 1024} (defaults are used for the rest)."`
-	NumWarps    int               `json:"num_warps,omitempty" jsonschema_description:"Triton: num_warps (default Triton's, 4)."`
-	NumStages   int               `json:"num_stages,omitempty" jsonschema_description:"Triton: num_stages (default Triton's)."`
-	Divisible16 []string          `json:"divisible16,omitempty" jsonschema_description:"Triton: integer parameters that will be multiples of 16 at run time (Triton specializes on this; it enables 16-byte accesses under masks). Pointers are assumed 16-byte aligned."`
+	Source      string            `json:"source,omitempty" jsonschema_description:"The kernel source (or give path). CUDA/HIP: a translation unit with extern \"C\" __global__ kernels; C: a .c file; Triton: a Python module with @triton.jit functions."`
+	Path        string            `json:"path,omitempty" jsonschema_description:"A source file to compile, instead of source."`
+	Language    string            `json:"language" jsonschema_description:"Source language: cuda (nvcc; hipified for an AMD arch), hip (clang, AMD archs), c (gcc -O3 -march=native -fopenmp) or triton." jsonschema:"enum=cuda,enum=c,enum=triton,enum=hip"`
+	Arch        string            `json:"arch,omitempty" jsonschema_description:"sm_90, sm_90a, sm_100a... or gfx942 (MI300X), gfx950 (MI355X), gfx90a. Default: the detected GPU's, else sm_90 (gfx942 for hip)."`
+	Flags       []string          `json:"flags,omitempty" jsonschema_description:"Extra compiler flags, e.g. [\"-use_fast_math\", \"-DTILE=64\"]."`
+	TimeoutS    float64           `json:"timeout_s,omitempty" jsonschema_description:"Compile time limit in seconds (default 120, at most 600)."`
+	Kernel      string            `json:"kernel,omitempty" jsonschema_description:"Triton: the @triton.jit function (default: the last defined)."`
+	Signature   map[string]string `json:"signature,omitempty" jsonschema_description:"Triton: parameter types, e.g. {\"x_ptr\": \"*bf16\", \"n\": \"i32\"}; unlisted: *fp32 for names with ptr, else i32."`
+	Constants   map[string]any    `json:"constants,omitempty" jsonschema_description:"Triton: tl.constexpr values, e.g. {\"BLOCK\": 1024}."`
+	NumWarps    int               `json:"num_warps,omitempty" jsonschema_description:"Triton: num_warps (default 4)."`
+	NumStages   int               `json:"num_stages,omitempty" jsonschema_description:"Triton: num_stages."`
+	Divisible16 []string          `json:"divisible16,omitempty" jsonschema_description:"Triton: integer parameters that are multiples of 16 at run time (enables 16-byte accesses)."`
 }
 
 const maxCompileTimeout = 600 * time.Second
@@ -42,16 +42,14 @@ func CompileKernel(compileFn func(context.Context, compile.Request) (*compile.Re
 		roots = compile.DefaultRoots()
 	}
 	tool := mcp.NewTool("compile_kernel",
-		mcp.WithDescription("Compile one bare kernel source without timing or checking it (a Triton source is imported, so its module-level code runs) and report what decides its speed before you time it: "+
-			"errors and warnings with file:line:col (kernel.cu / kernel.c / kernel.py), per kernel registers, static and dynamic shared memory, stack frame and spill bytes, "+
-			"and for CUDA and Triton a SASS instruction-mix summary: instruction classes and top opcodes, whether tensor-core (HMMA/HGMMA/IMMA), 16-byte vector (LDG.E.128/STS.128) "+
-			"and async-copy (LDGSTS/TMA) instructions are present, and local-memory LDL/STL counts. For C: which loops gcc vectorized. "+
-			"For AMD archs (gfx942, gfx950, gfx90a; triton, hip, or cuda which is hipified first): VGPR/AGPR/SGPR counts, LDS bytes, scratch and spills, the compiler's waves-per-SIMD occupancy, "+
-			"an AMDGCN instruction mix with whether MFMA matrix instructions were emitted (v_mfma_*), a lint of 32-lane warp assumptions that break on 64-lane wavefronts (line, rule, suggested fix), "+
-			"and see: kb:// knowledge documents about the findings. AMD results are compile-only: nothing runs or is timed on an AMD GPU here. Compile errors come back as ok=false with diagnostics. "+
-			"Results are cached by content (cached=true). Use it to iterate on a kernel quickly; use run_kernel to check correctness and time it."),
+		mcp.WithDescription("Use to iterate on a kernel fast: compile one bare kernel source (CUDA, HIP, C or Triton; no timing, no checks) and see what decides its "+
+			"speed: errors with file:line:col, per kernel registers, shared memory, stack and spills; for CUDA and Triton a SASS instruction mix "+
+			"(tensor-core HMMA/HGMMA, 16-byte LDG.E.128, async-copy LDGSTS/TMA, local LDL/STL); for C the loops gcc vectorized; for AMD archs (gfx942, "+
+			"gfx950, gfx90a; compile-only) VGPR/SGPR/LDS, occupancy, MFMA use and a lint of 32-lane warp assumptions, with kb:// documents on the "+
+			"findings. A compile error is ok=false with diagnostics; results are cached by content. A Triton source is imported, so its module-level code "+
+			"runs. Then run_kernel checks and times it."),
 		mcp.WithInputSchema[CompileKernelInput](),
-		mcp.WithOutputSchema[compile.Result](),
+		outputSchema[compile.Result](),
 		mcp.WithTitleAnnotation("Compile a kernel and summarize its SASS or AMDGCN"),
 		// Not read-only: a Triton source is imported, so its module-level
 		// code runs in a Python subprocess, and every compile writes

@@ -12,7 +12,7 @@ import (
 
 // DeployInput is deploy's arguments.
 type DeployInput struct {
-	RunID string `json:"run_id" jsonschema:"A finished or paused run whose problem model_profile extracted."`
+	RunID string `json:"run_id" jsonschema:"A finished or paused run on a problem model_profile extracted."`
 }
 
 // DeployOutput is what deploy did.
@@ -25,12 +25,12 @@ type DeployOutput struct {
 // Deploy returns the deploy tool.
 func Deploy(svc *optimize.Service) server.ServerTool {
 	tool := mcp.NewTool("deploy",
-		mcp.WithDescription("Put a run's best kernel into the registry, keyed by (operator signature, shapes, dtype, constants, device arch) from the "+
-			"extracted problem it searched. Only a kernel faster than the operators it replaces by more than the measurement's spread and at least 2% "+
-			"is deployed (why says why not); a faster entry already there is kept. At run time the guard dispatches to it only on exactly those shapes, "+
-			"dtype and arch, and falls back to the original operators everywhere else. Then call verify_model."),
+		mcp.WithDescription("Use after searching a problem that model_profile extracted: put the run's best kernel into the registry, keyed by operator signature, "+
+			"shapes, dtype, constants and arch. Only a kernel faster than what it replaces beyond the measurement's spread, and by at least 2%, is "+
+			"deployed (why says why not); a faster entry already there is kept. At run time it serves exactly those shapes, dtype and arch, and the "+
+			"original operators everything else. Then call verify_model."),
 		mcp.WithInputSchema[DeployInput](),
-		mcp.WithOutputSchema[DeployOutput](),
+		outputSchema[DeployOutput](),
 		mcp.WithTitleAnnotation("Deploy a run's best kernel"),
 		mcp.WithReadOnlyHintAnnotation(false),
 		mcp.WithDestructiveHintAnnotation(false), // a slower kernel never replaces a faster entry

@@ -11,16 +11,19 @@ import (
 
 // DeviceInfoInput is device_info's arguments.
 type DeviceInfoInput struct {
-	Refresh bool `json:"refresh,omitempty" jsonschema:"Discover again instead of answering from the cache (the torch probe takes a few seconds)"`
+	Refresh bool `json:"refresh,omitempty" jsonschema:"Discover again instead of answering from the cache (the torch probe takes seconds)."`
 }
 
 // DeviceInfo returns the device_info tool: the accelerators, CPU and
 // toolchains found, each GPU matched to its spec-table row.
 func DeviceInfo(devices *device.Cache) server.ServerTool {
 	tool := mcp.NewTool("device_info",
-		mcp.WithDescription("What hardware and toolchains this server can run kernels on: GPUs (name, UUID, compute capability, SMs/CUs, memory, clocks, power limit, driver) each matched to a row of the hardware spec table (peak FLOP/s per dtype, memory bandwidth, L2, shared memory), the CPU (cores, ISA extensions), nvcc/ncu/compute-sanitizer/hipcc/gcc and the Python with torch/triton/cupy. Missing pieces say why. Call it first: targets lists what run_kernel can use, target_table how each target is driven (torch device, the visible-devices variable that pins a job to one device, kernel languages, profilers, arch naming)."),
+		mcp.WithDescription("Use first, to learn what this server can run kernels on: targets (what run_kernel accepts); GPUs (name, UUID, compute capability, SMs/CUs, "+
+			"memory, clocks) each matched to the hardware spec table (peak FLOP/s per dtype, memory bandwidth, L2, shared memory); the CPU (cores, ISA); "+
+			"toolchains (nvcc, ncu, hipcc, gcc) and the Python with torch/triton. target_table says how each target is driven (torch device, the "+
+			"visible-devices variable, kernel languages, profilers, arch names). Missing pieces say why."),
 		mcp.WithInputSchema[DeviceInfoInput](),
-		mcp.WithOutputSchema[device.Report](),
+		outputSchema[device.Report](),
 		mcp.WithTitleAnnotation("Device and toolchain discovery"),
 		mcp.WithReadOnlyHintAnnotation(true),
 		mcp.WithDestructiveHintAnnotation(false),

@@ -7,25 +7,27 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/kevolve/kevolve-mcp/search/operator"
+	"github.com/kevolve/kevolve-mcp/search/operator/tuner"
 	"github.com/kevolve/kevolve-mcp/search/runs"
 )
 
 // EvolveInput is evolve's arguments: a run spec and the operator.
 type EvolveInput struct {
 	RunSpecInput
-	Operator string `json:"operator,omitempty" jsonschema:"Who proposes kernels on the server: tuner (default; no LLM: searches the kernel's TUNABLES and launch parameters). For a run you drive yourself use evolve_start."`
+	Operator string `json:"operator,omitempty" jsonschema:"Who proposes kernels: {OPERATORS} (default tuner: no LLM). To propose them yourself, use evolve_start."`
 }
 
 // Evolve returns the evolve tool: a run driven on the server by a
 // server-side operator, returned at once.
 func Evolve(m *runs.Manager) server.ServerTool {
 	tool := mcp.NewTool("evolve",
-		mcp.WithDescription("Start a kernel search driven on the server by a built-in operator (tuner: no LLM, it tunes the start kernel's TUNABLES = {...} "+
-			"and launch parameters such as BLOCK sizes, num_warps and threads). Returns the run id at once and keeps running in the server; "+
-			"watch it with evolve_status (a long poll with recent events), stop it with evolve_stop, and read the result with evolve_best. "+
-			"Use evolve_start instead to write the kernels yourself."),
+		mcp.WithDescription("Use to let the server search alone: start a run whose kernels a server-side operator proposes (tuner by default: no LLM, it tunes the start "+
+			"kernel's TUNABLES = {...} and launch parameters) and get its id at once. Follow it with evolve_status, end it with evolve_stop, read the "+
+			"result with evolve_best. To write the kernels yourself, use evolve_start."),
 		mcp.WithInputSchema[EvolveInput](),
-		mcp.WithOutputSchema[runs.RunInfo](),
+		fillSchema(operatorsPlaceholder, operator.Spelled()),
+		outputSchema[runs.RunInfo](),
 		mcp.WithTitleAnnotation("Start a server-side search"),
 		mcp.WithReadOnlyHintAnnotation(false), // creates a run that evaluates kernels
 		mcp.WithDestructiveHintAnnotation(false),
@@ -38,7 +40,7 @@ func Evolve(m *runs.Manager) server.ServerTool {
 		}
 		op := in.Operator
 		if op == "" {
-			op = "tuner"
+			op = tuner.Name
 		}
 		if op == runs.OperatorName {
 			return toolErrorf("operator mcp means you propose the kernels: call evolve_start instead"), nil

@@ -17,11 +17,11 @@ type EvolveBestInput struct {
 // EvolveBest returns the evolve_best tool.
 func EvolveBest(m *runs.Manager) server.ServerTool {
 	tool := mcp.NewTool("evolve_best",
-		mcp.WithDescription("The best kernel of a run so far: its full code, its evaluation (verdict, checks, time, speedup over eager and torch.compile, "+
-			"% of speed of light, fitness) and the run's summary (including the speedup over the start kernel). Only kernels that passed every "+
-			"check count; a run without one yet is an error that says so. Works on running, paused and finished runs."),
+		mcp.WithDescription("Use to collect a run's result: the best kernel so far with its full code, its evaluation (verdict, checks, time, speedups over eager and "+
+			"torch.compile, % of speed of light, fitness) and the run's summary (with the speedup over the start kernel). Only kernels that passed every "+
+			"check count. Works on running, paused and finished runs."),
 		mcp.WithInputSchema[EvolveBestInput](),
-		mcp.WithOutputSchema[runs.BestResult](),
+		outputSchema[runs.BestResult](),
 		mcp.WithTitleAnnotation("Best kernel of a search"),
 		mcp.WithReadOnlyHintAnnotation(true),
 		mcp.WithDestructiveHintAnnotation(false),

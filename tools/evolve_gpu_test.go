@@ -35,7 +35,7 @@ func TestEvolveAgentLoopGPU(t *testing.T) {
 		}
 	})
 	for i, threads := range []int{128, 512, 1024} {
-		task := nextTask(t, c, info.RunID)
+		task := nextTask(t, c, info.RunID, true) // the code it edits
 		req := mcp.CallToolRequest{}
 		req.Params.Name = "evolve_submit"
 		req.Params.Meta = &mcp.Meta{ProgressToken: fmt.Sprintf("gpu-%d", i)}

@@ -12,21 +12,21 @@ import (
 
 // EvolveNextInput is evolve_next's arguments.
 type EvolveNextInput struct {
-	RunID string  `json:"run_id" jsonschema:"The run, from evolve_start."`
-	WaitS float64 `json:"wait_s,omitempty" jsonschema:"How long to wait for the run to be ready (it may be evaluating a kernel), in seconds: default 40, at most 45. State busy means ask again."`
+	RunID       string  `json:"run_id" jsonschema:"The run, from evolve_start."`
+	WaitS       float64 `json:"wait_s,omitempty" jsonschema:"Seconds to wait for the run to be ready (default 40, at most 45); state busy means ask again."`
+	IncludeCode bool    `json:"include_code,omitempty" jsonschema:"Inline the parent's code and the reference (task.parent.code, task.problem.reference) beside their URIs. Pass true for a parent you have not read."`
 }
 
 // EvolveNext returns the evolve_next tool.
 func EvolveNext(m *runs.Manager) server.ServerTool {
 	tool := mcp.NewTool("evolve_next",
-		mcp.WithDescription("The next node of your search to improve (a run from evolve_start). State ready: task.node_id is the node the search policy selected, "+
-			"with task.parent (its code, verdict, timing, failed checks, log, speed of light figures), task.sol_gap, task.siblings and task.lineage "+
-			"(what was already tried from it and before it, and how it fared), task.best, the reference program and the budget left. "+
-			"Write a faster ModelNew derived from task.parent.code and call evolve_submit with the same node_id. Calling evolve_next again before "+
-			"submitting returns the same task. State busy: the run is still evaluating; call again. A paused run (server restart) is resumed; "+
-			"a finished run is an error that says so."),
+		mcp.WithDescription("Use in the loop after evolve_start and after each evolve_submit: the next node to improve. State ready: task.node_id is the node picked; "+
+			"task.parent its verdict, timing, failed checks, warnings, log and speed-of-light figures; task.sol_gap, task.siblings and task.lineage (what "+
+			"was tried from it and before it), task.best and the budget left. The parent's code and the reference are resources (task.parent.code_uri, "+
+			"task.problem.reference_uri); include_code inlines them. Write a faster ModelNew and call evolve_submit with that node_id. Until you submit, "+
+			"the same task comes back. State busy: still evaluating, call again. A paused run is resumed."),
 		mcp.WithInputSchema[EvolveNextInput](),
-		mcp.WithOutputSchema[runs.NextResult](),
+		outputSchemaDepth[runs.NextResult](2), // task.parent.code_uri, task.problem.reference_uri
 		mcp.WithTitleAnnotation("Next kernel to improve"),
 		mcp.WithReadOnlyHintAnnotation(false), // resumes a paused run; otherwise only reads
 		mcp.WithDestructiveHintAnnotation(false),
@@ -40,6 +40,9 @@ func EvolveNext(m *runs.Manager) server.ServerTool {
 		res, err := m.Next(ctx, in.RunID, waitFor(in.WaitS, 40))
 		if err != nil {
 			return toolErrorf("evolve_next: %v", err), nil
+		}
+		if res.Task != nil {
+			res.Task = briefTask(*res.Task, in.IncludeCode)
 		}
 		return structured(res), nil
 	})}

@@ -13,7 +13,7 @@ import (
 // EvolveResumeInput is evolve_resume's arguments.
 type EvolveResumeInput struct {
 	RunID         string  `json:"run_id" jsonschema:"The run to continue."`
-	Budget        int     `json:"budget,omitempty" jsonschema:"A new evaluation budget (the total, the start kernel's included); with it a run that ended on its budget continues."`
+	Budget        int     `json:"budget,omitempty" jsonschema:"A new evaluation budget (the total, the start kernel's included); extends a run that ended on its budget."`
 	TimeS         float64 `json:"time_s,omitempty" jsonschema:"A new wall-clock budget in seconds (the total over the run's life)."`
 	Plateau       int     `json:"plateau,omitempty" jsonschema:"A new plateau: stop after this many evaluations without a new best."`
 	TargetSpeedup float64 `json:"target_speedup,omitempty" jsonschema:"A new target fitness."`
@@ -22,12 +22,11 @@ type EvolveResumeInput struct {
 // EvolveResume returns the evolve_resume tool.
 func EvolveResume(m *runs.Manager) server.ServerTool {
 	tool := mcp.NewTool("evolve_resume",
-		mcp.WithDescription("Continue a paused run in this server: runs pause when their server ends (every evaluated node is kept; a kernel that was "+
-			"being evaluated is evaluated again). Also takes over a run marked running whose server was killed, and, given a larger budget, "+
-			"continues a run that ended on its budget. A server-side run (evolve) carries on by itself; for a run you drive, call evolve_next. "+
-			"Resuming a run this server already drives changes nothing."),
+		mcp.WithDescription("Use to continue a paused run (its server ended; evaluated nodes are kept and an unfinished evaluation runs again), to take over a run whose "+
+			"server was killed, or, with a larger budget, to extend a run that ended on its budget. A server-side run carries on by itself; for a run you "+
+			"drive, call evolve_next. Resuming a run this server already drives changes nothing."),
 		mcp.WithInputSchema[EvolveResumeInput](),
-		mcp.WithOutputSchema[runs.RunInfo](),
+		outputSchema[runs.RunInfo](),
 		mcp.WithTitleAnnotation("Resume a search"),
 		mcp.WithReadOnlyHintAnnotation(false),
 		mcp.WithDestructiveHintAnnotation(false),

@@ -16,23 +16,23 @@ import (
 // RunSpecInput is what evolve_start and evolve share: the problem, the
 // start kernel, how to search and when to stop.
 type RunSpecInput struct {
-	Problem       string  `json:"problem,omitempty" jsonschema:"The problem: a corpus name such as llm/rmsnorm or other/relu (see the problem:// resources), or a path to a KernelBench-format Python file (Model, get_inputs, get_init_inputs). Give this or problem_source."`
-	ProblemSource string  `json:"problem_source,omitempty" jsonschema:"The problem as inline KernelBench-format Python source, instead of problem."`
-	Start         string  `json:"start,omitempty" jsonschema:"Path to the start kernel (a Python file defining ModelNew). Default: the corpus start kernel for the target and language. Required for a problem given as a file or source."`
-	StartSource   string  `json:"start_source,omitempty" jsonschema:"The start kernel as inline Python source defining ModelNew, instead of start."`
-	Target        string  `json:"target,omitempty" jsonschema:"Where kernels run: cpu, nvidia or auto (default: a usable GPU, else the CPU)."`
-	Language      string  `json:"language,omitempty" jsonschema:"Which corpus start kernel: c, cuda or triton (default c on cpu, cuda on nvidia)."`
+	Problem       string  `json:"problem,omitempty" jsonschema:"A corpus name such as llm/rmsnorm (problem:// resources) or a KernelBench-format file. Or give problem_source."`
+	ProblemSource string  `json:"problem_source,omitempty" jsonschema:"The problem as inline Python source, instead of problem."`
+	Start         string  `json:"start,omitempty" jsonschema:"Start kernel file defining ModelNew (default: the corpus one for target and language; required for a problem file or source)."`
+	StartSource   string  `json:"start_source,omitempty" jsonschema:"The start kernel as inline source, instead of start."`
+	Target        string  `json:"target,omitempty" jsonschema:"cpu, nvidia or auto (default: a usable GPU, else the CPU)."`
+	Language      string  `json:"language,omitempty" jsonschema:"Corpus start kernel: c, cuda or triton (default c on cpu, cuda on nvidia)."`
 	Shapes        string  `json:"shapes,omitempty" jsonschema:"Corpus shape set: small or large (default small on cpu, large on a GPU)."`
-	Policy        string  `json:"policy,omitempty" jsonschema:"Selection policy: greedy (default; expand the best node), uct (MCTS) or evolve (islands)."`
-	Baseline      string  `json:"baseline,omitempty" jsonschema:"Fitness is the speedup over eager (default) or compile (torch.compile)."`
-	Budget        int     `json:"budget,omitempty" jsonschema:"Evaluations, the start kernel's included (default 20 for evolve_start, 30 for evolve)."`
+	Policy        string  `json:"policy,omitempty" jsonschema:"greedy (default), uct (MCTS) or evolve (islands)."`
+	Baseline      string  `json:"baseline,omitempty" jsonschema:"Fitness is the speedup over eager (default) or compile."`
+	Budget        int     `json:"budget,omitempty" jsonschema:"Evaluations, the start kernel's included (default 20; 30 for evolve)."`
 	TimeS         float64 `json:"time_s,omitempty" jsonschema:"Wall-clock budget in seconds (0 = none)."`
 	Plateau       int     `json:"plateau,omitempty" jsonschema:"Stop after this many evaluations without a new best (0 = off)."`
-	TargetSpeedup float64 `json:"target_speedup,omitempty" jsonschema:"Stop once the best kernel reaches this fitness (0 = off)."`
-	Draft         int     `json:"draft,omitempty" jsonschema:"Draft phase: this many independent children of the start kernel before the policy proper (default 0; 4 for evolve)."`
-	Memory        string  `json:"memory,omitempty" jsonschema:"What each task shows of the search's history: inherit (default: siblings and lineage), compare (siblings only) or clean_slate (neither)."`
-	Seed          int64   `json:"seed,omitempty" jsonschema:"Random seed of the policy (default: from the clock)."`
-	Parallel      int     `json:"parallel,omitempty" jsonschema:"Evaluations in flight at once for a server-side operator (evolve): default 1, or two per GPU when the server evaluates on a fleet (--workers). A run you drive (evolve_start) takes one kernel at a time."`
+	TargetSpeedup float64 `json:"target_speedup,omitempty" jsonschema:"Stop once the best reaches this fitness (0 = off)."`
+	Draft         int     `json:"draft,omitempty" jsonschema:"Independent children of the start kernel before the policy proper (default 0; 4 with policy evolve)."`
+	Memory        string  `json:"memory,omitempty" jsonschema:"What tasks show of the history: inherit (default: siblings and lineage), compare (siblings) or clean_slate."`
+	Seed          int64   `json:"seed,omitempty" jsonschema:"Policy seed (default: from the clock)."`
+	Parallel      int     `json:"parallel,omitempty" jsonschema:"Evaluations in flight for a server-side operator (default 1; two per GPU on a fleet)."`
 }
 
 // startRequest turns the arguments into the manager's request; a non-empty
@@ -74,13 +74,12 @@ func noRuns(tool string) *mcp.CallToolResult {
 // client itself.
 func EvolveStart(m *runs.Manager) server.ServerTool {
 	tool := mcp.NewTool("evolve_start",
-		mcp.WithDescription("Start a kernel search that YOU drive (operator mcp): the server keeps the search graph, picks which kernel to improve next, "+
-			"and checks and times every kernel you write. Returns the run id at once; the start kernel is evaluated first. "+
-			"Then loop: evolve_next (the node to improve, with its code, result, checks, speed-of-light gap and what was tried) -> write a faster ModelNew -> "+
-			"evolve_submit (its verdict, timing and the run's best). The run ends when its budget is spent; evolve_best returns the best kernel. "+
-			"Runs survive a server restart paused: evolve_next resumes them."),
+		mcp.WithDescription("Use to optimize a kernel yourself while the server keeps the search: start a run that YOU drive (operator mcp). The server keeps the graph "+
+			"of kernels, picks which one to improve next, and checks and times every kernel you write. Returns the run id at once; the start kernel is "+
+			"evaluated first. Then loop: evolve_next (the node to improve) -> write a faster ModelNew -> evolve_submit (its verdict, time and the run's "+
+			"best), until the budget is spent; evolve_best returns the best kernel. A run survives a server restart paused: evolve_next resumes it."),
 		mcp.WithInputSchema[RunSpecInput](),
-		mcp.WithOutputSchema[runs.RunInfo](),
+		outputSchema[runs.RunInfo](),
 		mcp.WithTitleAnnotation("Start a search you drive"),
 		mcp.WithReadOnlyHintAnnotation(false), // creates a run and evaluates its start kernel
 		mcp.WithDestructiveHintAnnotation(false),

@@ -12,19 +12,19 @@ import (
 // EvolveStatusInput is evolve_status's arguments.
 type EvolveStatusInput struct {
 	RunID string  `json:"run_id" jsonschema:"The run, from evolve or evolve_start."`
-	Since int64   `json:"since,omitempty" jsonschema:"Return events after this seq: pass the previous answer's next_since (0 = from the start)."`
-	WaitS float64 `json:"wait_s,omitempty" jsonschema:"Long poll: wait up to this many seconds for an event after since (default 30, at most 45). It returns as soon as there is one, so since 0 answers at once with the run's first events."`
+	Since int64   `json:"since,omitempty" jsonschema:"Events after this seq: the previous answer's next_since (0 = from the start)."`
+	WaitS float64 `json:"wait_s,omitempty" jsonschema:"Long poll in seconds (default 30, at most 45); it returns at the first event."`
 }
 
 // EvolveStatus returns the evolve_status tool.
 func EvolveStatus(m *runs.Manager) server.ServerTool {
 	tool := mcp.NewTool("evolve_status",
-		mcp.WithDescription("A run's state as a long poll: returns as soon as the run has events after since (evaluations, new bests, supervisor actions, "+
-			"stops), or after wait_s (at most 45 s). Answers with status (running, paused, done, stopped, failed), the summary (evaluations, "+
-			"passed, best node with speedups and % of speed of light, start kernel), the budget, the events and next_since for the next call, "+
-			"and for a run you drive the node awaiting your kernel. Progress notifications are sent while it waits when you give a progress token."),
+		mcp.WithDescription("Use to follow a run, above all a server-side one (evolve): a long poll that returns as soon as the run has events after since (evaluations, "+
+			"new bests, supervisor actions, stops), or after wait_s (at most 45 s). Returns status (running, paused, done, stopped, failed), the summary "+
+			"(evaluations, passed, best and start kernels with speedups and % of speed of light), the budget, the events, next_since for the next call, "+
+			"and for a run you drive the node awaiting your kernel. Sends progress notifications while it waits, given a progress token."),
 		mcp.WithInputSchema[EvolveStatusInput](),
-		mcp.WithOutputSchema[runs.StatusResult](),
+		outputSchema[runs.StatusResult](),
 		mcp.WithTitleAnnotation("Search status"),
 		mcp.WithReadOnlyHintAnnotation(true),
 		mcp.WithDestructiveHintAnnotation(false),

@@ -13,17 +13,17 @@ import (
 // EvolveStopInput is evolve_stop's arguments.
 type EvolveStopInput struct {
 	RunID  string `json:"run_id" jsonschema:"The run to stop."`
-	Reason string `json:"reason,omitempty" jsonschema:"Why, one line for the run's record (default: stopped by the client)."`
+	Reason string `json:"reason,omitempty" jsonschema:"Why, one line for the run's record."`
 }
 
 // EvolveStop returns the evolve_stop tool.
 func EvolveStop(m *runs.Manager) server.ServerTool {
 	tool := mcp.NewTool("evolve_stop",
-		mcp.WithDescription("Stop a run for good: no further kernels are proposed or evaluated (a kernel being evaluated finishes first and is kept). "+
-			"Every evaluated node stays in the store; evolve_best and evolve_status still answer. A stopped run cannot be resumed: "+
-			"start a new one, e.g. from its best kernel (evolve_start with start_source). Stopping a finished run changes nothing."),
+		mcp.WithDescription("Use to end a run for good: nothing more is proposed or evaluated (a kernel under evaluation finishes and is kept); every node stays, and "+
+			"evolve_best and evolve_status still answer. A stopped run cannot be resumed: start a new one from its best kernel (evolve_start with "+
+			"start_source). Stopping a finished run changes nothing."),
 		mcp.WithInputSchema[EvolveStopInput](),
-		mcp.WithOutputSchema[runs.RunInfo](),
+		outputSchema[runs.RunInfo](),
 		mcp.WithTitleAnnotation("Stop a search"),
 		mcp.WithReadOnlyHintAnnotation(false),
 		mcp.WithDestructiveHintAnnotation(true), // a stopped run cannot be resumed

@@ -54,8 +54,9 @@ func evolveServer(t *testing.T) (*client.Client, *runs.Manager) {
 		t.Fatal(err)
 	}
 	t.Cleanup(m.Close)
+	// Output validation: every answer must fit the compacted output schemas.
 	srv := server.NewMCPServer("test", "0", server.WithToolCapabilities(false), server.WithResourceCapabilities(false, false),
-		server.WithInputSchemaValidation())
+		server.WithInputSchemaValidation(), server.WithOutputSchemaValidation())
 	srv.AddTools(Evolve(m), EvolveStart(m), EvolveNext(m), EvolveSubmit(m), EvolveStatus(m), EvolveStop(m), EvolveResume(m), EvolveBest(m))
 	srv.AddResourceTemplates(RunResources(m)...)
 	return toolstest.Connect(t, srv), m
@@ -74,11 +75,13 @@ func reluStart(t *testing.T) string {
 	return src
 }
 
-func nextTask(t *testing.T, c *client.Client, runID string) *runs.Task {
+// nextTask waits for the run's next task; includeCode asks for the
+// parent's code and the reference inline.
+func nextTask(t *testing.T, c *client.Client, runID string, includeCode bool) *runs.Task {
 	t.Helper()
 	for i := 0; i < 10; i++ {
 		var nr runs.NextResult
-		toolstest.Decode(t, toolstest.Call(t, c, "evolve_next", map[string]any{"run_id": runID, "wait_s": 45}), &nr)
+		toolstest.Decode(t, toolstest.Call(t, c, "evolve_next", map[string]any{"run_id": runID, "wait_s": 45, "include_code": includeCode}), &nr)
 		if nr.State == runs.NextReady {
 			return nr.Task
 		}
@@ -101,7 +104,7 @@ func TestEvolveAgentLoopOverMCP(t *testing.T) {
 	}
 	id := info.RunID
 
-	task := nextTask(t, c, id)
+	task := nextTask(t, c, id, true)
 	if task.Parent.Code != start || task.Parent.Result == nil || task.Parent.Result.Verdict != search.VerdictPass || task.Problem.Reference == "" || task.EvalsLeft != 3 {
 		t.Fatalf("first task: %+v", task)
 	}
@@ -145,7 +148,7 @@ func TestEvolveAgentLoopOverMCP(t *testing.T) {
 			mu.Unlock()
 		}
 	})
-	task = nextTask(t, c, id)
+	task = nextTask(t, c, id, false)
 	if len(task.Lineage)+len(task.Siblings) == 0 && task.Parent.Operator == "start" {
 		t.Fatalf("second task shows no history: %+v", task)
 	}
@@ -168,7 +171,7 @@ func TestEvolveAgentLoopOverMCP(t *testing.T) {
 	mu.Unlock()
 
 	// 3: a kernel that does not compile gets its verdict, not a tool error.
-	task = nextTask(t, c, id)
+	task = nextTask(t, c, id, false)
 	toolstest.Decode(t, toolstest.Call(t, c, "evolve_submit", map[string]any{"run_id": id, "node_id": task.NodeID, "notes": "typo",
 		"code": strings.Replace(start, "float v = x[i];", "float v = x[i]", 1)}), &sub)
 	if sub.Node == nil || sub.Node.Result == nil || sub.Node.Result.Verdict != search.VerdictCompileError || sub.NewBest {
@@ -214,7 +217,7 @@ func TestEvolveAgentLoopOverMCP(t *testing.T) {
 	if !ri.Active || ri.Budget.Evals != 5 {
 		t.Fatalf("resume with a budget: %+v", ri)
 	}
-	if task := nextTask(t, c, id); task.EvalsLeft != 1 {
+	if task := nextTask(t, c, id, false); task.EvalsLeft != 1 {
 		t.Fatalf("after the new budget: %+v", task)
 	}
 	toolstest.Decode(t, toolstest.Call(t, c, "evolve_stop", map[string]any{"run_id": id, "reason": "enough"}), &ri)

@@ -11,21 +11,20 @@ import (
 
 // ModelProfileInput is model_profile's arguments.
 type ModelProfileInput struct {
-	Model    string  `json:"model" jsonschema:"Path to a KernelBench-format model file (Model, get_inputs, get_init_inputs): a KernelBench level-1..3 file or a user's model wrapped the same way."`
+	Model    string  `json:"model" jsonschema:"A KernelBench-format model file (Model, get_inputs, get_init_inputs)."`
 	Target   string  `json:"target,omitempty" jsonschema:"auto (default), cpu or nvidia."`
-	MinShare float64 `json:"min_share,omitempty" jsonschema:"Regions under this share of the model's time are listed but not worth a search (default 0.02)."`
+	MinShare float64 `json:"min_share,omitempty" jsonschema:"Regions under this share of the time are listed but not worth a search (default 0.02)."`
 }
 
 // ModelProfile returns the model_profile tool.
 func ModelProfile(svc *optimize.Service) server.ServerTool {
 	tool := mcp.NewTool("model_profile",
-		mcp.WithDescription("Step 1 of the model flow: profile a whole model on the device (torch.profiler; each op's own kernel time, none counted twice), "+
-			"rank its operators by the share of the model's time they would save at their speed of light (with Amdahl's bound 1/(1-share) beside it), "+
-			"and extract each hot region (RMSNorm/LayerNorm, a SwiGLU or silu*mul chain, a GEMM with its activation epilogue, a lone GEMM) as a "+
-			"KernelBench problem file with the model's shapes, dtypes and weights. Each op gives its problem_file: search it with evolve (problem = that file; "+
-			"start = the bundled kernel named in bundled, or write one), then deploy the run and call verify_model. Takes ~10-60 s."),
+		mcp.WithDescription("Use to start making a whole model faster: profile it on the device (torch.profiler, each op's own time), rank its operators by the time they "+
+			"would save at their speed of light (with Amdahl's bound), and extract each hot region (norms, SwiGLU chains, GEMMs with their epilogues) as "+
+			"a KernelBench problem file with the model's shapes, dtypes and weights. Search each op's problem_file with evolve or evolve_start (start "+
+			"from the bundled kernel it names, or write one), then deploy the run and call verify_model. Takes ~10-60 s."),
 		mcp.WithInputSchema[ModelProfileInput](),
-		mcp.WithOutputSchema[optimize.Summary](),
+		outputSchema[optimize.Summary](),
 		mcp.WithTitleAnnotation("Profile a model and extract its hot operators"),
 		mcp.WithReadOnlyHintAnnotation(false), // writes the problem files and their rows
 		mcp.WithDestructiveHintAnnotation(false),

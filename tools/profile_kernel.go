@@ -14,13 +14,13 @@ import (
 
 // ProfileKernelInput is profile_kernel's arguments.
 type ProfileKernelInput struct {
-	Reference string  `json:"reference" jsonschema:"The KernelBench-format reference (Model, get_inputs, get_init_inputs): a file path or a corpus problem name such as llm/rmsnorm. In mode model this is the model whose operators are ranked."`
-	Candidate string  `json:"candidate,omitempty" jsonschema:"Path to the candidate file defining ModelNew (mode kernel; required there)."`
-	Mode      string  `json:"mode,omitempty" jsonschema:"kernel (default): profile the candidate's kernels and diagnose them; model: rank the reference model's operators by device-time share with Amdahl headroom, to pick which kernel to write first."`
+	Reference string  `json:"reference" jsonschema:"A KernelBench-format reference file or a corpus name such as llm/rmsnorm (in mode model, the model to rank)."`
+	Candidate string  `json:"candidate,omitempty" jsonschema:"Path to the candidate defining ModelNew (required in mode kernel)."`
+	Mode      string  `json:"mode,omitempty" jsonschema:"kernel (default): profile and diagnose the candidate's kernels; model: rank the reference's operators by time share."`
 	Backend   string  `json:"backend,omitempty" jsonschema:"auto (default: ncu on NVIDIA, rocprofv3 on AMD, torch.profiler and perf on the CPU), ncu, rocprof or cpu."`
-	Shapes    string  `json:"shapes,omitempty" jsonschema:"Shape set passed to the reference as KEVOLVE_SHAPES (e.g. large, small)."`
-	Device    string  `json:"device,omitempty" jsonschema:"Which GPU to profile on: an index or UUID as device_info lists them. Default: any free one. The profile holds it alone."`
-	TimeoutS  float64 `json:"timeout_s,omitempty" jsonschema:"Wall-clock limit in seconds (default 120). Nsight Compute replays each kernel ~40 times: a candidate with many kernels takes longer."`
+	Shapes    string  `json:"shapes,omitempty" jsonschema:"Shape set (KEVOLVE_SHAPES), e.g. large or small."`
+	Device    string  `json:"device,omitempty" jsonschema:"A GPU index or UUID from device_info (default: any free one; the profile holds it alone)."`
+	TimeoutS  float64 `json:"timeout_s,omitempty" jsonschema:"Limit in seconds (default 120); Nsight Compute replays each kernel ~40 times."`
 }
 
 // ProfileKernel returns the profile_kernel tool. ev (may be nil) leases the
@@ -29,14 +29,13 @@ type ProfileKernelInput struct {
 // timing. resolve (may be nil) takes corpus names.
 func ProfileKernel(opt profile.Options, ev *harness.Evaluator, resolve problem.Resolver) server.ServerTool {
 	tool := mcp.NewTool("profile_kernel",
-		mcp.WithDescription("Explain why a kernel is slow. Mode kernel runs the candidate's forward once under Nsight Compute (clocks untouched; only the candidate's kernels, after warm-up) "+
-			"or rocprofv3, and returns per kernel: duration, SM and DRAM throughput % of peak, L1/L2 hit rates, achieved vs theoretical occupancy and its limiter, registers per thread, "+
-			"spills, top warp stall reasons, tensor-pipe use and global load/store sector efficiency; then findings in the knowledge base's vocabulary (memory-bound, compute-bound, "+
-			"latency-bound, occupancy-limited, register-pressure, uncoalesced, launch-bound, ...), each with the figures that show it and topics to pass to search_knowledge. "+
-			"On a CPU it gives a torch.profiler breakdown and perf counters where perf can read them. Mode model ranks the reference's operators by time share and Amdahl headroom. "+
-			"available=false with missing set means no profiler could run here. Takes ~10-30 s per candidate on an H100."),
+		mcp.WithDescription("Use on a passing candidate to learn why it is slow. Mode kernel profiles its forward under Nsight Compute or rocprofv3 (only its kernels, "+
+			"after warm-up, clocks untouched) and returns per kernel: duration, SM and DRAM throughput, L1/L2 hit rates, occupancy and its limiter, "+
+			"registers, spills, top stall reasons, tensor-pipe use and sector efficiency; then findings (memory-bound, latency-bound, occupancy-limited, "+
+			"uncoalesced, ...) with the figures behind them and topics for search_knowledge. On a CPU: torch.profiler and perf counters. Mode model ranks "+
+			"the reference's operators by time share and Amdahl headroom. available=false with missing: no profiler could run here. Takes ~10-30 s."),
 		mcp.WithInputSchema[ProfileKernelInput](),
-		mcp.WithOutputSchema[profile.Report](),
+		outputSchema[profile.Report](),
 		mcp.WithTitleAnnotation("Profile a kernel"),
 		mcp.WithReadOnlyHintAnnotation(false), // runs the candidate's code and writes scratch reports (removed after)
 		mcp.WithDestructiveHintAnnotation(false),

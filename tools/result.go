@@ -13,9 +13,10 @@ import (
 )
 
 // structured returns v as the tool's structured content, with the same JSON
-// as text for clients that only read text content.
+// as text for clients that only read text content. The text is compact:
+// indentation was a fifth of an answer, and an agent reads JSON without it.
 func structured(v any) *mcp.CallToolResult {
-	b, err := json.MarshalIndent(v, "", "  ")
+	b, err := json.Marshal(v)
 	if err != nil {
 		return toolErrorf("internal: could not encode the result: %v", err)
 	}

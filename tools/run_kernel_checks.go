@@ -1,8 +1,10 @@
 package tools
 
-// run_kernel's list of checks, read from the harness's check registry (one
-// Python module per check, harness/worker/py/checks/): a check added there
-// is listed here with no other edit.
+// run_kernel's catalogue of checks, read from the harness's check registry
+// (one Python module per check, harness/worker/py/checks/): a check added
+// there is listed here with no other edit. The catalogue is the resource
+// kevolve://checks; run_kernel's description names it and counts the
+// checks instead of listing them, which kept that description at 7 K.
 
 import (
 	"fmt"
@@ -10,16 +12,16 @@ import (
 	"strings"
 
 	"github.com/kevolve/kevolve-mcp/harness"
+	"github.com/kevolve/kevolve-mcp/harness/problem"
 )
 
-// verdictRank orders the groups: the verdicts that outrank others first,
-// as the harness ranks them, and the records that never fail last.
-var verdictRank = []string{harness.VerdictIntegrityViolation, harness.VerdictIncorrect, harness.VerdictCompileError,
-	harness.VerdictRuntimeError, harness.VerdictTimeout, harness.VerdictCrash, harness.VerdictReferenceError, "none"}
+// noVerdict is the registry's verdict of a check that only records what
+// the harness did.
+const noVerdict = "none"
 
 // registeredChecks is the registry of the evaluator's worker, or the
-// binary's own where there is no evaluator (the description is the same
-// either way unless a caller built the evaluator over another tree).
+// binary's own where there is no evaluator (the same unless a caller built
+// the evaluator over another tree).
 func registeredChecks(ev *harness.Evaluator) ([]harness.CheckInfo, error) {
 	if ev != nil {
 		return ev.Checks(), nil
@@ -27,12 +29,15 @@ func registeredChecks(ev *harness.Evaluator) ([]harness.CheckInfo, error) {
 	return harness.EmbeddedChecks()
 }
 
-// checksText lists every check under the verdict its failure gives.
-func checksText(ev *harness.Evaluator) string {
-	cs, err := registeredChecks(ev)
-	if err != nil {
-		return fmt.Sprintf("The list of checks is unavailable: %v.", err)
-	}
+// tolerancesText is how allclose and relative_norm compare, per dtype; the
+// worker's evaluate_compare.DEFAULT_TOL holds the numbers.
+const tolerancesText = "Tolerances of allclose and relative_norm (atol / rtol / rel_norm), dtype-aware: fp32 1e-4 / 1e-4 / 1e-3, " +
+	"fp16 1e-2 / 1e-2 / 1e-2, bf16 2e-2 / 2e-2 / 2e-2, fp64 1e-7 / 1e-7 / 1e-6, unless the problem sets its own " +
+	"(KernelBench today: allclose 1e-4 fp32, 1e-2 fp16/bf16; its v0/v0.1 used 1e-2 for fp32 too)."
+
+// checksMarkdown is the catalogue: every check under the verdict its
+// failure gives, the verdicts in the order the harness ranks them.
+func checksMarkdown(cs []harness.CheckInfo) string {
 	groups := map[string][]harness.CheckInfo{}
 	for _, c := range cs {
 		groups[c.Verdict] = append(groups[c.Verdict], c)
@@ -48,25 +53,29 @@ func checksText(ev *harness.Evaluator) string {
 		return strings.Compare(a, b)
 	})
 	var b strings.Builder
-	b.WriteString("Checks (name: what passing means), by the verdict a failure gives:")
+	fmt.Fprintf(&b, "# run_kernel's checks\n\nEvery evaluation runs these %d checks; a result lists each by name with passed and a detail. "+
+		"Verdicts: %s. Below, each check (name, stage: what passing means) under the verdict its failure gives.\n", len(cs), strings.Join(problem.Verdicts, ", "))
 	for _, k := range keys {
 		label := k
-		if k == "none" {
+		if k == noVerdict {
 			label = "never failing (records of what the harness did)"
 		}
-		fmt.Fprintf(&b, "\n%s:", label)
+		fmt.Fprintf(&b, "\n## %s\n\n", label)
 		for _, c := range groups[k] { // by name, as the registry lists them
-			fmt.Fprintf(&b, "\n- %s: %s", c.Name, c.Description)
+			fmt.Fprintf(&b, "- %s (%s): %s\n", c.Name, c.Stage, c.Description)
 		}
 	}
+	b.WriteString("\n## Tolerances\n\n" + tolerancesText + "\n")
 	return b.String()
 }
 
-// rankOf places a VERDICT ("a or b") by its first verdict.
+// rankOf places a VERDICT ("a or b") by its first verdict: the failures in
+// problem.FailureVerdicts' order, then the records.
 func rankOf(verdict string) int {
 	first, _, _ := strings.Cut(verdict, " or ")
-	if i := slices.Index(verdictRank, first); i >= 0 {
+	order := append(problem.FailureVerdicts(), noVerdict)
+	if i := slices.Index(order, first); i >= 0 {
 		return i
 	}
-	return len(verdictRank)
+	return len(order)
 }

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -30,7 +31,8 @@ def run(st):
 `
 
 // A check added as one module, with no other file edited, runs in a real
-// evaluation (its result lists it) and run_kernel's description lists it.
+// evaluation (its result lists it), the kevolve://checks catalogue lists
+// it and run_kernel's description counts it.
 func TestRunKernelListsAnAddedCheck(t *testing.T) {
 	src := worker.Overlay(worker.Embedded(), fstest.MapFS{"checks/always_noted.py": {Data: []byte(alwaysNoted)}})
 	ev, err := harness.NewEvaluatorWithSource(harness.EvalConfig{Python: toolchaintest.Python(t), CacheDir: t.TempDir(),
@@ -40,18 +42,27 @@ func TestRunKernelListsAnAddedCheck(t *testing.T) {
 	}
 	t.Cleanup(func() { ev.Close() })
 
-	const listed = "- always_noted: A check that exists only in the registry test; it always passes."
+	const listed = "- always_noted (integrity): A check that exists only in the registry test; it always passes."
 	tool := RunKernel(ev, nil)
-	if !strings.Contains(tool.Tool.Description, listed) {
-		t.Errorf("run_kernel's description does not list the added check:\n%s", tool.Tool.Description)
+	srv := server.NewMCPServer("test", "0", server.WithToolCapabilities(false), server.WithResourceCapabilities(false, false))
+	srv.AddTools(tool)
+	srv.AddResources(ChecksResource(ev))
+	c := toolstest.Connect(t, srv)
+	if catalogue := toolstest.ReadText(t, c, checksURI); !strings.Contains(catalogue, listed) {
+		t.Errorf("%s does not list the added check:\n%s", checksURI, catalogue)
 	}
-	if strings.Contains(RunKernel(nil, nil).Tool.Description, "always_noted") {
+	embedded, err := harness.EmbeddedChecks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	added := fmt.Sprintf("all %d checks", len(embedded)+1)
+	if !strings.Contains(tool.Tool.Description, added) || !strings.Contains(tool.Tool.Description, checksURI) {
+		t.Errorf("run_kernel's description does not count the added check (%q) or name %s:\n%s", added, checksURI, tool.Tool.Description)
+	}
+	if strings.Contains(checksMarkdown(embedded), "always_noted") {
 		t.Error("the embedded registry lists the test's check")
 	}
 
-	srv := server.NewMCPServer("test", "0", server.WithToolCapabilities(false))
-	srv.AddTools(tool)
-	c := toolstest.Connect(t, srv)
 	hostile := filepath.Join("..", "harness", "testdata", "hostile")
 	target := "cpu"
 	if os.Getenv("KEVOLVE_GPU") == "1" {

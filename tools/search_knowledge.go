@@ -16,27 +16,25 @@ import (
 // optional, but at least one of query, diagnosis, error_text, bottlenecks or
 // operator must say what to look for.
 type SearchKnowledgeArgs struct {
-	Query       string   `json:"query,omitempty" jsonschema:"Free text: what you want to know or try, e.g. 'split-K for skinny GEMM' or 'why does my Triton kernel spill registers'."`
-	Device      string   `json:"device,omitempty" jsonschema:"Target device: a chip (h100, h200, a100, b200, mi300x, mi325x, mi355x, cpu), an arch (hopper, blackwell, cdna3, ...) or a vendor (nvidia, amd). Results are scoped to it: same arch first, then vendor, then generic; other hardware last."`
-	K           int      `json:"k,omitempty" jsonschema:"How many documents to return (1-50, default 5)."`
-	Operator    string   `json:"operator,omitempty" jsonschema:"Operator family being written: gemm, attention, norm, softmax, embedding-bag, jagged, interaction, conv, reduction, scan, elementwise. Adds the constraints that apply to it."`
-	Language    string   `json:"language,omitempty" jsonschema:"Kernel language: cuda, triton, hip, c, cute."`
-	Bottlenecks []string `json:"bottlenecks,omitempty" jsonschema:"Diagnosed bottlenecks from profile_kernel, e.g. memory-bound, register-pressure, bank-conflicts, uncoalesced, tail-effect, low-tensor-core-use."`
-	Diagnosis   string   `json:"diagnosis,omitempty" jsonschema:"The profiler's diagnosis in words, e.g. 'memory-bound, 30% occupancy on H100'."`
-	ErrorText   string   `json:"error_text,omitempty" jsonschema:"A compiler or runtime error message; its salient words become part of the query."`
+	Query       string   `json:"query,omitempty" jsonschema:"What you want to know or try, e.g. 'split-K for skinny GEMM'."`
+	Device      string   `json:"device,omitempty" jsonschema:"A chip (h100, b200, mi300x, cpu...), an arch (hopper, cdna3...) or a vendor (nvidia, amd); its documents rank first."`
+	K           int      `json:"k,omitempty" jsonschema:"Documents to return (1-50, default 5)."`
+	Operator    string   `json:"operator,omitempty" jsonschema:"Operator family (gemm, attention, norm, softmax, embedding-bag, jagged, interaction, conv, reduction, scan, elementwise); adds its constraints."`
+	Language    string   `json:"language,omitempty" jsonschema:"cuda, triton, hip, c or cute."`
+	Bottlenecks []string `json:"bottlenecks,omitempty" jsonschema:"From profile_kernel, e.g. memory-bound, register-pressure, uncoalesced."`
+	Diagnosis   string   `json:"diagnosis,omitempty" jsonschema:"The profiler's diagnosis in words."`
+	ErrorText   string   `json:"error_text,omitempty" jsonschema:"A compiler or runtime error; its salient words join the query."`
 }
 
 // SearchKnowledge returns the search_knowledge tool over an opened index.
 func SearchKnowledge(ix *retrieval.Index) server.ServerTool {
 	tool := mcp.NewTool("search_knowledge",
-		mcp.WithDescription("Search the kernel-optimization knowledge base (constraints, platform-neutral "+
-			"guidance, per-vendor/arch hardware notes, language idioms, operator recipes, examples). "+
-			"Give free text and/or a runtime context (device, operator, language, bottlenecks, the "+
-			"profiler's diagnosis, a compiler error). Returns for each document its path, title, scope "+
-			"relative to the device, score and the most relevant passage; with an operator also the "+
+		mcp.WithDescription("Use before writing a kernel and after profiling one: search the kernel-optimization knowledge base (constraints, guidance, per-arch hardware "+
+			"notes, language idioms, operator recipes, examples) by free text and/or context (device, operator, language, bottlenecks, diagnosis, a "+
+			"compiler error). Returns each document's path, title, scope relative to the device, score and best passage; with an operator, also the "+
 			"constraints every candidate must obey. Read a whole document as resource kb://<path>."),
 		mcp.WithInputSchema[SearchKnowledgeArgs](),
-		mcp.WithOutputSchema[retrieval.Response](),
+		outputSchema[retrieval.Response](),
 		mcp.WithTitleAnnotation("Search the knowledge base"),
 		mcp.WithReadOnlyHintAnnotation(true),
 		mcp.WithDestructiveHintAnnotation(false),

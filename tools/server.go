@@ -63,7 +63,7 @@ func New(d Deps) *server.MCPServer {
 	s.AddTools(tools...)
 	docs, docTemplate := KnowledgeResources(d.Knowledge)
 	problems, problemTemplate := ProblemResources()
-	s.AddResources(append(docs, problems...)...)
+	s.AddResources(append(append(docs, problems...), ChecksResource(d.Evaluator))...)
 	s.AddResourceTemplates(docTemplate, problemTemplate)
 	s.AddResourceTemplates(RunResources(d.Runs)...)
 	return s

@@ -11,7 +11,7 @@ import (
 
 // VerifyModelInput is verify_model's arguments.
 type VerifyModelInput struct {
-	Model   string `json:"model" jsonschema:"Path to the KernelBench-format model file."`
+	Model   string `json:"model" jsonschema:"The KernelBench-format model file."`
 	Target  string `json:"target,omitempty" jsonschema:"auto (default), cpu or nvidia."`
 	Export  string `json:"export,omitempty" jsonschema:"Write the verified kevolve_kernels package into this folder (import kevolve_kernels; kevolve_kernels.patch(model))."`
 	Compile bool   `json:"compile,omitempty" jsonschema:"Also time torch.compile of the original (slow on a CPU)."`
@@ -20,12 +20,11 @@ type VerifyModelInput struct {
 // VerifyModel returns the verify_model tool.
 func VerifyModel(svc *optimize.Service) server.ServerTool {
 	tool := mcp.NewTool("verify_model",
-		mcp.WithDescription("The model patched with the registry's kernels (the kevolve_kernels package, exactly as exported) against the original on "+
-			"fresh inputs: correct within the harness's tolerance for the output dtype, timed like the harness (eager, and torch.compile when asked), "+
-			"beside the speedup Amdahl predicted from the deployed entries' speedups and their regions' shares; the gap is reported. stats counts "+
-			"each region's kernel calls and fallbacks. Takes ~30-120 s."),
+		mcp.WithDescription("Use after deploy: run the model patched with the registry's kernels (the kevolve_kernels package exactly as exported) against the original "+
+			"on fresh inputs: correct within the output dtype's tolerance, timed like the harness (eager; torch.compile when asked), beside the speedup "+
+			"Amdahl predicted from the deployed entries; the gap is reported, and stats counts each region's kernel calls and fallbacks. Takes ~30-120 s."),
 		mcp.WithInputSchema[VerifyModelInput](),
-		mcp.WithOutputSchema[optimize.Summary](),
+		outputSchema[optimize.Summary](),
 		mcp.WithTitleAnnotation("Verify a patched model end to end"),
 		mcp.WithReadOnlyHintAnnotation(false), // writes the export and the problem files
 		mcp.WithDestructiveHintAnnotation(false),

@@ -183,7 +183,7 @@ func TestEvolveRunPausesWithItsServer(t *testing.T) {
 	next := func(c *client.Client, id string) task {
 		for i := 0; i < 10; i++ {
 			var r task
-			if msg := callTool(t, c, "evolve_next", map[string]any{"run_id": id, "wait_s": 45}, &r); msg != "" {
+			if msg := callTool(t, c, "evolve_next", map[string]any{"run_id": id, "wait_s": 45, "include_code": true}, &r); msg != "" {
 				t.Fatalf("evolve_next: %s", msg)
 			}
 			if r.State == "ready" {
@@ -283,7 +283,7 @@ func TestEvolveServerKilledMidSubmit(t *testing.T) {
 		resumed := false
 		for i := 0; i < 10; i++ {
 			var r nextResult
-			if msg := callTool(t, c, "evolve_next", map[string]any{"run_id": id, "wait_s": 45}, &r); msg != "" {
+			if msg := callTool(t, c, "evolve_next", map[string]any{"run_id": id, "wait_s": 45, "include_code": true}, &r); msg != "" {
 				t.Fatalf("evolve_next: %s", msg)
 			}
 			resumed = resumed || r.Resumed

@@ -73,3 +73,23 @@ func Text(res *mcp.CallToolResult) string {
 	}
 	return s
 }
+
+// ReadText reads a resource and returns its text; an error, or contents
+// other than one text, fails the test.
+func ReadText(t testing.TB, c *client.Client, uri string) string {
+	t.Helper()
+	req := mcp.ReadResourceRequest{}
+	req.Params.URI = uri
+	res, err := c.ReadResource(context.Background(), req)
+	if err != nil {
+		t.Fatalf("read %s: %v", uri, err)
+	}
+	if len(res.Contents) != 1 {
+		t.Fatalf("read %s: %d contents", uri, len(res.Contents))
+	}
+	tc, ok := res.Contents[0].(mcp.TextResourceContents)
+	if !ok {
+		t.Fatalf("read %s: not text: %T", uri, res.Contents[0])
+	}
+	return tc.Text
+}

@@ -67,13 +67,19 @@ async function evolveLoop(client) {
     }
     throw new Error("evolve_next never became ready");
   };
+  // A task names its parent's code by URI; the client reads it as a resource.
+  const parentCode = async (task) => {
+    const { contents } = await client.readResource({ uri: task.parent.code_uri });
+    return contents[0].text;
+  };
   for (const threads of [1, 2, 4]) {
     const task = await next();
+    const parent = await parentCode(task);
     if (threads === 1) {
-      const wrong = await call(client, "evolve_submit", { run_id: runId, node_id: task.node_id + 100, code: task.parent.code });
+      const wrong = await call(client, "evolve_submit", { run_id: runId, node_id: task.node_id + 100, code: parent });
       out.wrongNodeError = wrong.error ?? null;
     }
-    const code = task.parent.code.replace(/^THREADS = \d+/m, `THREADS = ${threads}`);
+    const code = parent.replace(/^THREADS = \d+/m, `THREADS = ${threads}`);
     const r = await call(client, "evolve_submit",
       { run_id: runId, node_id: task.node_id, code, notes: `THREADS=${threads}`, wait_s: 240 }, waitLong);
     if (r.error) throw new Error(`evolve_submit: ${r.error}`);
