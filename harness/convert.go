@@ -58,6 +58,7 @@ func (e *Evaluator) convert(ctx context.Context, r *evalRun, out *worker.Outcome
 		return res, nil, nil
 	}
 	e.fromPython(ctx, r, res, pr)
+	addDevicePhase(res, out)
 	applyJudge(res, out.Judge, judgeOff())
 	return res, pr.Work, nil
 }

@@ -116,5 +116,13 @@ func (e *Evaluator) workerJob(ctx context.Context, r *evalRun, progress func(str
 		Gate:     r.lease.Exclusive, // loading and compiling overlap; the device phase runs alone on its device
 		Reuse:    e.cfg.Reuse == ReuseAll || (e.cfg.Reuse == ReuseGPU && r.tgt != target.CPU),
 		KeepIf:   keepAfterJudge,
+		// As many children may wait for the next wave on this device as
+		// the pool places jobs on it: a search's slots that end together
+		// (its first wave, a wave after a pause, the other searches'
+		// slots on the device) find their children again instead of
+		// making a CUDA context each, and their judges one each, which
+		// the driver makes one process at a time across the host's GPUs.
+		// They never outnumber the jobs the device held at once.
+		IdleMax: r.lease.MaxHolders(),
 	}
 }

@@ -175,6 +175,9 @@ func (p *Pool) Busy() map[int]time.Duration {
 // Target is the pool's target.
 func (p *Pool) Target() target.Name { return p.target }
 
+// MaxHolders is how many leases the pool places on one device at once.
+func (p *Pool) MaxHolders() int { return p.maxHolders }
+
 // Devices lists the pool's devices in index order.
 func (p *Pool) Devices() []Device {
 	p.mu.Lock()
@@ -356,6 +359,10 @@ func (l *Lease) Device() Device { return l.slot.dev }
 
 // Target is the leased device's target.
 func (l *Lease) Target() target.Name { return l.pool.target }
+
+// MaxHolders is how many leases the lease's pool places on one device at
+// once: as many jobs may be in flight on this device beside this one.
+func (l *Lease) MaxHolders() int { return l.pool.maxHolders }
 
 // Env pins a child process to the device: the target's visible-devices
 // variable (none on the CPU) and EnvDevice.

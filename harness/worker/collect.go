@@ -17,7 +17,15 @@ import (
 // reported it (the "done" event).
 func (r *jobRun) finish(reported bool) *Outcome {
 	out := r.out
-	out.Wall = time.Since(r.t0) - r.gateWait
+	now := time.Now()
+	// The device phase, as far as this job's result goes: a child that
+	// still holds the device hands it back at its exit (reap), after the
+	// result.
+	r.handBack(now)
+	r.mark(now)
+	r.stage = ""
+	out.Wall = now.Sub(r.t0) - r.gateWait
+	out.GateWait = r.gateWait
 	out.Pid = r.pid
 	judge := filepath.Join(r.dir, "judge")
 	// Not cut here: the tail the job wrote last is what is read.

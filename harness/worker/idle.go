@@ -17,8 +17,9 @@ import (
 )
 
 const (
-	// MaxIdlePerKey bounds the idle children kept per key (per device): each
-	// holds a CUDA context (~0.5 GB of device memory) and its host memory.
+	// MaxIdlePerKey bounds the idle children kept per key (per device) where
+	// the job does not say (Job.IdleMax): each holds a CUDA context (~0.5 GB
+	// of device memory), its judge's, and its host memory.
 	MaxIdlePerKey = 4
 	// MaxJobsPerChild retires a child after this many jobs, bounding what
 	// slow leaks (host memory, cached kernels) can add up to.
@@ -35,6 +36,7 @@ type idleChild struct {
 	key  string
 	jobs int    // jobs this child has run
 	dir  string // its job folder: sandboxed, it can open no other
+	max  int    // idle children its key may keep (Job.IdleMax; 0: MaxIdlePerKey)
 }
 
 // kill ends an idle child and everything below it, and removes its folder.
@@ -83,8 +85,12 @@ func (w *Worker) takeIdle(p *proc, key string) *idleChild {
 // putIdle keeps a child that reported "idle", or kills it if the pool for
 // its key is full, it has run its share of jobs, or the worker is closing.
 func (w *Worker) putIdle(c *idleChild) {
+	limit := c.max
+	if limit <= 0 {
+		limit = MaxIdlePerKey
+	}
 	w.imu.Lock()
-	keep := !w.idleClosed && c.jobs < MaxJobsPerChild && len(w.idle[c.key]) < MaxIdlePerKey
+	keep := !w.idleClosed && c.jobs < MaxJobsPerChild && len(w.idle[c.key]) < limit
 	if keep {
 		if w.idle == nil {
 			w.idle = map[string][]*idleChild{}

@@ -33,15 +33,19 @@ type proc struct {
 
 // get returns the running parent, starting (or restarting) it if needed.
 func (w *Worker) get(ctx context.Context) (*proc, error) {
+	// The judge's files are checked before every job, outside the lock
+	// (Verify): a parent that loaded changed files is stopped here and a
+	// fresh one started below.
+	intact := w.intact()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return nil, errors.New("worker: closed")
 	}
-	// The judge's files are checked before every job: a parent that loaded
-	// changed files is stopped here and a fresh one started below.
-	if err := w.verifyLocked(); err != nil {
-		return nil, err
+	if !intact {
+		if err := w.verifyLocked(); err != nil {
+			return nil, err
+		}
 	}
 	if w.proc != nil {
 		select {

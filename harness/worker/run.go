@@ -44,6 +44,21 @@ type Job struct {
 	// function declared clean: a judge outside the child's process may
 	// have found what the child could not see in itself.
 	KeepIf func(*Outcome) bool
+	// IdleMax bounds the children kept idle for this job's reuse key (0:
+	// MaxIdlePerKey). A caller that places N jobs on one device at once
+	// passes N, so a wave of N evaluations ending together leaves N
+	// children for the next wave instead of killing all but a few, each
+	// of which the next wave would make again (a CUDA context per child
+	// and one per judge, made and torn down by the driver one process at
+	// a time across the host's GPUs).
+	IdleMax int
+}
+
+// StageTime is a job's wall time in one of its progress stages, as the Go
+// side saw the child's events: outside the device phase, and inside it
+// (the job held the device: from the grant to the hand-back).
+type StageTime struct {
+	Outside, Inside time.Duration
 }
 
 // Outcome is what happened to a job's child.
@@ -83,6 +98,19 @@ type Outcome struct {
 	// up to judgeSize bytes), nil if nothing: a process of the job's own
 	// that the candidate cannot reach (evaluate_judge.py).
 	Judge json.RawMessage
+	// GateWait is how long the job waited for the device (Job.Gate): not
+	// part of Wall, nor of its deadline.
+	GateWait time.Duration
+	// DeviceHeld is how long the job held the device: from each grant to
+	// the hand-back ("ungate"), or to the result where the child still
+	// held it then (it keeps it until its exit).
+	DeviceHeld time.Duration
+	// Stages is the job's time per progress stage on Go's clock, split at
+	// the device phase's edges: where an evaluation's device phase went,
+	// and what ran in it that need not have. "start" is the time from the
+	// request to the child's first progress event (the fork, or the hand
+	// over to an idle child, and the job's set-up).
+	Stages map[string]StageTime
 }
 
 // judgeSize bounds the judge's report read back.
@@ -128,13 +156,18 @@ type jobRun struct {
 
 	t0       time.Time
 	gateWait time.Duration // time spent waiting for the device, not the job's
-	doneAt   time.Time     // when the child reported its result, zero before
-	pid      int           // the child's, 0 until the "started" event
-	out      *Outcome
-	logc     *logCap
-	deadline *time.Timer
-	load     loadAllowance
-	polls    int
+	// The stage the child is in (its last progress event) since stageAt,
+	// and when the device was granted (zero while the job does not hold
+	// it): Outcome.Stages and DeviceHeld.
+	stage           string
+	stageAt, heldAt time.Time
+	doneAt          time.Time // when the child reported its result, zero before
+	pid             int       // the child's, 0 until the "started" event
+	out             *Outcome
+	logc            *logCap
+	deadline        *time.Timer
+	load            loadAllowance
+	polls           int
 }
 
 // run is Run without the check of the judge's files. Its stages: ready the
@@ -237,6 +270,7 @@ func (r *jobRun) cleanup() {
 // idle child; the job's wall time starts here.
 func (r *jobRun) send() error {
 	r.t0 = time.Now()
+	r.stage, r.stageAt = "start", r.t0
 	job := r.job
 	req := runRequest{Op: "run", ID: r.id, Module: job.Module, Func: job.Func, ArgsFile: r.argsFile(),
 		JobDir: r.dir, Env: job.Env, MemLimit: job.MemLimit, Reuse: job.Reuse, Network: job.Network, Writable: job.Writable}

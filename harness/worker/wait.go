@@ -88,6 +88,7 @@ func (r *jobRun) handle(ev event) *ending {
 	case "started":
 		r.started(ev)
 	case "progress":
+		r.enter(ev.Stage, time.Now())
 		r.out.Stage = ev.Stage
 		if r.job.Progress != nil {
 			r.job.Progress(ev.Stage, ev.Done, ev.Total)
@@ -101,6 +102,7 @@ func (r *jobRun) handle(ev event) *ending {
 		// memory there): the next job's device phase overlaps this child's
 		// result writing and teardown.
 		if r.release != nil {
+			r.handBack(time.Now())
 			r.release()
 			r.release = nil
 		}
@@ -148,12 +150,57 @@ func (r *jobRun) grant() error {
 		return fmt.Errorf("worker: waiting for the device: %w", err)
 	}
 	r.release = r.logHold(rel)
+	r.granted(time.Now())
 	r.deadline.Reset(r.job.Timeout - (time.Since(r.t0) - r.gateWait))
 	if err := r.p.send(idRequest{Op: "grant", ID: r.id}); err != nil {
 		r.kill()
 		return err
 	}
 	return nil
+}
+
+// enter starts the child's next progress stage at now.
+func (r *jobRun) enter(stage string, now time.Time) {
+	r.mark(now)
+	r.stage = stage
+}
+
+// granted: the job holds the device from now; the wait before it is the
+// current stage's (wait_device), outside the device phase.
+func (r *jobRun) granted(now time.Time) {
+	r.mark(now)
+	r.heldAt = now
+}
+
+// handBack: the job's device phase ends at now.
+func (r *jobRun) handBack(now time.Time) {
+	if r.heldAt.IsZero() {
+		return
+	}
+	r.mark(now)
+	r.out.DeviceHeld += now.Sub(r.heldAt)
+	r.heldAt = time.Time{}
+}
+
+// mark adds the time since the last mark to the current stage, inside the
+// device phase or outside it.
+func (r *jobRun) mark(now time.Time) {
+	if r.stage == "" || r.out == nil {
+		return
+	}
+	if r.out.Stages == nil {
+		r.out.Stages = map[string]StageTime{}
+	}
+	st := r.out.Stages[r.stage]
+	if d := now.Sub(r.stageAt); d > 0 {
+		if r.heldAt.IsZero() {
+			st.Outside += d
+		} else {
+			st.Inside += d
+		}
+	}
+	r.out.Stages[r.stage] = st
+	r.stageAt = now
 }
 
 // logHold wraps the device's release to log each device phase at debug
@@ -189,7 +236,7 @@ func (r *jobRun) delivered(ev event) (*Outcome, error) {
 	if ev.Idle && r.keepable(res) {
 		// Kept before Run returns, so a caller's next job finds it.
 		r.kept = true
-		r.w.putIdle(&idleChild{p: r.p, pid: r.pid, key: r.key, jobs: r.jobs, dir: r.dir})
+		r.w.putIdle(&idleChild{p: r.p, pid: r.pid, key: r.key, jobs: r.jobs, dir: r.dir, max: r.job.IdleMax})
 		return res, nil
 	}
 	if ev.Idle {

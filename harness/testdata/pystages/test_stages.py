@@ -241,3 +241,29 @@ class Construct(unittest.TestCase):
         b, _ = build(self.Legacy, [], cpu, False)
         self.assertTrue(drew)
         self.assertTrue(torch.equal(a.weight, b.weight))
+
+
+class StageClockClose(unittest.TestCase):
+    """stage_s: a stage reported after the clock closed (the judge's verify)
+    does not add the last stage's seconds to it a second time."""
+
+    def test_last_stage_counted_once(self):
+        import time
+        from types import SimpleNamespace
+        from evaluate import StageClock
+        seen = []
+        st = SimpleNamespace(side=None, prof=None, res={"stage_s": {}})
+        clock = StageClock(lambda stage, done, total: seen.append(stage), st)
+        clock("timing")
+        time.sleep(0.05)
+        clock("after_timing")
+        time.sleep(0.1)
+        clock.close()
+        time.sleep(0.1)
+        clock("verify")
+        time.sleep(0.02)
+        s = st.res["stage_s"]
+        self.assertEqual(seen, ["timing", "after_timing", "verify"])
+        self.assertGreaterEqual(s["after_timing"], 0.1)
+        self.assertLess(s["after_timing"], 0.19, s)  # counted twice it was >= 0.3
+        self.assertNotIn("verify", s)  # verify records its own seconds

@@ -194,8 +194,13 @@ class StageClock:
         self.progress(stage, done, total)
 
     def close(self):
+        """Ends the last stage. A stage reported after this (the judge's
+        verify, which records its own seconds) starts afresh: it does not
+        add the last stage's time to it once more."""
         if self.last is not None:
-            self.stage_s[self.last] = round(self.stage_s.get(self.last, 0) + time.monotonic() - self.since, 4)
+            now = time.monotonic()
+            self.stage_s[self.last] = round(self.stage_s.get(self.last, 0) + now - self.since, 4)
+            self.last, self.since = None, now
 
 
 def _verdict_of(checks):

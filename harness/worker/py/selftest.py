@@ -91,6 +91,21 @@ def ungated(args, ctx):
     return {"pid": os.getpid()}
 
 
+def staged(args, ctx):
+    """Stages before, in and after the device phase, each sleeping its
+    seconds (load, work, after), as an evaluation's do."""
+    ctx.progress("load")
+    time.sleep(float(args.get("load", 0.2)))
+    ctx.progress("wait_device")
+    ctx.gate()
+    ctx.progress("work")
+    time.sleep(float(args.get("work", 0.3)))
+    ctx.ungate()
+    ctx.progress("after")
+    time.sleep(float(args.get("after", 0.2)))
+    return {"pid": os.getpid()}
+
+
 def done_then_hang(args, ctx):
     """Reports done (as the worker does after writing result.json) and never
     exits: a child stuck in its teardown must still be killed."""
@@ -102,7 +117,9 @@ def done_then_hang(args, ctx):
 
 def reusable(args, ctx):
     """Declares itself clean (or not, with clean=False): the child may serve
-    the next job with the same environment."""
+    the next job with the same environment. s: seconds to sleep first (jobs
+    that overlap run in children of their own)."""
+    time.sleep(float(args.get("s", 0)))
     ctx.reusable = bool(args.get("clean", True))
     return {"pid": os.getpid(), "job_index": ctx.job_index, "env": os.environ.get("KV_TEST_KEY", "")}
 

@@ -1,0 +1,306 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kevolve/kevolve-mcp/harness"
+	"github.com/kevolve/kevolve-mcp/search"
+)
+
+// recordingEval keeps every result an evaluator returns, so a benchmark set
+// can say where its evaluations spent their time (phaseReport). It passes
+// EvaluateFresh on where the evaluator has it.
+type recordingEval struct {
+	search.Evaluator
+	mu      sync.Mutex
+	results []*search.Result
+}
+
+func (r *recordingEval) keep(res *search.Result) {
+	if res == nil {
+		return
+	}
+	r.mu.Lock()
+	r.results = append(r.results, res)
+	r.mu.Unlock()
+}
+
+func (r *recordingEval) Evaluate(ctx context.Context, p search.Problem, code string) (*search.Result, error) {
+	res, err := r.Evaluator.Evaluate(ctx, p, code)
+	r.keep(res)
+	return res, err
+}
+
+func (r *recordingEval) EvaluateFresh(ctx context.Context, p search.Problem, code string) (*search.Result, error) {
+	fe, ok := r.Evaluator.(search.FreshEvaluator)
+	if !ok {
+		return r.Evaluate(ctx, p, code)
+	}
+	res, err := fe.EvaluateFresh(ctx, p, code)
+	r.keep(res)
+	return res, err
+}
+
+// take returns the results kept so far and forgets them.
+func (r *recordingEval) take() []*search.Result {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.results
+	r.results = nil
+	return out
+}
+
+// phaseReport is where a set's evaluations went, from the harness results
+// they carry (search.Result.Raw): per device the evaluations, the share of
+// the set's wall the device was held in a device phase and the phase's
+// median length; which children ran them (kept from an earlier evaluation,
+// or fresh, with the CUDA context a fresh one made) and why children were
+// not kept; and each stage's mean seconds outside and inside the device
+// phase. One GPU that is device-bound and several that do not scale differ
+// in one of these: a device idle for lack of ready evaluations (busy share
+// well under 1), a device phase that grows with the GPU count (a stage
+// inside it that contends across GPUs: driver calls, CPU), or fresh
+// children (contexts made and torn down one process at a time host-wide).
+type phaseReport struct {
+	Evaluations int                  `json:"evaluations"`
+	Devices     map[int]*devicePhase `json:"devices"`
+	HeldMedianS float64              `json:"device_phase_median_s"`
+	Reused      int                  `json:"reused_children"`
+	Fresh       int                  `json:"fresh_children"`
+	NotKept     map[string]int       `json:"not_kept,omitempty"`
+	ContextS    float64              `json:"fresh_cuda_context_median_s"`
+	Stages      map[string]*stageUse `json:"stages"`
+}
+
+type devicePhase struct {
+	Evaluations int     `json:"evaluations"`
+	HeldS       float64 `json:"held_s"`
+	Busy        float64 `json:"busy_share"`
+	MedianS     float64 `json:"device_phase_median_s"`
+	held        []float64
+}
+
+// stageUse is a stage's mean seconds per evaluation that ran it.
+type stageUse struct {
+	Evaluations int     `json:"evaluations"`
+	OutsideS    float64 `json:"outside_s"`
+	InsideS     float64 `json:"inside_s"`
+}
+
+// Keys of stage_s that are not a stage of the child's progress.
+var notStages = map[string]bool{harness.StageDeviceHeld: true, harness.StagePrepareBuild: true, "load_candidate_cpu": true}
+
+func newPhaseReport(results []*search.Result, wall time.Duration) *phaseReport {
+	p := &phaseReport{Devices: map[int]*devicePhase{}, NotKept: map[string]int{}, Stages: map[string]*stageUse{}}
+	var held, contexts []float64
+	for _, r := range results {
+		if r == nil || r.Cached || len(r.Raw) == 0 {
+			continue
+		}
+		var hr harness.EvalResult
+		if json.Unmarshal(r.Raw, &hr) != nil || hr.Cached {
+			continue
+		}
+		p.Evaluations++
+		d := p.Devices[hr.DeviceIndex]
+		if d == nil {
+			d = &devicePhase{}
+			p.Devices[hr.DeviceIndex] = d
+		}
+		d.Evaluations++
+		if h := hr.StageS[harness.StageDeviceHeld]; h > 0 {
+			d.HeldS += h
+			d.held = append(d.held, h)
+			held = append(held, h)
+		}
+		if hr.Process != nil && hr.Process.Job > 1 {
+			p.Reused++
+		} else {
+			p.Fresh++
+			if c, ok := hr.StageS["cuda_context"]; ok {
+				contexts = append(contexts, c)
+			}
+		}
+		if hr.Process != nil && !hr.Process.Kept {
+			p.NotKept[shortWhy(hr.Process.Why)]++
+		}
+		for k, v := range hr.StageS {
+			name, inside := k, 0.0
+			if s, ok := strings.CutPrefix(k, harness.StageHeldPrefix); ok {
+				if _, has := hr.StageS[s]; has {
+					continue // counted with its stage
+				}
+				name, inside = s, v // a stage the child kept no seconds of
+			} else if notStages[k] {
+				continue
+			} else {
+				inside = min(v, hr.StageS[harness.StageHeldPrefix+k])
+			}
+			u := p.Stages[name]
+			if u == nil {
+				u = &stageUse{}
+				p.Stages[name] = u
+			}
+			u.Evaluations++
+			u.OutsideS += max(0, v-inside)
+			u.InsideS += inside
+		}
+	}
+	for _, u := range p.Stages {
+		u.OutsideS /= float64(u.Evaluations)
+		u.InsideS /= float64(u.Evaluations)
+	}
+	for _, d := range p.Devices {
+		if wall > 0 {
+			d.Busy = d.HeldS / wall.Seconds()
+		}
+		d.MedianS = median(d.held)
+	}
+	p.HeldMedianS, p.ContextS = median(held), median(contexts)
+	return p
+}
+
+// shortWhy keeps a not-kept reason short enough to count by.
+func shortWhy(why string) string {
+	if why == "" {
+		return "(no reason given)"
+	}
+	if len(why) > 80 {
+		return why[:80] + "..."
+	}
+	return why
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if n := len(s); n%2 == 1 {
+		return s[n/2]
+	} else {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+}
+
+// lines is the report as a few log lines.
+func (p *phaseReport) lines() []string {
+	var idx []int
+	for i := range p.Devices {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	var devs []string
+	for _, i := range idx {
+		d := p.Devices[i]
+		devs = append(devs, fmt.Sprintf("%d: %d evals, busy %.0f%%, phase median %.3f s", i, d.Evaluations, 100*d.Busy, d.MedianS))
+	}
+	type row struct {
+		name string
+		u    *stageUse
+	}
+	var rows []row
+	for n, u := range p.Stages {
+		rows = append(rows, row{n, u})
+	}
+	// The device phase's stages first, longest first; then the others.
+	sort.Slice(rows, func(i, j int) bool {
+		a, b := rows[i].u, rows[j].u
+		if a.InsideS != b.InsideS {
+			return a.InsideS > b.InsideS
+		}
+		if a.OutsideS != b.OutsideS {
+			return a.OutsideS > b.OutsideS
+		}
+		return rows[i].name < rows[j].name
+	})
+	var inside, outside []string
+	for _, r := range rows {
+		s := fmt.Sprintf("%s %.3f", r.name, r.u.InsideS)
+		if r.u.InsideS >= 0.0005 {
+			if r.u.OutsideS >= 0.0005 {
+				s += fmt.Sprintf(" (+%.3f outside)", r.u.OutsideS)
+			}
+			inside = append(inside, s)
+		} else if r.u.OutsideS >= 0.0005 {
+			outside = append(outside, fmt.Sprintf("%s %.3f", r.name, r.u.OutsideS))
+		}
+	}
+	nk := make([]string, 0, len(p.NotKept))
+	for why, n := range p.NotKept {
+		nk = append(nk, fmt.Sprintf("%d: %s", n, why))
+	}
+	sort.Strings(nk)
+	return []string{
+		fmt.Sprintf("devices (busy = device phase held / set wall): %s", strings.Join(devs, "; ")),
+		fmt.Sprintf("device phase: median %.3f s over %d evaluations", p.HeldMedianS, p.Evaluations),
+		fmt.Sprintf("children: %d evaluations in a kept child, %d in a fresh one (cuda_context median %.3f s); not kept: %s",
+			p.Reused, p.Fresh, p.ContextS, strings.Join(nk, "; ")),
+		"seconds per evaluation inside the device phase: " + strings.Join(inside, ", "),
+		"seconds per evaluation outside it: " + strings.Join(outside, ", "),
+	}
+}
+
+// The benchmark's report from harness results: busy shares, medians,
+// children, and stages split at the device phase.
+func TestPhaseReport(t *testing.T) {
+	mk := func(dev, job int, kept bool, why string, stages map[string]float64) *search.Result {
+		hr := harness.EvalResult{DeviceIndex: dev, StageS: stages}
+		if job > 0 {
+			hr.Process = &harness.ProcessUse{Job: job, Kept: kept, Why: why}
+		}
+		raw, err := json.Marshal(hr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &search.Result{Raw: raw}
+	}
+	results := []*search.Result{
+		mk(0, 1, true, "", map[string]float64{"cuda_context": 2.0, "load_candidate": 0.5, "wait_device": 3, "held:wait_device": 0.001,
+			"correctness": 0.4, "held:correctness": 0.4, "verify": 0.7, "held:verify": 0.6, harness.StageDeviceHeld: 1.0}),
+		mk(0, 2, false, "verdict runtime_error", map[string]float64{"load_candidate": 0.3, "correctness": 0.2, "held:correctness": 0.2,
+			"verify": 0.5, "held:verify": 0.5, harness.StageDeviceHeld: 0.8}),
+		mk(1, 3, true, "", map[string]float64{"correctness": 0.3, "held:correctness": 0.3, "held:poison": 0.1, harness.StageDeviceHeld: 0.5}),
+		{Cached: true, Raw: []byte(`{"device_index":1,"stage_s":{"device_held":9}}`)},
+	}
+	p := newPhaseReport(results, 2*time.Second)
+	for _, l := range p.lines() {
+		t.Log(l)
+	}
+	if p.Evaluations != 3 || p.Reused != 2 || p.Fresh != 1 || p.NotKept["verdict runtime_error"] != 1 || len(p.NotKept) != 1 {
+		t.Errorf("counts: %+v", p)
+	}
+	if d := p.Devices[0]; d.Evaluations != 2 || d.Busy != 0.9 || d.MedianS != 0.9 {
+		t.Errorf("device 0: %+v, want 2 evaluations, busy 0.9, median 0.9", d)
+	}
+	if d := p.Devices[1]; d.Evaluations != 1 || d.Busy != 0.25 {
+		t.Errorf("device 1: %+v (the cached result is not an evaluation)", d)
+	}
+	if p.HeldMedianS != 0.8 || p.ContextS != 2.0 {
+		t.Errorf("medians: device phase %v, context %v", p.HeldMedianS, p.ContextS)
+	}
+	near := func(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+	if v := p.Stages["verify"]; v.Evaluations != 2 || !near(v.InsideS, 0.55) || !near(v.OutsideS, 0.05) {
+		t.Errorf("verify: %+v, want inside 0.55, outside 0.05 a evaluation", v)
+	}
+	if c := p.Stages["correctness"]; !near(c.InsideS, 0.3) || c.OutsideS != 0 {
+		t.Errorf("correctness: %+v", c)
+	}
+	if w := p.Stages["wait_device"]; !near(w.OutsideS, 2.999) || !near(w.InsideS, 0.001) {
+		t.Errorf("wait_device: %+v", w)
+	}
+	if s := p.Stages["poison"]; s == nil || !near(s.InsideS, 0.1) {
+		t.Errorf("a held stage without the child's seconds: %+v", s)
+	}
+	if _, ok := p.Stages[harness.StageDeviceHeld]; ok {
+		t.Errorf("device_held counted as a stage")
+	}
+}
