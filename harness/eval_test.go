@@ -450,6 +450,12 @@ func TestEvaluateTiming(t *testing.T) {
 	if res.SpeedupVsEager == nil || *res.SpeedupVsEager <= 0 {
 		t.Fatalf("no speedup_vs_eager: %+v", res)
 	}
+	// The host's load over the candidate's timing comes through, and the
+	// speedups are judged by it (noise.go).
+	if n := res.Noise; n == nil || res.Candidate.Host == nil || n.WaitShare != res.Candidate.Host.WaitShare || n.CandidateCV != res.Candidate.CV || res.Candidate.Host.CPUs < 1 {
+		t.Fatalf("noise %+v, candidate host load %+v", res.Noise, res.Candidate.Host)
+	}
+	t.Logf("noise %+v, host %+v", *res.Noise, *res.Candidate.Host)
 	if gpuMode() && res.RefCompile != nil {
 		t.Logf("ref_compile median %.3g s, speedup_vs_compile %.3f", res.RefCompile.MedianS, *res.SpeedupVsCompile)
 	}

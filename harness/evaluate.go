@@ -209,6 +209,7 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 	setSpeedups(res)
 	e.bound(ctx, r, res, childWork)
 	setFitness(res)
+	setNoise(res)
 	res.WallS = time.Since(r.t0).Seconds()
 	// Timeouts and crashes can be the machine's fault (load, OOM): not cached.
 	if res.Verdict != VerdictTimeout && res.Verdict != VerdictCrash {

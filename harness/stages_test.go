@@ -9,11 +9,11 @@ import (
 )
 
 // The evaluation child's stage modules, unit by unit (chunked comparison,
-// random-order snapshots, input refresh, op traces), and the check
-// registry against the code that records checks, with the worker's
-// unpacked py dir on sys.path.
+// random-order snapshots, input refresh, op traces, the CPU timer's
+// flush), and the check registry against the code that records checks,
+// with the worker's unpacked py dir on sys.path.
 func TestEvaluateStageModules(t *testing.T) {
-	runPyStageTests(t, 120*time.Second, "CUDA_VISIBLE_DEVICES=", "test_stages", "test_registry", "test_fastcmp")
+	runPyStageTests(t, 120*time.Second, "CUDA_VISIBLE_DEVICES=", "test_stages", "test_registry", "test_fastcmp", "test_timing")
 }
 
 // The comparison's one-pass kernel against the torch path it stands in

@@ -184,6 +184,32 @@ type Stats struct {
 	CV    float64 `json:"cv"`
 	CVRaw float64 `json:"cv_raw"`
 	Iters int     `json:"iters"`
+	// Host is the host's load over the timed loop (absent from the
+	// judge's timing of the reference).
+	Host *HostLoad `json:"host,omitempty"`
+}
+
+// HostLoad is the host's load over one timed loop, as the timing process
+// saw it. WaitShare is the share of the time its threads were runnable
+// that they spent waiting for a CPU: other programs on the CPUs. The
+// 1-minute load average (which lags, and counts the timing process too)
+// and the CPUs the process may use are context.
+type HostLoad struct {
+	WaitShare float64 `json:"wait_share"`
+	LoadAvg1m float64 `json:"loadavg_1m"`
+	CPUs      int     `json:"cpus"`
+}
+
+// Noise says whether a result's speedups can be trusted (noise.go).
+type Noise struct {
+	Noisy bool   `json:"noisy"`
+	Why   string `json:"why,omitempty"`
+	// The robust CVs of the timings the speedups divide (0 = not timed),
+	// and the wait share of the candidate's timed loop (Stats.Host).
+	CandidateCV float64 `json:"candidate_cv"`
+	EagerCV     float64 `json:"eager_cv,omitempty"`
+	CompileCV   float64 `json:"compile_cv,omitempty"`
+	WaitShare   float64 `json:"wait_share"`
 }
 
 // SOL is the speed-of-light bound of the problem on the device the
@@ -249,6 +275,9 @@ type EvalResult struct {
 	RefCompile       *Stats   `json:"ref_compile,omitempty"`
 	SpeedupVsEager   *float64 `json:"speedup_vs_eager,omitempty"`
 	SpeedupVsCompile *float64 `json:"speedup_vs_compile,omitempty"`
+	// Noise says whether those speedups can be trusted, with its figures
+	// (nil where there are none).
+	Noise *Noise `json:"noise,omitempty"`
 	// TSolS, SolScore and PctOfSol repeat SOL's figures at the top, where
 	// every timed result has them.
 	TSolS    *float64 `json:"t_sol_s,omitempty"`

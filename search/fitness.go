@@ -21,9 +21,10 @@ func ParseBaseline(s string) (string, error) {
 
 // Fitness is KernelEvolve's F: the speedup over the baseline for a kernel
 // that passed every check, 0 for anything else (incorrect, flagged by an
-// integrity check, failed to build, timed out). Where torch.compile was not
-// measured, a compile baseline falls back to eager rather than scoring a
-// correct kernel 0.
+// integrity check, failed to build, timed out). The baseline's time is the
+// one in r, timed in the same evaluation, so F is r's own SpeedupVsEager
+// (or SpeedupVsCompile). Where torch.compile was not measured, a compile
+// baseline falls back to eager rather than scoring a correct kernel 0.
 func Fitness(r *Result, baseline string) float64 {
 	if r == nil || r.Verdict != VerdictPass || !r.Correct || !(r.TimeS > 0) {
 		return 0

@@ -46,6 +46,11 @@ type Result struct {
 	CV               float64 `json:"cv,omitempty"`
 	SpeedupVsEager   float64 `json:"speedup_vs_eager,omitempty"`
 	SpeedupVsCompile float64 `json:"speedup_vs_compile,omitempty"`
+	// Noisy says the speedups (and so the fitness) are not to be trusted:
+	// a timing's spread or the host's load was too high; NoisyWhy says
+	// which, with the figures.
+	Noisy    bool   `json:"noisy,omitempty"`
+	NoisyWhy string `json:"noisy_why,omitempty"`
 
 	// SOLSeconds is the roofline bound t_SOL for the problem on this device
 	// (0 = unknown); PctOfSOL = 100·t_SOL/t_candidate (percent); SOLScore is the harness's
@@ -55,9 +60,9 @@ type Result struct {
 	SOLScore   float64 `json:"sol_score,omitempty"`
 	SOLBound   string  `json:"sol_bound,omitempty"` // compute | memory
 
-	// Fitness is the speedup over the run's baseline, 0 for anything but a
-	// pass (see Fitness). The run loop measures it against the baseline time
-	// of the run's first evaluation, so kernels rank by their own times.
+	// Fitness is the speedup over the run's baseline timed in the same
+	// evaluation, 0 for anything but a pass (see Fitness): SpeedupVsEager,
+	// or SpeedupVsCompile with a compile baseline.
 	Fitness float64 `json:"fitness"`
 
 	WallS  float64 `json:"wall_s,omitempty"`

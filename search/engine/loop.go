@@ -482,6 +482,9 @@ func describe(n *search.Node) string {
 	s := fmt.Sprintf("node %d: %s", n.ID, r.Verdict)
 	if r.Verdict == search.VerdictPass {
 		s += fmt.Sprintf(", %.3g s, fitness %.3f", r.TimeS, r.Fitness)
+		if r.Noisy {
+			s += " (noisy timing: " + r.NoisyWhy + ")"
+		}
 	} else if fc := r.FailedChecks(); len(fc) > 0 {
 		s += " (" + fc[0].Name + ")"
 	}
@@ -573,35 +576,12 @@ func (d *driver) report(last *search.Node) {
 	d.e.OnProgress(st)
 }
 
-// fitness is the speedup over the run's baseline with the baseline's time
-// taken from the first evaluation that measured it (the start kernel's, as
-// a rule), not from each evaluation's own reference timing: kernels are
-// then ranked by their own times alone, and noise in the reference's
-// timing (a loaded CPU easily varies 2x) cannot reorder them. Where no
-// evaluation measured the baseline yet, the evaluation's own is used.
+// fitness is the speedup over the run's baseline measured in the same
+// evaluation as the kernel (search.Fitness), so that it is the result's own
+// speedup_vs_eager (or _vs_compile) and two nodes rank as their reported
+// speedups do. Anchoring it to the start's single baseline sample instead
+// made every fitness differ from the speedup it stood beside, and ranked a
+// 23.0x kernel above a 23.9x one (issue 36).
 func (d *driver) fitness(r *search.Result) float64 {
-	f := search.Fitness(r, d.run.Baseline)
-	if f <= 0 {
-		return 0
-	}
-	ref := baselineTime(r, d.run.Baseline)
-	evals := d.g.Evaluated()
-	sortByEvalSeq(evals)
-	for _, n := range evals {
-		if b := baselineTime(n.Result, d.run.Baseline); b > 0 {
-			ref = b
-			break
-		}
-	}
-	return ref / r.TimeS
-}
-
-func baselineTime(r *search.Result, baseline string) float64 {
-	if r == nil {
-		return 0
-	}
-	if baseline == search.BaselineCompile && r.CompileS > 0 {
-		return r.CompileS
-	}
-	return r.EagerS
+	return search.Fitness(r, d.run.Baseline)
 }

@@ -29,9 +29,7 @@ func ProgressLine(s Status) string {
 		if best.SpeedupOverStart > 0 { // a start that failed has no timing
 			fmt.Fprintf(b, " %.2fx over start", best.SpeedupOverStart)
 		}
-		// The node's own eager timing, not its fitness: fitness is measured
-		// against the run's first eager timing (a stable ranking), which on a
-		// loaded CPU can be far from this kernel's own.
+		// Over eager whatever the run's baseline (its fitness is over that).
 		if best.SpeedupVsEager > 0 {
 			fmt.Fprintf(b, ", %.2fx over eager", best.SpeedupVsEager)
 		}
@@ -99,7 +97,7 @@ func timing(n *search.NodeSummary, baseline string) string {
 	if n.TimeS <= 0 {
 		return ""
 	}
-	return fmt.Sprintf(", %s, fitness %.3f (speedup over the run's first %s timing)", seconds(n.TimeS), n.Fitness, baseline)
+	return fmt.Sprintf(", %s, fitness %.3f (speedup over the %s baseline timed with it)", seconds(n.TimeS), n.Fitness, baseline)
 }
 
 func ratio(x float64) string {

@@ -109,6 +109,9 @@ func convert(hr *harness.EvalResult, tsol float64) *search.Result {
 	if hr.SpeedupVsCompile != nil {
 		r.SpeedupVsCompile = *hr.SpeedupVsCompile
 	}
+	if hr.Noise != nil && hr.Noise.Noisy {
+		r.Noisy, r.NoisyWhy = true, hr.Noise.Why
+	}
 	// The harness computed the candidate's speed of light on the device it
 	// ran on (applySOL); tsol, the problem's own bound from its declared
 	// work, stands in only where the harness timed nothing.

@@ -5,6 +5,7 @@ Each timed iteration may also refresh the input values (same tensors, new
 values, outside the events) and be audited (its output checked against the
 reference after the events): see evaluate_integrity.Auditor."""
 import math
+import os
 import time
 
 import torch
@@ -51,6 +52,10 @@ class DeviceSpin:
             torch.cuda._sleep(self.cycles)
 
 
+# Values per row of the flush buffer (see Timer.__init__).
+FLUSH_ROW = 4096
+
+
 class AuditFailed(Exception):
     pass
 
@@ -59,8 +64,20 @@ class Timer:
     def __init__(self, device, flush_bytes, spin=None):
         self.device = device
         self.spin = None
+        if device.type != "cuda":
+            # Twice the LLC: on the 2-core EPYC CI host (32 MB L3, a victim
+            # cache of the L2s) a 4 MB buffer read again after a 32 MB
+            # read took 97 us, after 64 MB 178 us, as cold as it gets.
+            flush_bytes = max(flush_bytes, 2 * llc_bytes())
+        # Rows of a few thousand values, each summed into its own slot of a
+        # preallocated output: the reduction needs no temporary on either
+        # device. The int32 buffer's whole sum() made an int64 copy of it,
+        # and on CUDA a cross-block staging buffer too: 4 allocations a
+        # call and 0.37 ms for 256 MB on an H200, now none and 0.07 ms.
+        rows = max(1, flush_bytes // (4 * FLUSH_ROW))
+        self.flush = torch.ones(rows, FLUSH_ROW, dtype=torch.float32, device=device)
+        self.flush_out = torch.zeros(rows, dtype=torch.float32, device=device)
         if device.type == "cuda":
-            self.flush = torch.ones(flush_bytes // 4, dtype=torch.int32, device=device)
             # Before each start event the GPU is kept busy a little longer
             # than the host needs to enqueue one forward, so the timed region
             # starts with the kernels already queued: launch latency and
@@ -68,8 +85,6 @@ class Timer:
             # the device phase where it can be (spin): compiling it is CPU
             # work.
             self.spin = spin or DeviceSpin(device)
-        else:
-            self.flush = torch.ones(flush_bytes // 4, dtype=torch.int32)
 
     def clear_cache(self):
         """Evict the last-level cache by reading a buffer larger than it.
@@ -77,8 +92,12 @@ class Timer:
         ~50 MB of dirty ones on an H100 that the timed kernel then paid to
         write back: a 44 us memory-bound kernel read 17% above Nsight
         Compute's duration, which starts from an invalidated L2, and reads
-        within 2% of it with this flush."""
-        self.flush.sum()
+        within 2% of it with this flush.
+
+        It allocates nothing: on the CPU the int32 buffer's sum() made a
+        64 MB int64 temporary before every timed call, 16,385 page faults
+        and ~100 ms, after which a 12.5 us kernel read 212 us (issue 36)."""
+        torch.sum(self.flush, 1, out=self.flush_out)
 
     def pre(self):
         """What runs before each timed iteration: the cache flush, then the spin."""
@@ -121,6 +140,7 @@ class Timer:
             self.sync()
         times = []
         cuda = self.device.type == "cuda"
+        load = HostLoad()
         batch = 10
         batches = 0
         while True:
@@ -161,6 +181,7 @@ class Timer:
             st = stats(times)
             elapsed = time.perf_counter() - t_start
             if k >= min_iters and (st["rse"] < target_rse or k >= max_iters or elapsed > cap_s):
+                st["host"] = load.figures()
                 return st
             batch = min(max(10, k // 2), max_iters - k)
 
@@ -213,8 +234,82 @@ class time_limit:
 def runqueue_wait_s():
     """Seconds this process's main thread waited runnable for a CPU
     (/proc/self/schedstat); 0 where the kernel does not count it."""
+    return _schedstat("/proc/self/schedstat")[1]
+
+
+def _schedstat(path):
+    """(seconds on a CPU, seconds waited runnable for one) of a thread."""
     try:
-        with open("/proc/self/schedstat") as f:
-            return int(f.read().split()[1]) / 1e9
-    except (OSError, IndexError, ValueError):
-        return 0.0
+        with open(path) as f:
+            ran, waited = f.read().split()[:2]
+        return int(ran) / 1e9, int(waited) / 1e9
+    except (OSError, ValueError):
+        return 0.0, 0.0
+
+
+def _threads_schedstat():
+    """_schedstat of each thread of this process (the intra-op pool's
+    too), by thread id."""
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return {}
+    return {t: _schedstat("/proc/self/task/%s/schedstat" % t) for t in tids}
+
+
+class HostLoad:
+    """The host's load over one timed loop. wait_share is the share of the
+    time this process's threads were runnable that they spent waiting for
+    a CPU: other programs on the CPUs show there directly (0.01 on the
+    2-core CI host when quiet, 0.4-0.5 while a build ran beside it and
+    whole calls of the two-thread pool waited a time slice), while the
+    load average (1 minute) lags and counts this process too: it is
+    reported, with the CPUs this process may use, as context only."""
+
+    def __init__(self):
+        self.s0 = _threads_schedstat()
+
+    def figures(self):
+        ran = waited = 0.0
+        for t, (r1, w1) in _threads_schedstat().items():
+            r0, w0 = self.s0.get(t, (0.0, 0.0))
+            ran, waited = ran + max(0.0, r1 - r0), waited + max(0.0, w1 - w0)
+        try:
+            with open("/proc/loadavg") as f:
+                load1 = float(f.read().split()[0])
+        except (OSError, IndexError, ValueError):
+            load1 = -1.0
+        return {"wait_share": round(waited / (ran + waited), 4) if ran + waited > 0 else 0.0, "loadavg_1m": load1,
+                "cpus": len(os.sched_getaffinity(0))}
+
+
+def llc_bytes():
+    """The largest data cache cpu0 has (sysfs: the slice of L3 its cores
+    share, where sysconf may give the whole socket's), else sysconf's L3,
+    else 32 MiB."""
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    best = 0
+    try:
+        names = [n for n in os.listdir(base) if n.startswith("index")]
+    except OSError:
+        names = []
+    for n in names:
+        try:
+            with open(os.path.join(base, n, "type")) as f:
+                if f.read().strip() == "Instruction":
+                    continue
+            with open(os.path.join(base, n, "size")) as f:
+                best = max(best, _size_bytes(f.read().strip()))
+        except (OSError, ValueError):
+            continue
+    if best <= 0:
+        try:
+            best = int(os.sysconf("SC_LEVEL3_CACHE_SIZE"))
+        except (ValueError, OSError):
+            best = 0
+    return best if best > 0 else 32 << 20
+
+
+def _size_bytes(s):
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(s[-1:].upper(), 1)
+    return int(s.rstrip("KMGkmg")) * mult
