@@ -46,9 +46,24 @@ func (e *Evaluator) convert(ctx context.Context, r *evalRun, out *worker.Outcome
 	if e.unreported(r, res, out) {
 		return res, nil, nil
 	}
-	pr, err := decodePyResult(out.Result)
+	u := unseal(out.Result, out.Judge)
+	if u.Forged != "" {
+		res.Verdict, res.Stage = VerdictIntegrityViolation, "verify"
+		res.Checks = append(res.Checks, Check{Name: "result_forged", Passed: false, Detail: u.Forged})
+		return res, nil, nil
+	}
+	pr, err := decodePyResult(u.Raw)
 	if err != nil {
 		return nil, nil, err
+	}
+	if u.Process != nil {
+		pr.Process = u.Process
+	}
+	if u.VerifyS != nil {
+		if pr.StageS == nil {
+			pr.StageS = map[string]float64{}
+		}
+		pr.StageS["verify"] = *u.VerifyS
 	}
 	if pr.Verdict == "" {
 		// A MemoryError escaped evaluate.py's own handling (a memory limit

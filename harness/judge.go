@@ -39,6 +39,12 @@ type JudgeReport struct {
 	Unbounded string `json:"unbounded,omitempty"`
 	// PhaseS is the judge's own time per phase of its verification.
 	PhaseS map[string]float64 `json:"phase_s,omitempty"`
+	// OutputBytes is what the reference's outputs take, as the judge made
+	// them: writing them is the least any candidate does (applySOL).
+	OutputBytes float64 `json:"output_bytes,omitempty"`
+	// ResultSHA256 is the hash of the result the evaluation process sealed
+	// before the verify stage (seal.go).
+	ResultSHA256 string `json:"result_sha256,omitempty"`
 }
 
 // JudgeTime is the judge's own timing of the reference (its process, its
@@ -165,7 +171,8 @@ func useJudgeReference(res *EvalResult, rep *JudgeReport) {
 // its in-process checks: a rewritten function's code, a C-level patch).
 func keepAfterJudge(out *worker.Outcome) bool {
 	var pr pyResult
-	if json.Unmarshal(out.Result, &pr) != nil {
+	u := unseal(out.Result, out.Judge)
+	if u.Forged != "" || json.Unmarshal(u.Raw, &pr) != nil {
 		return false
 	}
 	res := &EvalResult{Verdict: pr.Verdict, Candidate: pr.Candidate, RefEager: pr.RefEager}

@@ -123,18 +123,62 @@ func cacheBytes(t target.Name, row *spec.Row) float64 {
 	return float64(row.L2Bytes)
 }
 
+// cacheWriteSpeedup is how much faster than the memory's peak bandwidth
+// outputs that fit in the caches are taken to be written: generous (an
+// H100's L2 writes about 3x its HBM; a CPU's caches a few times DRAM), so
+// an honest kernel is never under the floor.
+const cacheWriteSpeedup = 20.0
+
+// outputFloor is the least time writing the outputs takes (0 when the
+// judge measured none): what does not fit in the caches at the memory's
+// peak bandwidth, the rest cacheWriteSpeedup times faster. The output
+// size is the judge's, from its own reference.
+func outputFloor(res *EvalResult, t target.Name, c sol.Ceilings, row *spec.Row) float64 {
+	bw := memBandwidth(c, row)
+	if res.Judge == nil || res.Judge.OutputBytes <= 0 || bw <= 0 {
+		return 0
+	}
+	b := res.Judge.OutputBytes
+	inCache := math.Min(b, cacheBytes(t, row))
+	return (b-inCache)/bw + inCache/(cacheWriteSpeedup*bw)
+}
+
+// writesFasterThanLight fails a passing result whose candidate median is
+// under the time writing its outputs takes (outputFloor): no algorithm,
+// however clever, writes its outputs faster, so there is no shortcut to
+// note, only a time that was not the kernel's.
+func writesFasterThanLight(res *EvalResult, t target.Name, c sol.Ceilings, row *spec.Row) bool {
+	floor := outputFloor(res, t, c, row)
+	med := res.Candidate.MedianS
+	if res.Verdict != VerdictPass || med >= (1-FasterThanSOLMargin)*floor {
+		return false
+	}
+	res.Verdict, res.Stage, res.Correct = VerdictIntegrityViolation, "integrity", false
+	res.Checks = append(res.Checks, Check{Name: "faster_than_sol", Passed: false, Detail: fmt.Sprintf(
+		"faster than physically possible: median %s is below the %s that writing its %.4g B of outputs alone takes at the device's peak bandwidth (%.4g B/s; %.0fx that for what fits in its caches): the time was not the kernel's",
+		Seconds(med), Seconds(floor), res.Judge.OutputBytes, memBandwidth(c, row), cacheWriteSpeedup)})
+	return true
+}
+
+// memBandwidth is the most generous memory bandwidth known for the device.
+func memBandwidth(c sol.Ceilings, row *spec.Row) float64 {
+	if row != nil {
+		return math.Max(c.MemBandwidth, row.MemBandwidth)
+	}
+	return c.MemBandwidth
+}
+
 // checkBound is the generous bound the faster_than_sol check uses.
 func checkBound(t target.Name, w sol.Work, c sol.Ceilings, row *spec.Row) float64 {
 	peaks := map[string]float64{}
 	for k, v := range c.PeakFLOPS {
 		peaks[k] = v
 	}
-	bw := c.MemBandwidth
+	bw := memBandwidth(c, row)
 	if row != nil {
 		for k, v := range row.PeakFLOPS {
 			peaks[k] = math.Max(peaks[k], v)
 		}
-		bw = math.Max(bw, row.MemBandwidth)
 	}
 	dt := spec.NormalizeDtype(w.Dtype)
 	peak := peaks[dt]
@@ -172,11 +216,14 @@ func (e *Evaluator) applySOL(ctx context.Context, t target.Name, d lease.Device,
 			res.Warnings = append(res.Warnings, fmt.Sprintf("speedup over eager %.1fx is above %gx and no speed-of-light bound could be computed (%s): check by hand that the candidate does the work", *res.SpeedupVsEager, KernelBenchSpeedupWarning, why))
 		}
 	}
+	ceil, row, err := e.ceilingsFor(ctx, t, d)
+	if err == nil && writesFasterThanLight(res, t, ceil, row) {
+		return
+	}
 	if workErr != nil {
 		noSOL("work could not be counted: " + workErr.Error())
 		return
 	}
-	ceil, row, err := e.ceilingsFor(ctx, t, d)
 	if err != nil {
 		noSOL("no ceilings: " + err.Error())
 		return
@@ -209,6 +256,7 @@ func (e *Evaluator) applySOL(ctx context.Context, t target.Name, d lease.Device,
 			fast, more = judgeShortcut(ctx, own, t, med, ceil, row, res)
 			detail += more
 		}
+
 		if fast {
 			detail = fmt.Sprintf("faster than physically possible: %s; the result skips, hides or replays work (or the problem's declared counts are wrong)", detail)
 			if res.Verdict == VerdictPass {

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -26,22 +27,7 @@ func parents() map[int]int {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// The command name may hold spaces and parentheses: fields start after the last ')'.
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := bytes.Fields(b[i+1:])
-		if len(f) < 2 {
-			continue
-		}
-		if pp, err := strconv.Atoi(string(f[1])); err == nil {
-			out[pid] = pp
-		}
+		out[pid] = parentOf(pid)
 	}
 	return out
 }
@@ -85,4 +71,54 @@ func killTree(pid int) {
 		}
 	}
 	killGroup(pid)
+}
+
+// jailInits returns those of pids that are the init of a PID namespace
+// made by parent: the reaper a job's child starts for its jail
+// (worker/py/jail.py), which a kept child keeps. A candidate cannot make
+// one: a new PID namespace needs privileges its sandbox took away.
+func jailInits(parent int, pids []int) []int {
+	var out []int
+	for _, p := range pids {
+		if nsInit(p) && parentOf(p) == parent {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// nsInit says whether pid is pid 1 of a PID namespace below the host's
+// (its NSpid line in /proc/PID/status ends in 1).
+func nsInit(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			f := strings.Fields(rest)
+			return len(f) > 1 && f[len(f)-1] == "1"
+		}
+	}
+	return false
+}
+
+// parentOf is pid's parent from /proc/PID/stat (complete, unlike the
+// children files, which need CONFIG_PROC_CHILDREN); 0 if it is gone.
+func parentOf(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The command name may hold spaces and parentheses: fields start after the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 2 {
+		return 0
+	}
+	pp, _ := strconv.Atoi(string(f[1]))
+	return pp
 }

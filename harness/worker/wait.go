@@ -249,10 +249,11 @@ func (r *jobRun) delivered(ev event) (*Outcome, error) {
 
 // keepable says whether a child that went idle may serve a later job: the
 // job asked for reuse, and the child must have nothing left below it (it
-// killed what its job started; this checks) but the judge, and the job's
-// KeepIf must agree.
+// killed what its job started; this checks) but the judge and its jail's
+// reaper, and the job's KeepIf must agree.
 func (r *jobRun) keepable(res *Outcome) bool {
-	return r.key != "" && r.pid != 0 && len(except(descendants(r.pid), judgePid(res.Judge))) == 0 &&
+	left := except(descendants(r.pid), judgePid(res.Judge))
+	return r.key != "" && r.pid != 0 && len(jailInits(r.pid, left)) == len(left) &&
 		(r.job.KeepIf == nil || r.job.KeepIf(res))
 }
 

@@ -71,15 +71,27 @@ func TestWorkerJobs(t *testing.T) {
 	}{
 		{name: "echo", job: Job{Module: "selftest", Func: "echo", Args: map[string]any{"k": 1}}, check: func(t *testing.T, o *Outcome) {
 			var r struct {
-				Args map[string]int `json:"args"`
-				Pid  int            `json:"pid"`
-				Pgid int            `json:"pgid"`
+				Args   map[string]int `json:"args"`
+				Pid    int            `json:"pid"`
+				PPid   int            `json:"ppid"`
+				Pgid   int            `json:"pgid"`
+				Jailed bool           `json:"jailed"`
 			}
 			if err := json.Unmarshal(o.Result, &r); err != nil {
 				t.Fatalf("result %s: %v", o.Result, err)
 			}
-			if r.Args["k"] != 1 || r.Pid != o.Pid || r.Pgid != r.Pid || r.Pid == parentPid {
+			// The job runs in the child Go knows, or (in the jail) in that
+			// child's only child, pid 1 of its own PID namespace; either way
+			// in the group Go kills.
+			runner := r.Pid
+			if r.Jailed {
+				runner = r.PPid
+			}
+			if r.Args["k"] != 1 || runner != o.Pid || r.Pgid != o.Pid || r.Pid == parentPid {
 				t.Errorf("child identity wrong: %+v outcome pid %d parent %d", r, o.Pid, parentPid)
+			}
+			if jailed := os.Geteuid() == 0 && os.Getenv("KEVOLVE_SANDBOX") != "0"; r.Jailed != jailed {
+				t.Errorf("jailed %v, want %v as root with the sandbox on", r.Jailed, jailed)
 			}
 			if !strings.Contains(o.Log, "hello from the child on stdout") || !strings.Contains(o.Log, "and on stderr") {
 				t.Errorf("log lacks the child's prints: %q", o.Log)

@@ -9,7 +9,12 @@ import torch.nn as nn
 
 libc = ctypes.CDLL(None, use_errno=True)
 libc.ptrace.restype = ctypes.c_long
-ppid = os.getppid()
+# The parent as the host's /proc names it: in the jail's PID namespace
+# os.getppid() is 0, yet a candidate that read the harness's code would
+# take the number from /proc/self/stat (the host's procfs) instead.
+with open("/proc/self/stat", "rb") as f:
+    _stat = f.read()
+ppid = int(_stat[_stat.rfind(b")") + 2:].split()[1]) or os.getppid()
 
 
 class IOVec(ctypes.Structure):

@@ -96,10 +96,12 @@ def main(args, ctx):
         return {"harness_error": str(e)}
     st.end_stages()
     clock.close()
-    _finish(st, judge)
+    sealed = _finish(st, judge)
     _hand_back_device(ctx, st, res["verdict"])
     _keep_or_not(ctx, st, judge)
-    return res
+    # The result as sealed before the verify stage, and what the harness
+    # learned after it (the Go side takes nothing else from after).
+    return {"sealed": sealed.decode(), "after": {"process": res.get("process"), "verify_s": res["stage_s"].get("verify")}}
 
 
 def _run(st, clock):
@@ -131,7 +133,8 @@ def _run(st, clock):
 
 
 def _finish(st, judge):
-    """The verdict from the checks, then the judge's verify stage."""
+    """The verdict from the checks, the result sealed, then the judge's
+    verify stage; returns the sealed result."""
     res, checks = st.res, st.checks
     if st.trial_judge is not None:
         st.trial_judge.finish(res, checks, _verdict_of)
@@ -151,7 +154,11 @@ def _finish(st, judge):
     # to it may stay behind.
     handoff = {"device": st.device, "cand_model": st.cand_model, "construct_on_host": st.constructed_on_host}
     st.cand_model = None
-    judge_client.verify(judge, res, handoff, st.ctx.progress, st.remaining())
+    # Sealed before the candidate's code runs in the judge's stages: what
+    # it does from here on cannot change what the result reports.
+    sealed, digest = judge_client.seal(res)
+    judge_client.verify(judge, res, handoff, st.ctx.progress, st.remaining(), digest)
+    return sealed
 
 
 def _keep_or_not(ctx, st, judge):

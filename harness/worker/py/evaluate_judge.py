@@ -50,6 +50,7 @@ from evaluate_compare import compare
 from evaluate_fingerprint import Fingerprinter, same
 from evaluate_timing import Timer
 import evaluate_judge_reftime as reftime
+import jail
 
 TRIALS = 2
 # The candidate's in-process median may be at most this far below the
@@ -157,8 +158,13 @@ def _judge_main(sock):
                 return
             job.prepare()
         elif op in ("verify", "skip") and job is not None:
+            # The evaluation process's result as it stood before any of the
+            # candidate's code ran in the verify stage: the Go side takes
+            # the result file only if it still hashes to this.
+            sealed = str(msg.get("result_sha256") or "")[:64]
             rep = job.verify(sock, msg) if op == "verify" else {"status": "skipped", "reason": str(msg.get("reason", ""))[:500]}
             rep["judge_pid"] = os.getpid()
+            rep["result_sha256"] = sealed
             job.write(rep)
             try:
                 wire.send(sock, {"op": "written", "judge": rep})
@@ -282,6 +288,10 @@ class Job:
             shapes.add(tuple(tuple(t.shape) for t in tensors_of(inputs)))
             outs = chan.run(inputs)
             ok, name, detail = _compare_all(ref_out, outs, self.args.get("tolerance") or None)
+            # What writing the outputs alone moves: the floor under any
+            # candidate's time (the Go side's faster_than_sol), from the
+            # judge's own reference, not from anything the candidate said.
+            rep["output_bytes"] = sum(t.numel() * t.element_size() for t in tensors_of(ref_out))
             del outs, ref_out
             if i < len(seeds) - 1:
                 chan.request({"op": "release"})
@@ -451,6 +461,10 @@ class Channel:
         self.deadline = float("inf")
         self.keep = None
         self.peer = None
+        # The CPU time of the candidate's side is the jail's as a whole:
+        # the process that forked this judge and every process of the PID
+        # namespace it made (_tree), never a pid the candidate names.
+        self.jail = os.getppid()
 
     def request(self, msg, fds=(), want_reply=True):
         wire.send(self.sock, msg, fds)
@@ -538,11 +552,11 @@ class Channel:
 
     def _batch(self, k, rt):
         cuda = self.device.type == "cuda"
-        c0 = _cpu_ns(self.peer)
+        c0 = _cpu_ns(self.jail)
         t0 = time.perf_counter()
         self.request({"op": "time", "k": k, "sync": not cuda})
         t1 = time.perf_counter()
-        c1 = _cpu_ns(self.peer)
+        c1 = _cpu_ns(self.jail)
         if cuda:
             self.request({"op": "sync"})
         t2 = time.perf_counter()
@@ -581,8 +595,17 @@ def _cpu_ns(pid):
 
 
 def _tree(pid):
-    """pid and its descendant processes, the judge (a child of pid) and
-    its own descendants excluded."""
+    """pid and its descendant processes, and every process of the PID
+    namespace its children are born in (the jail: a process that left the
+    tree by clone(CLONE_PARENT) or setsid is still there); the judge (a
+    child of pid) and its own descendants excluded."""
+    out = _descendants(pid)
+    members = jail.members_of(pid) or ()
+    seen = set(out)
+    return out + [p for p in members if p not in seen and p != os.getpid()]
+
+
+def _descendants(pid):
     kids = {}
     for d in os.listdir("/proc"):
         if d.isdigit():

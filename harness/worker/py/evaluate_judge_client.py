@@ -8,6 +8,7 @@ compares and times for itself and writes judge.json, which the Go side
 reads. A candidate that rewrites this module only makes the judge's
 verdict worse (a missing or failed judge is not a pass)."""
 import os
+import select
 import time
 
 import torch
@@ -29,10 +30,20 @@ class Handle:
         self.why = why  # why there is no judge (sock None)
 
 
+def spawn_early():
+    """Forks the judge in the worker's child before the jail's PID
+    namespace is made, so the judge stays outside it (where it can stop
+    and account every process of the jail) and before CUDA and any
+    candidate code. The jailed process inherits the socket."""
+    if _JUDGE["pid"] is None:
+        _JUDGE["pid"], _JUDGE["sock"] = evaluate_judge.spawn()
+
+
 def start(ctx, args):
     """Gives the judge this job (forking it first if this process has
-    none). Called at the start of evaluate.main(), before the candidate is
-    imported and before this process initializes CUDA."""
+    none and may). Called at the start of evaluate.main(), before the
+    candidate is imported and before this process initializes CUDA."""
+    import jail
     if args.get("judge") is False:
         return Handle(None, None, "the judge is off for this job (KEVOLVE_JUDGE=off)")
     if not _alive():
@@ -41,6 +52,8 @@ def start(ctx, args):
             _JUDGE["sock"] = None
         if torch.cuda.is_initialized():
             return Handle(None, None, "this process's judge is gone and a process with a CUDA context cannot fork a new one")
+        if jail.in_own_namespace():
+            return Handle(None, None, "this process's judge is gone and one forked inside the jail could not stop it")
         _JUDGE["pid"], _JUDGE["sock"] = evaluate_judge.spawn()
     # The judge outlives the job in a kept child: the worker spares it when
     # it kills what the job started (Go checks the pid the judge declared).
@@ -57,17 +70,31 @@ def start(ctx, args):
 
 
 def _alive():
-    pid = _JUDGE["pid"]
-    if pid is None:
+    """Whether the judge still listens: it sends nothing unasked, so a
+    socket with anything to read (its end closed) or an error is a dead
+    judge. (It may not be this process's child: spawn_early.)"""
+    sock = _JUDGE["sock"]
+    if sock is None or _JUDGE["pid"] is None:
         return False
+    p = select.poll()
+    p.register(sock, select.POLLIN | select.POLLHUP | select.POLLERR)
     try:
-        done, _ = os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
+        return not p.poll(0)
+    except OSError:
         return False
-    return done == 0
 
 
-def verify(h, res, state, progress, budget_s):
+def seal(res):
+    """The result as it stands now, serialized: what the worker writes
+    first in result.json, and whose hash the judge keeps before any of the
+    candidate's code runs in the verify stage (the Go side checks it)."""
+    import hashlib
+    import json
+    b = json.dumps(res, default=str).encode()
+    return b, hashlib.sha256(b).hexdigest()
+
+
+def verify(h, res, state, progress, budget_s, sealed_sha=""):
     """The verify stage: the judge checks a passing in-process result on
     its own inputs and bounds its timing; any other verdict is final as it
     is (the judge can only make one worse) and the judge records a skip.
@@ -82,7 +109,7 @@ def verify(h, res, state, progress, budget_s):
     model = state.get("cand_model")
     try:
         if res.get("verdict") != "pass" or model is None:
-            wire.send(h.sock, {"op": "skip", "reason": "in-process verdict %s" % res.get("verdict")})
+            wire.send(h.sock, {"op": "skip", "reason": "in-process verdict %s" % res.get("verdict"), "result_sha256": sealed_sha})
         else:
             # Unused cached blocks go back where memory is short (the judge
             # needs room for its inputs and the reference's outputs); a
@@ -95,7 +122,8 @@ def verify(h, res, state, progress, budget_s):
                                # Both models were built on the host (a constructor escaped the device context):
                                # the judge builds its reference that way too. A false word only makes the
                                # judge's weights differ from the candidate's: a worse verdict, never a better one.
-                               "construct_on_host": bool(state.get("construct_on_host"))})
+                               "construct_on_host": bool(state.get("construct_on_host")),
+                               "result_sha256": sealed_sha})
         res["judge"] = _serve(h.sock, model, state["device"])
     except (OSError, wire.WireError) as e:
         res["judge"] = {"status": "unavailable", "detail": "the judge did not answer: %s" % e}
@@ -106,8 +134,12 @@ def verify(h, res, state, progress, budget_s):
 
 
 def _abandon():
+    """Ends this process's judge: killed where this process forked it;
+    from inside the jail (the judge is outside, its pid means nothing
+    here) the closed socket ends it at its next read."""
     import signal
-    if _JUDGE["pid"] is not None:
+    import jail
+    if _JUDGE["pid"] is not None and not jail.in_own_namespace():
         try:
             os.kill(_JUDGE["pid"], signal.SIGKILL)
             os.waitpid(_JUDGE["pid"], 0)

@@ -38,9 +38,11 @@ class DeviceSpin:
         self.blocks = self.sms * (per_sm // self.threads)
         try:
             # The raw loader: the candidate-facing kevolve.load_cuda is wrapped
-            # by the launch counter.
+            # by the launch counter. Compiled in memory, never read from the
+            # kernel cache: the timer loads nothing a candidate could have
+            # written (about 0.15 s with NVRTC, once per process).
             from kevolve._cuda import load_cuda
-            self.kernel = load_cuda(_SPIN_SRC).kevolve_fill_spin
+            self.kernel = load_cuda(_SPIN_SRC, disk_cache=False).kevolve_fill_spin
             self.note = "device-filling spin (%d blocks x %d threads)" % (self.blocks, self.threads)
         except Exception as e:  # noqa: BLE001 - no NVRTC/nvcc: the one-block sleep
             self.note = "one-block spin (device-filling spin unavailable: %s)" % str(e).splitlines()[0][:200] if str(e) else type(e).__name__

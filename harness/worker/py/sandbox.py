@@ -4,7 +4,12 @@ Each layer is best effort: what the host lacks is reported, never fatal, so
 an evaluation still runs with the layers that exist. Layers, in the order
 they are applied (each needs the privileges the next ones take away):
 
+  view          a mount namespace with a private /tmp and /dev/shm and only
+                the needed paths of closed folders (jail.enter_view: entered
+                by the worker before the judge is forked, reported here)
   netns         an empty network namespace (no network unless asked for)
+  pidns         the job's process is pid 1 of a PID namespace of its own
+                (jail.fork_jailed: forked so by the worker, reported here)
   uid           root drops to an unprivileged uid (65534), where the Python
                 environment and the job folder are reachable by it
   capabilities  every capability dropped (bounding, ambient, effective)
@@ -46,12 +51,17 @@ UNPRIVILEGED = 65534
 # seccomp and the calls the filter refuses.
 _ARCH = {
     "x86_64": {"audit": 0xC000003E, "seccomp": 317,
-               "deny": {"ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "pidfd_getfd": 438},
-               "x32": True},
+               "deny": {"ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "pidfd_getfd": 438,
+                        "unshare": 272, "setns": 308, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427},
+               "clone": 56, "clone3": 435, "x32": True},
     "aarch64": {"audit": 0xC00000B7, "seccomp": 277,
-                "deny": {"ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438},
-                "x32": False},
+                "deny": {"ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438,
+                         "unshare": 97, "setns": 268, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427},
+                "clone": 220, "clone3": 435, "x32": False},
 }
+# clone() flags that make a namespace: refused (a user namespace needs no
+# privilege, and inside one every other namespace can be made).
+CLONE_NEW_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000
 SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
 
 # Landlock filesystem rights (include/uapi/linux/landlock.h), by ABI.
@@ -267,7 +277,9 @@ def _landlock(work_dir, extra_write, network):
         # (measured on the H100 host). Another process's files stay out of
         # reach (Landlock also scopes ptrace access, which /proc/PID/mem
         # needs); a descendant that uses CUDA itself would need its own.
-        _landlock_rule(ruleset, "/proc/%d" % os.getpid(), LL_READ_FILE | LL_WRITE_FILE | LL_TRUNCATE | LL_READ_DIR)
+        # /proc/self: the host's procfs names this process by its host pid
+        # (os.getpid() is 1 in the job's own PID namespace).
+        _landlock_rule(ruleset, "/proc/self", LL_READ_FILE | LL_WRITE_FILE | LL_TRUNCATE | LL_READ_DIR)
         for p in [work_dir] + list(extra_write or []):
             if not _landlock_rule(ruleset, p, fs):
                 return False, "landlock rule for %s failed" % p, {}
@@ -289,20 +301,26 @@ class _SockFprog(ctypes.Structure):
 
 
 def seccomp_program(arch):
-    """A BPF program: a foreign architecture, an x32 call or a denied call
-    returns EPERM; everything else is allowed."""
-    LD, JEQ, JGE, RET = 0x20, 0x15, 0x35, 0x06
-    ALLOW, EPERM = 0x7FFF0000, 0x00050000 | 1
-    deny = sorted(arch["deny"].values())
-    body = [(JEQ, nr) for nr in deny]
+    """A BPF program: a foreign architecture, an x32 call, a denied call or
+    a clone() that makes a namespace returns EPERM; clone3 returns ENOSYS
+    (its flags sit in memory a filter cannot read: the C library then falls
+    back to clone, whose flags it can); everything else is allowed."""
+    LD, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06
+    ALLOW, EPERM, ENOSYS = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38
+    # (op, k, label if true, label if false); None: the next instruction.
+    code = [(LD, 4, None, None), (JEQ, arch["audit"], None, "eperm"), (LD, 0, None, None)]
     if arch["x32"]:
-        body.insert(0, (JGE, 0x40000000))
-    n = len(body)
-    prog = [(LD, 0, 0, 4), (JEQ, 0, n + 2, arch["audit"]), (LD, 0, 0, 0)]
-    for i, (op, k) in enumerate(body):
-        prog.append((op, n - i, 0, k))  # true: jump to the EPERM return
-    prog += [(RET, 0, 0, ALLOW), (RET, 0, 0, EPERM)]
-    return prog
+        code.append((JGE, 0x40000000, "eperm", None))
+    code += [(JEQ, nr, "eperm", None) for nr in sorted(arch["deny"].values())]
+    code += [(JEQ, arch["clone3"], "enosys", None), (JEQ, arch["clone"], None, "allow"),
+             (LD, 16, None, None),  # args[0], its low 32 bits (little-endian): the flags
+             (JSET, CLONE_NEW_FLAGS, "eperm", "allow")]
+    labels = {"allow": len(code), "eperm": len(code) + 1, "enosys": len(code) + 2}
+    prog = []
+    for i, (op, k, jt, jf) in enumerate(code):
+        off = lambda lab: 0 if lab is None else labels[lab] - i - 1  # noqa: E731
+        prog.append((op, off(jt), off(jf), k) if op != LD else (LD, 0, 0, k))
+    return prog + [(RET, 0, 0, ALLOW), (RET, 0, 0, EPERM), (RET, 0, 0, ENOSYS)]
 
 
 def _seccomp():
@@ -316,7 +334,7 @@ def _seccomp():
     r = _libc.syscall(arch["seccomp"], 1, 1, ctypes.byref(fprog))
     if r != 0:
         return False, _err("seccomp(SECCOMP_SET_MODE_FILTER)")
-    return True, "EPERM for %s" % ", ".join(sorted(arch["deny"]))
+    return True, "EPERM for %s and namespace-making clone(); ENOSYS for clone3" % ", ".join(sorted(arch["deny"]))
 
 
 # ---------------------------------------------------------------- entry
@@ -333,27 +351,35 @@ def private_env(work_dir):
     return env
 
 
-def _build_caches(work_dir, uid_dropped):
-    """The shared build caches (the kevolve loaders' and load_inline's):
-    until the harness builds them itself (issue 19 item 8) a candidate's
-    build writes there, as before the sandbox, so builds stay cached across
-    evaluations. A candidate that dropped its uid cannot write the
-    server's; its builds go to work/ instead. Returns (writable, detail)."""
-    shared = [os.environ.get(k) for k in ("KEVOLVE_CACHE_DIR", "TORCH_EXTENSIONS_DIR")]
-    shared = [d for d in shared if d]
-    if uid_dropped or not shared:
-        private = os.path.join(work_dir, ".cache", "kernels")
-        os.environ["KEVOLVE_CACHE_DIR"] = private
-        os.environ["TORCH_EXTENSIONS_DIR"] = os.path.join(private, "torch_extensions")
-        return [], "private to the job (%s)" % private
-    for d in shared:
-        os.makedirs(d, exist_ok=True)
-    return shared, "shared and writable: %s (issue 19 item 8 makes them the harness's)" % ", ".join(shared)
+def _build_caches(work_dir, uid_dropped, builder):
+    """The build caches. A candidate's builds (the kevolve loaders' and
+    load_inline's) go to its job's own folder: nothing it compiles is ever
+    loaded by another evaluation. The shared caches hold only what the
+    harness's build step made (kevolve._prepare: the precompiled headers
+    and shared bindings, keyed by content and verified when used); the
+    candidate reads them (KEVOLVE_PCH_DIR) and cannot write them (its uid
+    and Landlock). builder: the harness's build step itself, which writes
+    them. Returns (folders to make writable, detail)."""
+    shared = os.environ.get("KEVOLVE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "kevolve", "kernels")
+    if builder:
+        return [], "the harness's build step: writes only the shared precompiled headers (%s)" % os.path.join(shared, "pch")
+    if not uid_dropped:
+        return [shared], "shared and writable: %s (the candidate kept the server's uid)" % shared
+    private = os.path.join(work_dir, ".cache", "kernels")
+    os.environ.setdefault("KEVOLVE_PCH_DIR", os.path.join(shared, "pch"))
+    os.environ["KEVOLVE_CACHE_DIR"] = private
+    os.environ["TORCH_EXTENSIONS_DIR"] = os.path.join(private, "torch_extensions")
+    return [], "the candidate's builds private to its job (%s); the harness's precompiled headers read-only" % private
 
 
-def enter(work_dir, need_reachable=(), extra_write=(), network=False):
+def enter(work_dir, need_reachable=(), extra_write=(), network=False, view=None, pidns=None, builder=False):
     """Applies every layer this host allows; returns {"active": [...],
-    "missing": {layer: why}, "detail": {layer: what}}."""
+    "missing": {layer: why}, "detail": {layer: what}}. view: (ok, detail)
+    of the mount namespace the worker entered before (jail.enter_view);
+    pidns: (ok, detail) of the PID namespace it forked this process into.
+    builder: the harness's own build step (kevolve._prepare), which keeps
+    the server's uid to write the shared precompiled headers; Landlock
+    still confines its writes to them and its job folder."""
     rep = {"active": [], "missing": {}, "detail": {}}
 
     def layer(name, ok, why):
@@ -364,18 +390,30 @@ def enter(work_dir, need_reachable=(), extra_write=(), network=False):
     threads = len(os.listdir("/proc/self/task"))
     if threads > 1:
         rep["detail"]["threads"] = "%d threads when the sandbox was entered: landlock and no_new_privs hold only for this one and its descendants" % threads
+    if view is not None:
+        layer("view", *view)
     if network:
         rep["missing"]["netns"] = "the job asked for network"
     else:
         layer("netns", *_netns())
+    if pidns is not None:
+        layer("pidns", *pidns)
     root = os.geteuid() == 0
     if root:
         _drop_bounding()
-    ok, why = _drop_uid(work_dir, list(need_reachable) + [work_dir])
-    layer("uid", ok, why)
-    caches, why = _build_caches(work_dir, ok)
+    if builder:
+        ok, why = False, "the harness's build step keeps the server's uid (no candidate code runs in it)"
+        rep["detail"]["uid"] = why
+    else:
+        ok, why = _drop_uid(work_dir, list(need_reachable) + [work_dir])
+        layer("uid", ok, why)
+    caches, why = _build_caches(work_dir, ok, builder)
     layer("build_cache", not caches, why)
     extra_write = list(extra_write or ()) + caches
+    if ok and view is not None and view[0]:
+        # The view's /tmp is the job's own tmpfs (the host's entries in it
+        # are bound read-only): candidates that write there may.
+        extra_write.append("/tmp")
     if root:
         layer("capabilities", *_drop_caps())
     ok = _prctl(PR_SET_NO_NEW_PRIVS, 1) == 0
@@ -392,9 +430,12 @@ def enter(work_dir, need_reachable=(), extra_write=(), network=False):
 
 
 def probe():
-    """Enters the sandbox in a throwaway child over a temporary folder and
-    checks that a write outside it fails; prints the report as JSON."""
+    """Enters the jail and the sandbox as a job's child does (the view,
+    then a process of its own PID namespace) in throwaway processes over
+    a temporary folder, and checks that a write outside it fails; prints
+    the report as JSON."""
     import tempfile
+    import jail
     base = tempfile.mkdtemp(prefix="kevolve-sandbox-probe-")
     work, judge = os.path.join(base, "work"), os.path.join(base, "judge")
     os.makedirs(work)
@@ -404,20 +445,7 @@ def probe():
     pid = os.fork()
     if pid == 0:
         os.close(r)
-        rep = {}
-        try:
-            set_subreaper()  # as a job's child does; not inherited by fork
-            rep = enter(work, need_reachable=[sys.executable, os.path.dirname(os.path.abspath(__file__))])
-            for name, path in (("judge_dir", os.path.join(judge, "x")), ("work_dir", os.path.join(work, "x"))):
-                try:
-                    with open(path, "w") as f:
-                        f.write("x")
-                    rep.setdefault("writable", []).append(name)
-                except OSError:
-                    pass
-        except BaseException as e:  # noqa: BLE001
-            rep["error"] = repr(e)
-        os.write(w, json.dumps(rep).encode())
+        _probe_child(base, work, judge, w, jail)
         os._exit(0)
     os.close(w)
     chunks = []
@@ -431,6 +459,31 @@ def probe():
     shutil.rmtree(base, ignore_errors=True)
     rep = json.loads(b"".join(chunks) or b"{}")
     print(json.dumps(rep))
+
+
+def _probe_child(base, work, judge, w, jail):
+    rep = {}
+    try:
+        set_subreaper()  # as a job's child does; not inherited by fork
+        here = os.path.dirname(os.path.abspath(__file__))
+        view = jail.enter_view(jail.default_needs([here]), [base], 1 << 30, 1 << 30)
+        pid, why = jail.fork_jailed()
+        if pid not in (None, 0):
+            _, status = os.waitpid(pid, 0)
+            os._exit(0)
+        pidns = (pid == 0, why)
+        set_subreaper()
+        rep = enter(work, need_reachable=[sys.executable, here], view=view, pidns=pidns)
+        for name, path in (("judge_dir", os.path.join(judge, "x")), ("work_dir", os.path.join(work, "x"))):
+            try:
+                with open(path, "w") as f:
+                    f.write("x")
+                rep.setdefault("writable", []).append(name)
+            except OSError:
+                pass
+    except BaseException as e:  # noqa: BLE001
+        rep["error"] = repr(e)
+    os.write(w, json.dumps(rep).encode())
 
 
 if __name__ == "__main__":

@@ -4,12 +4,15 @@ import os
 import sys
 import time
 
+import jail
+
 
 def echo(args, ctx):
     print("hello from the child on stdout")
     print("and on stderr", file=sys.stderr)
     ctx.progress("echo", 1, 1)
-    return {"args": args, "pid": os.getpid(), "pgid": os.getpgid(0)}
+    ppid, pgid = jail.host_parent_and_group()
+    return {"args": args, "pid": jail.host_pid(), "ppid": ppid, "pgid": pgid, "jailed": jail.in_own_namespace()}
 
 
 def gated(args, ctx):
@@ -28,7 +31,7 @@ def spawn_and_sleep(args, ctx):
     import subprocess
     p = subprocess.Popen(["sleep", "3600"])
     with open(os.path.join(args["dir"], "grandchild.pid"), "w") as f:
-        f.write(str(p.pid))
+        f.write(str(jail.host_pid_of(p.pid)))
     time.sleep(3600)
     return {}
 
@@ -88,7 +91,7 @@ def ungated(args, ctx):
     ctx.gate()
     ctx.ungate()
     time.sleep(float(args.get("s", 1)))
-    return {"pid": os.getpid()}
+    return {"pid": jail.host_pid()}
 
 
 def staged(args, ctx):
@@ -103,7 +106,7 @@ def staged(args, ctx):
     ctx.ungate()
     ctx.progress("after")
     time.sleep(float(args.get("after", 0.2)))
-    return {"pid": os.getpid()}
+    return {"pid": jail.host_pid()}
 
 
 def done_then_hang(args, ctx):
@@ -121,7 +124,7 @@ def reusable(args, ctx):
     that overlap run in children of their own)."""
     time.sleep(float(args.get("s", 0)))
     ctx.reusable = bool(args.get("clean", True))
-    return {"pid": os.getpid(), "job_index": ctx.job_index, "env": os.environ.get("KV_TEST_KEY", "")}
+    return {"pid": jail.host_pid(), "job_index": ctx.job_index, "env": os.environ.get("KV_TEST_KEY", "")}
 
 
 def swap_result_fd(args, ctx):

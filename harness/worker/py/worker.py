@@ -226,16 +226,20 @@ class ChildContext:
         self.reusable = False
         self.job_index = job_index  # 1 for a fresh child
 
-    def enter_sandbox(self, extra_write=()):
+    def enter_sandbox(self, extra_write=(), builder=False):
         """Enters the sandbox (sandbox.py) once per child and returns its
         report; later calls return the same report. The report is written
-        to judge/sandbox.json through an fd opened before, for Go."""
+        to judge/sandbox.json through an fd opened before, for Go, and that
+        fd is closed then: no code of the candidate's holds it."""
         global _SANDBOX
         if _SANDBOX is None:
-            _SANDBOX = _enter_sandbox(self.work_dir, self._writable + list(extra_write), self._network)
-            fd = self._files.get("sandbox")
+            _SANDBOX = _enter_sandbox(self.work_dir, self._writable + list(extra_write), self._network, builder)
+            fd = self._files.pop("sandbox", None)
             if fd is not None:
                 _write_fd(fd, json.dumps(_SANDBOX).encode())
+                os.close(fd)
+                for fds in _FILES.values():
+                    fds.pop("sandbox", None)
         return _SANDBOX
 
     def progress(self, stage, done=0, total=0):
@@ -347,6 +351,11 @@ def run_child(req, grant_r):
             resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
     except BaseException:  # noqa: BLE001
         os._exit(1)
+    _enter_view(req)
+    if req.get("module") == "evaluate":
+        import evaluate_judge_client
+        evaluate_judge_client.spawn_early()
+    _enter_pidns(req)
     index = 1
     while True:
         code, again = _run_job(req, grant_r, index)
@@ -364,6 +373,74 @@ def run_child(req, grant_r):
 
 # The sandbox's report once this child entered it (ChildContext.enter_sandbox).
 _SANDBOX = None
+# The child's mount namespace (jail.enter_view): (ok, detail), None before.
+_VIEW = None
+# The PID namespace the job's process was forked into (jail.fork_jailed):
+# (ok, detail), None before.
+_PIDNS = None
+
+
+def _enter_pidns(req):
+    """Forks the process that runs this child's jobs as pid 1 of a PID
+    namespace of its own and waits for it, ending as it ended: the Go side
+    and the parent keep addressing this process, and killing it kills the
+    jail (PDEATHSIG, then the kernel's end of the namespace). Where the host
+    refuses the namespace, this process runs the jobs itself."""
+    global _PIDNS
+    if _sandbox_off(req):
+        return
+    import jail
+    pid, why = jail.fork_jailed()
+    if pid is None:
+        _PIDNS = (False, why)
+        return
+    if pid == 0:
+        _PIDNS = (True, why)
+        _set_pdeathsig()
+        _set_subreaper()  # not inherited; as the namespace's init it reaps orphans anyway
+        return
+    # The keeper: it may start no thread now, and only waits.
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            os._exit(1)
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+
+
+def _sandbox_off(req=None):
+    """KEVOLVE_SANDBOX=0, in the worker's environment or the job's."""
+    env = (req or {}).get("env") or {}
+    return str(env.get("KEVOLVE_SANDBOX", os.environ.get("KEVOLVE_SANDBOX"))) == "0"
+
+
+def _enter_view(req):
+    """The job's view of the filesystem (jail.enter_view), entered once per
+    child, while it is root and single-threaded and before its judge is
+    forked: everything the child runs from now on sees it."""
+    global _VIEW
+    if _sandbox_off(req):
+        return
+    try:
+        import jail
+        job_dir = req["job_dir"]
+        writable = [job_dir] + [p for p in (req.get("writable") or ()) if p]
+        prof = os.environ.get("KEVOLVE_EVAL_PROFILE")
+        if prof and os.path.isdir(prof):
+            writable.append(prof)
+        size = jail.scratch_bytes(int(req.get("mem_limit") or 0))
+        _VIEW = jail.enter_view(jail.default_needs([os.path.dirname(os.path.abspath(__file__))]), writable, size, size)
+    except BaseException as e:  # noqa: BLE001 - reported with the sandbox, never fatal
+        _VIEW = (False, "the job's view failed: %r" % (e,))
+
+
 # The job folder's harness files, opened before the sandbox: job_dir -> fds,
 # and each fd's (device, inode) when it was opened.
 _FILES = {}
@@ -374,8 +451,8 @@ _JUDGE_FILES = (("log", "log.txt", os.O_APPEND), ("result", "result.json", 0),
 BOARD_SIZE = 64
 
 
-def _enter_sandbox(work_dir, extra_write, network):
-    if os.environ.get("KEVOLVE_SANDBOX") == "0":
+def _enter_sandbox(work_dir, extra_write, network, builder=False):
+    if _sandbox_off():
         return {"active": [], "missing": {"all": "disabled by KEVOLVE_SANDBOX=0"}, "detail": {}}
     try:
         import sandbox
@@ -383,7 +460,10 @@ def _enter_sandbox(work_dir, extra_write, network):
         # The operator's profile dumps (evaluate.py's KEVOLVE_EVAL_PROFILE).
         prof = os.environ.get("KEVOLVE_EVAL_PROFILE")
         extra_write = list(extra_write) + ([prof] if prof and os.path.isdir(prof) else [])
-        return sandbox.enter(work_dir, need_reachable=need, extra_write=extra_write, network=network)
+        view = _VIEW or (False, "the worker entered no view")
+        pidns = _PIDNS or (False, "the worker forked no PID namespace")
+        return sandbox.enter(work_dir, need_reachable=need, extra_write=extra_write, network=network, view=view, pidns=pidns,
+                             builder=builder)
     except BaseException as e:  # noqa: BLE001 - report, never fail the job for it
         return {"active": [], "missing": {"all": "sandbox failed: %r" % (e,)}, "detail": {}}
 
@@ -461,10 +541,12 @@ def kill_descendants(spare=()):
     harness's own helpers in spare (the judge a kept child keeps: Go checks
     that it is the pid the judge itself declared). Returns how many there
     were."""
+    import jail
     n = 0
     spare = set(spare)
+    me = jail.host_pid()  # the host's /proc, which names this process so
     for _ in range(10):
-        pids = [p for p in _descendants(os.getpid()) if p not in spare]
+        pids = [p for p in _descendants(me) if p not in spare]
         if not pids:
             break
         n += len(pids)
@@ -480,16 +562,35 @@ def kill_descendants(spare=()):
                 break
             if pid == 0:
                 time.sleep(0.005)
-                if not [p for p in _descendants(os.getpid()) if p not in spare]:
+                if not [p for p in _descendants(me) if p not in spare]:
                     break
     return n
+
+
+def _sweep_jail(helpers):
+    """Kills every process the job started and empties its private /tmp
+    and /dev/shm; returns how many processes there were (0: none). In the
+    job's own PID namespace that is every process of it, wherever its
+    parent link points (kill(-1) from its init); without one, this
+    process's descendants (it is their subreaper), helpers spared."""
+    import jail
+    swept = jail.sweep()
+    n = kill_descendants(helpers) if swept is None else int(swept)
+    if _VIEW and _VIEW[0]:
+        jail.empty_scratch()
+    return n
+
+
+def _host_pid():
+    import jail
+    return jail.host_pid()
 
 
 def _call_job(req, ctx, args):
     mod = importlib.import_module(req["module"])
     fn = getattr(mod, req["func"])
     if not getattr(mod, "SANDBOX_SELF", False):
-        ctx.enter_sandbox()
+        ctx.enter_sandbox(builder=bool(getattr(mod, "SANDBOX_BUILDER", False)))
     try:
         return fn(args or {}, ctx)
     except MemoryError:
@@ -537,15 +638,16 @@ def _run_job(req, grant_r, index):
         sys.stderr.flush()
     except BaseException:  # noqa: BLE001
         code = code or 1
-    # Nothing the job started outlives it; a child that had to kill
-    # something is not kept.
-    left = kill_descendants(getattr(ctx, "helper_pids", ()))
+    # Nothing the job started outlives it, wherever its parent link points
+    # (the jail's reaper kills its whole PID namespace); a child that had to
+    # kill something is not kept.
+    left = _sweep_jail(getattr(ctx, "helper_pids", ()))
     again = bool(code == 0 and ctx is not None and ctx.reuse and ctx.reusable and not left)
     if code == 0:
         # Go returns on this, not on the exit, which waits for the driver
         # to tear the CUDA context down; idle says the child stays for
         # another job instead (run_child waits for it).
-        child_emit({"event": "done", "id": req["id"], "pid": os.getpid(), "idle": again})
+        child_emit({"event": "done", "id": req["id"], "pid": _host_pid(), "idle": again})
     # A child that is not kept leaves through os._exit: it never runs the
     # parent's atexit handlers, and does not wait for threads a candidate
     # may have left running (such a job is never reusable).

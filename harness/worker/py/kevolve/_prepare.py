@@ -24,6 +24,11 @@ import time
 
 from . import _bindcache, _bindings, _pch
 
+# The worker's sandbox treats this job as the harness's builder: it keeps
+# the server's uid to write the shared precompiled headers (Landlock still
+# confines its writes to them); the candidate's source is read, never run.
+SANDBOX_BUILDER = True
+
 
 def _literals(tree: ast.Module) -> dict:
     """Names bound once in the whole file, to a literal: module-level

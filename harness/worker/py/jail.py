@@ -1,0 +1,420 @@
+"""The jail of a job's child: the kernel's own namespaces, entered with
+the same system calls container runtimes use, from the forked child.
+
+Why not bubblewrap or another runner that execs: the warm parent's value
+is a Python with torch imported (4.5-5.5 s a process on the GPU hosts);
+an exec'ing jail would pay that on every evaluation. The mechanisms
+themselves are the kernel's (mount and PID namespaces, tmpfs), audited
+where every container runtime relies on them; this module only enters them.
+
+Two parts, entered at two moments:
+
+  view (enter_view)   a mount namespace of the child's own, made while it is
+                      still root and single-threaded, before the judge is
+                      forked (the judge shares it, and its /dev/shm, which
+                      torch's CUDA IPC reference counts need by name):
+                      - a private, size-limited tmpfs on /tmp and /dev/shm
+                        (what a job writes there is counted by the size and
+                        dies with the child; the host's /tmp entries are
+                        still readable, bound read-only);
+                      - a folder unprivileged users cannot traverse (a 0700
+                        home holding the Python environment or the job
+                        folder) is replaced by a tmpfs that shows only the
+                        entries on the paths the job needs, bound back
+                        read-only: the uid drop works wherever the
+                        environment lives, and the rest of that home (keys,
+                        tokens, other projects) is not in the view;
+                      - the job folder and the job's writable paths bound
+                        back read-write over all of that.
+  pid namespace       (fork_jailed) the process that runs the job is forked
+                      as pid 1 of a PID namespace of its own, after the judge
+                      (which stays outside, where it can stop and account
+                      the whole namespace): clone(CLONE_PARENT), setsid and
+                      double forks cannot leave it, and when its init dies
+                      (with the child that forked it: PDEATHSIG) the kernel
+                      kills every process in it. sweep() kills them all at a
+                      job's end (kill(-1) from the namespace's init).
+
+Every function reports, never raises: a host without a mechanism runs the
+job with what it has, and doctor names what is missing.
+"""
+import ctypes
+import os
+import signal
+import stat
+import time
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWPID = 0x20000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
+# The host's /tmp entries bound back read-only: past this many, the rest
+# are left out of the view (a /tmp that full is not the job's business).
+MAX_TMP_ENTRIES = 2048
+
+
+def _err(what):
+    e = ctypes.get_errno()
+    return "%s: %s" % (what, os.strerror(e) if e else "failed")
+
+
+def _mount(src, target, fstype, flags, data=None):
+    enc = lambda s: None if s is None else s.encode()  # noqa: E731
+    if _libc.mount(enc(src), enc(target), enc(fstype), flags, enc(data)) != 0:
+        raise OSError(ctypes.get_errno(), _err("mount %s on %s" % (src or fstype, target)))
+
+
+# ---------------------------------------------------------------- the view
+
+def _chain(path):
+    """path's folders from / down, path itself last."""
+    out = []
+    p = path
+    while True:
+        out.append(p)
+        parent = os.path.dirname(p)
+        if parent == p:
+            break
+        p = parent
+    return out[::-1]
+
+
+def _closed_to_others(path):
+    """A folder an unprivileged user cannot traverse."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and not st.st_mode & stat.S_IXOTH
+
+
+class _Binder:
+    """Bind mounts from fds opened before their source was covered."""
+
+    def __init__(self):
+        self.fds = []
+
+    def open(self, path):
+        try:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError:
+            return None
+        self.fds.append(fd)
+        return fd
+
+    def bind(self, fd, target, readonly):
+        st = os.fstat(fd)
+        if stat.S_ISLNK(st.st_mode):
+            return
+        if stat.S_ISDIR(st.st_mode):
+            os.makedirs(target, exist_ok=True)
+        elif not os.path.lexists(target):
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            os.close(os.open(target, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o600))
+        src = "/proc/self/fd/%d" % fd
+        _mount(src, target, None, MS_BIND | MS_REC)
+        if readonly:
+            _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+    def close(self):
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = []
+
+
+def _copy_link(path, target):
+    try:
+        os.symlink(os.readlink(path), target)
+    except OSError:
+        pass
+
+
+def _shadow(folder, keep, binder, mode, size=None, readonly=True):
+    """Covers folder with a tmpfs that shows only the entries named in keep
+    (names of folder's entries; None: all of them), each bound back from
+    the original (read-only unless told). Symbolic links are copied."""
+    names = sorted(os.listdir(folder)) if keep is None else sorted(keep)
+    names = names[:MAX_TMP_ENTRIES]
+    held = []
+    for n in names:
+        p = os.path.join(folder, n)
+        if os.path.islink(p):
+            held.append((n, None, p))
+            continue
+        fd = binder.open(p)
+        if fd is not None:
+            st = os.fstat(fd)
+            if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
+                held.append((n, fd, p))
+    opts = "mode=%o" % mode + (",size=%d" % size if size else "")
+    _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, opts)
+    for n, fd, p in held:
+        target = os.path.join(folder, n)
+        if fd is None:
+            _copy_link(p, target)
+        else:
+            binder.bind(fd, target, readonly)
+    return len(held)
+
+
+def _needed_below(folder, needs):
+    """The names of folder's entries that lie on a needed path."""
+    out = set()
+    prefix = folder.rstrip("/") + "/"
+    for p in needs:
+        if p.startswith(prefix):
+            out.add(p[len(prefix):].split("/", 1)[0])
+    return out
+
+
+def default_needs(extra=()):
+    """What every job reads: the Python environment and its import path,
+    the kernel caches and the toolchains named in the environment, and
+    extra (the worker's own files)."""
+    import sys
+    needs = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.executable, os.path.realpath(sys.executable)]
+    needs += list(extra) + [p for p in sys.path if p]
+    home = os.path.expanduser("~")
+    needs.append(os.environ.get("KEVOLVE_CACHE_DIR") or os.path.join(home, ".cache", "kevolve", "kernels"))
+    for k in ("KEVOLVE_PCH_DIR", "TORCH_EXTENSIONS_DIR", "CUDA_HOME", "CUDA_PATH", "ROCM_PATH", "KEVOLVE_NVCC",
+              "TRITON_CACHE_DIR", "TRITON_HOME", "KEVOLVE_READ"):
+        needs += [p for p in os.environ.get(k, "").split(os.pathsep) if p]
+    return needs
+
+
+def enter_view(needs, writable, tmp_bytes, shm_bytes):
+    """Enters a mount namespace of this process's own and lays out the
+    job's view (see the module's docstring). needs: paths the job must
+    reach (read-only where they were hidden); writable: paths bound back
+    read-write last (the job folder first). Returns (ok, detail)."""
+    if os.geteuid() != 0:
+        return False, "not root: the mount namespace needs CAP_SYS_ADMIN (uid %d)" % os.geteuid()
+    if _libc.unshare(CLONE_NEWNS) != 0:
+        return False, _err("unshare(CLONE_NEWNS)")
+    binder = _Binder()
+    try:
+        _mount(None, "/", None, MS_REC | MS_PRIVATE)
+        writable = [os.path.realpath(p) for p in writable if p and os.path.exists(p)]
+        rw = [(p, binder.open(p)) for p in writable]
+        needs = sorted({os.path.realpath(p) for p in list(needs) + writable if p and os.path.exists(p)} |
+                       {os.path.abspath(p) for p in needs if p and os.path.lexists(p)})
+        hidden = []
+        # Top-down, so a closed folder inside a shown one is handled after
+        # it. A needed folder that is closed itself is shown whole.
+        closed = {d for p in needs for d in _chain(p) if _closed_to_others(d)}
+        for folder in sorted(closed, key=len):
+            if folder in ("/", "/tmp") or not _closed_to_others(folder):
+                continue
+            whole = folder in needs
+            _shadow(folder, None if whole else _needed_below(folder, needs), binder, 0o755 if whole else 0o711)
+            hidden.append(folder)
+        n_tmp = 0
+        if os.path.isdir("/tmp"):
+            n_tmp = _shadow("/tmp", None, binder, 0o1777, tmp_bytes)
+        if os.path.isdir("/dev/shm"):
+            _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=%d" % shm_bytes)
+        for p, fd in rw:
+            if fd is not None:
+                binder.bind(fd, p, False)
+    except OSError as e:
+        return False, "the job's view: %s" % (e.strerror or e)
+    finally:
+        binder.close()
+    detail = "private /tmp (%s, the host's %d entries read-only) and /dev/shm (%s)" % (_gib(tmp_bytes), n_tmp, _gib(shm_bytes))
+    if hidden:
+        detail += "; %s shown only where the job needs it" % ", ".join(hidden)
+    return True, detail
+
+
+def _gib(b):
+    return "%.1f GiB" % (b / (1 << 30))
+
+
+def scratch_bytes(mem_limit):
+    """The size of the job's /tmp and /dev/shm each: its memory limit
+    where it has one, else a quarter of the host's memory."""
+    if mem_limit and mem_limit > 0:
+        return int(mem_limit)
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
+    except (ValueError, OSError):
+        return 4 << 30
+
+
+def empty_scratch():
+    """Removes what the job left in its private /tmp and /dev/shm (the
+    host's /tmp entries bound read-only stay). A kept child calls it
+    between jobs: nothing of one job is there for the next."""
+    left = 0
+    for top in ("/dev/shm", "/tmp"):
+        try:
+            names = os.listdir(top)
+        except OSError:
+            continue
+        for n in names:
+            p = os.path.join(top, n)
+            if os.path.ismount(p):
+                continue
+            left += 1
+            _remove(p)
+    return left
+
+
+def _remove(p):
+    try:
+        if os.path.isdir(p) and not os.path.islink(p):
+            for root, dirs, files in os.walk(p, topdown=False):
+                for f in files:
+                    _unlink(os.path.join(root, f))
+                for d in dirs:
+                    _rmdir(os.path.join(root, d))
+            _rmdir(p)
+        else:
+            _unlink(p)
+    except OSError:
+        pass
+
+
+def _unlink(p):
+    try:
+        os.unlink(p)
+    except OSError:
+        pass
+
+
+def _rmdir(p):
+    try:
+        os.rmdir(p)
+    except OSError:
+        pass
+
+
+# ---------------------------------------------------------------- the PID namespace
+
+def fork_jailed():
+    """Forks the job's process as the init (pid 1) of a new PID namespace:
+    everything it starts, by any route, is born in that namespace and dies
+    with it. The caller stays outside (a process whose children go to
+    another namespace can no longer start threads, so the caller only
+    waits). Returns (pid as fork() does, detail); pid is None where the
+    host refuses the namespace (the caller then runs the job itself)."""
+    if _libc.unshare(CLONE_NEWPID) != 0:
+        return None, _err("unshare(CLONE_NEWPID)")
+    return os.fork(), "the job's process is pid 1 of a PID namespace of its own: what it starts cannot leave it"
+
+
+def in_own_namespace():
+    """Whether this process is the init of its PID namespace (fork_jailed)."""
+    return os.getpid() == 1
+
+
+def host_pid():
+    """This process's pid as the host (and the Go side) knows it: the
+    host's /proc names it, whatever namespace this process is in."""
+    try:
+        return int(os.readlink("/proc/self"))
+    except (OSError, ValueError):
+        return os.getpid()
+
+
+def host_parent_and_group():
+    """This process's parent and group as the host knows them (fields 4
+    and 5 of the host's /proc/self/stat: os.getppid and os.getpgid give 0
+    for processes outside this one's namespace)."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            b = f.read()
+        f = b[b.rfind(b")") + 2:].split()
+        return int(f[1]), int(f[2])
+    except (OSError, ValueError, IndexError):
+        return os.getppid(), os.getpgid(0)
+
+
+def host_pid_of(pid):
+    """The host's pid of pid, a process of this one's PID namespace (its
+    own pid where there is no namespace of its own); 0 if it is gone."""
+    if not in_own_namespace():
+        return pid
+    try:
+        ns = os.readlink("/proc/self/ns/pid")
+        names = os.listdir("/proc")
+    except OSError:
+        return 0
+    for d in names:
+        if not d.isdigit():
+            continue
+        try:
+            if os.readlink("/proc/%s/ns/pid" % d) != ns:
+                continue
+            with open("/proc/%s/status" % d) as f:
+                for line in f:
+                    if line.startswith("NSpid:"):
+                        if line.split()[-1] == str(pid):
+                            return int(d)
+                        break
+        except OSError:
+            continue
+    return 0
+
+
+def sweep(timeout_s=2.0):
+    """From the namespace's init: kills every other process of the
+    namespace (kill(-1), which reaches exactly those) and reaps them.
+    Returns whether there were any; None when this process is not the
+    init of its own namespace (then nothing is done: kill(-1) elsewhere
+    would reach every process of its uid on the host)."""
+    if not in_own_namespace():
+        return None
+    try:
+        os.kill(-1, 0)
+    except OSError:
+        return False
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except OSError:
+            pass
+        _reap()
+        try:
+            os.kill(-1, 0)
+        except OSError:
+            break
+        time.sleep(0.005)
+    return True
+
+
+def _reap():
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        except InterruptedError:
+            continue
+        if pid == 0:
+            return
+
+
+def members_of(pid):
+    """The host pids of every process in the PID namespace pid's children
+    are born in (pid's own not counted), or None when pid made none. For
+    the judge: it freezes and accounts the jail as a whole."""
+    try:
+        own = os.readlink("/proc/%d/ns/pid" % pid)
+        kids = os.readlink("/proc/%d/ns/pid_for_children" % pid)
+    except OSError:
+        return None
+    if kids == own:
+        return None
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                if os.readlink("/proc/%s/ns/pid" % d) == kids:
+                    out.append(int(d))
+            except OSError:
+                pass
+    return out
