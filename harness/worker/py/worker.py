@@ -353,6 +353,10 @@ def run_child(req, grant_r):
         os._exit(1)
     _enter_view(req)
     if req.get("module") == "evaluate":
+        # The judge reads the job's environment as the job does (its device
+        # pinning, its shape set): set before it is forked.
+        for k, v in (req.get("env") or {}).items():
+            os.environ[str(k)] = str(v)
         import evaluate_judge_client
         evaluate_judge_client.spawn_early()
     _enter_pidns(req)
