@@ -38,15 +38,21 @@ type unsealed struct {
 // the hash in the judge's report. An answer that is not sealed (a harness
 // error, a job without the judge) is returned as it is.
 func unseal(answer, judge json.RawMessage) unsealed {
-	var a sealedAnswer
-	if json.Unmarshal(answer, &a) != nil || a.Sealed == nil {
-		return unsealed{Raw: answer}
-	}
-	u := unsealed{Raw: json.RawMessage(*a.Sealed), Process: a.After.Process, VerifyS: a.After.VerifyS}
 	var j struct {
 		SHA string `json:"result_sha256"`
 	}
-	if len(judge) > 0 && json.Unmarshal(judge, &j) == nil && j.SHA != "" {
+	sealedSeen := len(judge) > 0 && json.Unmarshal(judge, &j) == nil && j.SHA != ""
+	var a sealedAnswer
+	if json.Unmarshal(answer, &a) != nil || a.Sealed == nil {
+		if sealedSeen {
+			// The judge was given a sealed result's hash: an answer in any
+			// other form was written by someone else.
+			return unsealed{Raw: answer, Forged: "the result file does not hold the result the evaluation process sealed before the verify stage: it was replaced while or after the candidate's code ran in the judge's stages"}
+		}
+		return unsealed{Raw: answer}
+	}
+	u := unsealed{Raw: json.RawMessage(*a.Sealed), Process: a.After.Process, VerifyS: a.After.VerifyS}
+	if sealedSeen {
 		sum := sha256.Sum256([]byte(*a.Sealed))
 		if got := hex.EncodeToString(sum[:]); got != j.SHA {
 			u.Forged = fmt.Sprintf("the result file is not the one the evaluation process sealed before the verify stage (sha256 %.12s, the judge was given %.12s): it was rewritten while or after the candidate's code ran in the judge's stages", got, j.SHA)

@@ -1,0 +1,264 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kevolve/kevolve-mcp/harness/worker"
+)
+
+// The jail (issue 30): hostile candidates that leave the candidate's tree,
+// rewrite the result after the judge looked, plant a build, forge the
+// sandbox's report, fill the job's scratch space or run a thread from C.
+// Each computes the honest ReLU of its twin (testdata/jail/honest.py),
+// timed in the same run: whatever it does, it gets its right verdict and
+// no more than its honest speed, and nothing of it survives its job.
+
+// jailSpeedupSlack is how far a hostile candidate's speedup may stand above
+// its honest twin's before it counts as a wrong number: loose enough for
+// a loaded 2-core host (timings there move by tens of percent), far below
+// what the attacks gave without the jail (24x to 749x the honest figure).
+const jailSpeedupSlack = 3.0
+
+type jailFixture struct {
+	ev      *Evaluator
+	cache   string
+	refPath string
+	twin    float64 // the honest twin's speedup over eager
+}
+
+func (f *jailFixture) eval(t *testing.T, name string, subst ...string) *EvalResult {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "jail", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := strings.NewReplacer(subst...).Replace(string(b))
+	res, err := f.ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Path: f.refPath},
+		Candidate: Source{Code: code}, Target: testTarget(), Timeout: 240 * time.Second, Trials: 2}, nil)
+	if err != nil {
+		t.Fatalf("%s: Evaluate: %v", name, err)
+	}
+	return res
+}
+
+// honestSpeed fails unless a passing hostile result's speedup is within
+// the slack of the twin's (a result that is not a pass is judged by its case).
+func (f *jailFixture) honestSpeed(t *testing.T, res *EvalResult) {
+	t.Helper()
+	if res.Verdict != VerdictPass || res.SpeedupVsEager == nil {
+		return
+	}
+	if s := *res.SpeedupVsEager; s > jailSpeedupSlack*f.twin {
+		t.Errorf("pass at %.2fx over eager, the honest twin %.2fx: the number is not the kernel's\n%s", s, f.twin, dump(res))
+	}
+}
+
+// leftovers lists live processes named name (their comm).
+func leftovers(name string) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+		if err == nil && strings.TrimSpace(string(b)) == name && alive(atoi(e.Name())) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+func atoi(s string) int {
+	var n int
+	fmt.Sscanf(s, "%d", &n)
+	return n
+}
+
+func TestJailHostileCandidates(t *testing.T) {
+	py := testPython(t)
+	f := &jailFixture{cache: t.TempDir()}
+	f.refPath = filepath.Join(t.TempDir(), "ref_relu.py")
+	b, err := os.ReadFile(filepath.Join("testdata", "jail", "ref_relu.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f.refPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.ev, err = NewEvaluator(EvalConfig{Python: py, CacheDir: f.cache,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.ev.Close()
+	probe, err := worker.ProbeSandbox(context.Background(), py, f.cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		// Every host this project runs on runs it as root: there, no layer
+		// of the jail may be missing.
+		if len(probe.Missing) > 0 {
+			t.Fatalf("sandbox layers missing on this host: %v", probe.Missing)
+		}
+	}
+	twin := f.eval(t, "honest.py")
+	if twin.Verdict != VerdictPass || twin.SpeedupVsEager == nil {
+		t.Fatalf("honest twin: %s\n%s", twin.Verdict, dump(twin))
+	}
+	f.twin = *twin.SpeedupVsEager
+	t.Logf("honest twin: %.2fx over eager (candidate %.3g s, reference %.3g s)", f.twin, twin.Candidate.MedianS, twin.RefEager.MedianS)
+	for _, c := range []struct {
+		name string
+		run  func(t *testing.T, f *jailFixture)
+	}{
+		{"escape_relay", jailEscapeRelay},
+		{"forges_result", jailForgesResult},
+		{"plants_cache", jailPlantsCache},
+		{"forges_report", jailForgesReport},
+		{"fills_scratch", jailFillsScratch},
+		{"native_thread", jailNativeThread},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.run(t, f) })
+	}
+}
+
+// jailEscapeRelay: processes that left the tree through clone(CLONE_PARENT)
+// and setsid neither slow the judge's reference timing nor outlive the job.
+func jailEscapeRelay(t *testing.T, f *jailFixture) {
+	res := f.eval(t, "escape_relay.py")
+	if res.Verdict != VerdictPass {
+		t.Fatalf("verdict %s, want pass (the candidate's own work is honest)\n%s", res.Verdict, dump(res))
+	}
+	f.honestSpeed(t, res)
+	deadline := time.Now().Add(10 * time.Second)
+	for len(leftovers("kvrelay")) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if left := leftovers("kvrelay"); len(left) > 0 {
+		t.Errorf("relay processes outlived the job: %v", left)
+	}
+}
+
+// jailForgesResult: a result rewritten after the judge looked (in memory
+// or through the result file) is refused or has no effect.
+func jailForgesResult(t *testing.T, f *jailFixture) {
+	res := f.eval(t, "forges_result.py")
+	if !strings.Contains(res.Log, "FORGING") {
+		t.Fatalf("the candidate never ran in the judge's stage: %s\n%s", res.Verdict, res.Log)
+	}
+	switch res.Verdict {
+	case VerdictPass:
+		f.honestSpeed(t, res)
+	case VerdictIntegrityViolation:
+		if !hasFailed(res, "result_forged") {
+			t.Errorf("integrity_violation without result_forged:\n%s", dump(res))
+		}
+	default:
+		t.Errorf("verdict %s, want result_forged or an honest pass\n%s", res.Verdict, dump(res))
+	}
+	// Its process is not kept: the next evaluation is honest again.
+	again := f.eval(t, "honest.py")
+	if again.Verdict != VerdictPass {
+		t.Errorf("honest twin after the forgery: %s\n%s", again.Verdict, dump(again))
+	}
+	f.honestSpeed(t, again)
+}
+
+// jailPlantsCache: nothing a candidate writes reaches a cache another
+// evaluation loads from.
+func jailPlantsCache(t *testing.T, f *jailFixture) {
+	shared := filepath.Join(f.cache, "kernels")
+	res := f.eval(t, "plants_cache.py", "__SHARED__", shared)
+	if res.Verdict != VerdictPass {
+		t.Fatalf("verdict %s, want pass\n%s", res.Verdict, dump(res))
+	}
+	if !strings.Contains(res.Log, "PLANT") {
+		t.Fatalf("the candidate tried nothing: %s", res.Log)
+	}
+	_ = filepath.WalkDir(shared, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Name() == "kv_planted.so" {
+			t.Errorf("a candidate planted %s in the shared cache", p)
+		}
+		return nil
+	})
+	// What it could write landed in its own job: its folder, or its
+	// private /tmp, which the host never sees.
+	for _, line := range strings.Split(res.Log, "\n") {
+		path, ok := strings.CutPrefix(line, "PLANT written ")
+		if !ok || strings.Contains(path, "/work/") {
+			continue
+		}
+		if _, err := os.Stat(path); err == nil {
+			t.Errorf("a candidate's plant is on the host: %s", path)
+		}
+	}
+}
+
+// jailForgesReport: the sandbox's report and the judge's files are not
+// the candidate's to write. The result file and the status board it may
+// scribble on through the descriptors its process writes them with: the
+// result is written again, sealed, at the job's end (a later rewrite is
+// result_forged: jailForgesResult), and the board only names stages.
+func jailForgesReport(t *testing.T, f *jailFixture) {
+	res := f.eval(t, "forges_report.py")
+	if res.Verdict != VerdictPass {
+		t.Fatalf("verdict %s, want pass\n%s", res.Verdict, dump(res))
+	}
+	for _, name := range []string{"sandbox.json", "judge.json", "args.json"} {
+		if strings.Contains(res.Log, "REPORT written "+name) {
+			t.Errorf("the candidate wrote the harness's %s:\n%s", name, res.Log)
+		}
+	}
+	f.honestSpeed(t, res)
+	if res.Sandbox == nil || len(res.Sandbox.Active) < 5 || strings.Contains(strings.Join(res.Sandbox.Active, ","), "everything") {
+		t.Errorf("sandbox report %+v", res.Sandbox)
+	}
+}
+
+// jailFillsScratch: what a job leaves in /tmp and /dev/shm is gone with it
+// (the host's are never touched).
+func jailFillsScratch(t *testing.T, f *jailFixture) {
+	tag := fmt.Sprint(time.Now().UnixNano())
+	res := f.eval(t, "fills_scratch.py", "__TAG__", tag)
+	if res.Verdict != VerdictPass {
+		t.Fatalf("verdict %s, want pass\n%s", res.Verdict, dump(res))
+	}
+	for _, d := range []string{"/dev/shm", "/tmp"} {
+		if _, err := os.Stat(filepath.Join(d, "kvfill-"+tag)); err == nil {
+			t.Errorf("%s/kvfill-%s survived the job", d, tag)
+			os.Remove(filepath.Join(d, "kvfill-"+tag))
+		}
+	}
+}
+
+// jailNativeThread: a thread started from C, which Python's thread list
+// never shows, runs through the reference's timing: the judge's timing
+// (the jail stopped) stays honest.
+func jailNativeThread(t *testing.T, f *jailFixture) {
+	res := f.eval(t, "native_thread.py")
+	if !strings.Contains(res.Log, "NATIVE thread 0") {
+		t.Fatalf("no native thread started: %s\n%s", res.Verdict, res.Log)
+	}
+	switch res.Verdict {
+	case VerdictPass:
+		f.honestSpeed(t, res)
+	case VerdictIntegrityViolation:
+	default:
+		t.Errorf("verdict %s, want pass at its honest speed or integrity_violation\n%s", res.Verdict, dump(res))
+	}
+}
+
+func hasFailed(res *EvalResult, check string) bool {
+	for _, c := range res.Checks {
+		if c.Name == check && !c.Passed {
+			return true
+		}
+	}
+	return false
+}
