@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kevolve/kevolve-mcp/harness/sandbox"
+	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
 	"github.com/kevolve/kevolve-mcp/harness/worker"
 )
 
@@ -46,21 +47,6 @@ func alive(pid int) bool {
 	s := string(b)
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 	return len(f) > 0 && f[0] != "Z"
-}
-
-// pidsAfter reads the numbers after a marker word in a log.
-func pidsAfter(log, marker string) []int {
-	var out []int
-	for _, line := range strings.Split(log, "\n") {
-		if rest, ok := strings.CutPrefix(line, marker+" "); ok {
-			for _, f := range strings.Fields(rest) {
-				if n, err := strconv.Atoi(f); err == nil {
-					out = append(out, n)
-				}
-			}
-		}
-	}
-	return out
 }
 
 // sandboxFixture is what the hostile cases share: one evaluator whose
@@ -175,21 +161,21 @@ func sandboxProcesses(t *testing.T, f *sandboxFixture) {
 		{"hang", VerdictTimeout, 25 * time.Second}, // the deadline ends it
 		{"exit", VerdictCrash, 120 * time.Second},  // the parent sweeps the orphans
 	} {
-		res := f.eval(t, sandboxSource(t, "spawns.py", "__END__", tc.end), tc.timeout)
+		tag := strconv.FormatInt(time.Now().UnixNano()%1e9, 10)
+		res := f.eval(t, sandboxSource(t, "spawns.py", "__END__", tc.end, "__TAG__", tag), tc.timeout)
 		if res.Verdict != tc.want {
 			t.Fatalf("%s: verdict %s, want %s\n%s", tc.end, res.Verdict, tc.want, dump(res))
 		}
-		pids := pidsAfter(res.Log, "SPAWNED")
-		if len(pids) != 3 {
+		if !strings.Contains(res.Log, "SPAWNED") {
 			t.Fatalf("%s: candidate did not report its 3 processes: %q", tc.end, res.Log)
 		}
 		deadline := time.Now().Add(5 * time.Second)
-		for _, pid := range pids {
-			for alive(pid) && time.Now().Before(deadline) {
+		for _, arg := range []string{"3600.", "3601.", "3602."} {
+			for len(toolchaintest.ProcessesWithArg(arg+tag)) > 0 && time.Now().Before(deadline) {
 				time.Sleep(50 * time.Millisecond)
 			}
-			if alive(pid) {
-				t.Errorf("%s: process %d outlived its evaluation", tc.end, pid)
+			if left := toolchaintest.ProcessesWithArg(arg + tag); len(left) > 0 {
+				t.Errorf("%s: process %v (sleep %s) outlived its evaluation", tc.end, left, arg+tag)
 			}
 		}
 	}

@@ -129,6 +129,7 @@ const exitWait = 5 * time.Second
 // are verified before and after it (verify.go).
 func (w *Worker) Run(ctx context.Context, job Job) (*Outcome, error) {
 	out, err := w.run(ctx, job)
+	reclaim(job.Writable)
 	if verr := w.Verify(); verr != nil {
 		w.log.Error("python worker files could not be repaired after a job", "err", verr)
 	}

@@ -49,7 +49,7 @@ _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctype
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWPID = 0x20000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 32, 4096, 16384, 1 << 18
 # The host's /tmp entries bound back read-only: past this many, the rest
 # are left out of the view (a /tmp that full is not the job's business).
 MAX_TMP_ENTRIES = 2048
@@ -310,9 +310,42 @@ def in_own_namespace():
     return os.getpid() == 1
 
 
+# The host's numbers for this process (pid, parent, group), kept by
+# enter_own_proc before /proc became the namespace's.
+_HOST = {}
+
+
+def _host_stat():
+    with open("/proc/self/stat", "rb") as f:
+        b = f.read()
+    f = b[b.rfind(b")") + 2:].split()
+    return {"pid": int(os.readlink("/proc/self")), "ppid": int(f[1]), "pgid": int(f[2])}
+
+
+def enter_own_proc():
+    """In the namespace's init, still root and single-threaded: a mount
+    namespace of its own (a copy of the view: the same /tmp and /dev/shm
+    as the judge's) with a /proc of its PID namespace. The CUDA driver
+    reads its process's files under /proc/<getpid()>, which the host's
+    /proc gives to the host's pid 1. Returns (ok, detail)."""
+    try:
+        _HOST.update(_host_stat())
+    except (OSError, ValueError, IndexError):
+        pass
+    if _libc.unshare(CLONE_NEWNS) != 0:
+        return False, _err("unshare(CLONE_NEWNS) for the namespace's /proc")
+    try:
+        _mount(None, "/", None, MS_REC | MS_PRIVATE)
+        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    except OSError as e:
+        return False, "the namespace's /proc: %s" % (e.strerror or e)
+    return True, "its /proc shows only the namespace"
+
+
 def host_pid():
-    """This process's pid as the host (and the Go side) knows it: the
-    host's /proc names it, whatever namespace this process is in."""
+    """This process's pid as the host (and the Go side) knows it."""
+    if "pid" in _HOST:
+        return _HOST["pid"]
     try:
         return int(os.readlink("/proc/self"))
     except (OSError, ValueError):
@@ -320,43 +353,15 @@ def host_pid():
 
 
 def host_parent_and_group():
-    """This process's parent and group as the host knows them (fields 4
-    and 5 of the host's /proc/self/stat: os.getppid and os.getpgid give 0
-    for processes outside this one's namespace)."""
+    """This process's parent and group as the host knows them (os.getppid
+    and os.getpgid give 0 for processes outside its namespace)."""
+    if "ppid" in _HOST:
+        return _HOST["ppid"], _HOST["pgid"]
     try:
-        with open("/proc/self/stat", "rb") as f:
-            b = f.read()
-        f = b[b.rfind(b")") + 2:].split()
-        return int(f[1]), int(f[2])
+        h = _host_stat()
+        return h["ppid"], h["pgid"]
     except (OSError, ValueError, IndexError):
         return os.getppid(), os.getpgid(0)
-
-
-def host_pid_of(pid):
-    """The host's pid of pid, a process of this one's PID namespace (its
-    own pid where there is no namespace of its own); 0 if it is gone."""
-    if not in_own_namespace():
-        return pid
-    try:
-        ns = os.readlink("/proc/self/ns/pid")
-        names = os.listdir("/proc")
-    except OSError:
-        return 0
-    for d in names:
-        if not d.isdigit():
-            continue
-        try:
-            if os.readlink("/proc/%s/ns/pid" % d) != ns:
-                continue
-            with open("/proc/%s/status" % d) as f:
-                for line in f:
-                    if line.startswith("NSpid:"):
-                        if line.split()[-1] == str(pid):
-                            return int(d)
-                        break
-        except OSError:
-            continue
-    return 0
 
 
 def sweep(timeout_s=2.0):

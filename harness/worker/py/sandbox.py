@@ -169,14 +169,17 @@ def _chown_tree(root, uid, gid):
             os.lchown(os.path.join(d, n), uid, gid)
 
 
-def _drop_uid(work_dir, need):
+def _drop_uid(work_dir, need, writable=()):
     if os.geteuid() != 0:
         return False, "not root (uid %d): nothing to drop" % os.geteuid()
     far = [p for p in need if p and not _world_reachable(p)]
     if far:
         return False, "%s is not reachable by an unprivileged user (a folder on its path is not searchable by others); stayed uid 0 without capabilities" % far[0]
     try:
-        _chown_tree(work_dir, UNPRIVILEGED, UNPRIVILEGED)
+        # The job folder, and the folders the job was given to write (the
+        # Go side gives them back to the server's user when the job ends).
+        for d in [work_dir] + [p for p in writable if os.path.isdir(p)]:
+            _chown_tree(d, UNPRIVILEGED, UNPRIVILEGED)
         os.setgroups(_device_groups())
         os.setresgid(UNPRIVILEGED, UNPRIVILEGED, UNPRIVILEGED)
         os.setresuid(UNPRIVILEGED, UNPRIVILEGED, UNPRIVILEGED)
@@ -372,14 +375,15 @@ def _build_caches(work_dir, uid_dropped, builder):
     return [], "the candidate's builds private to its job (%s); the harness's precompiled headers read-only" % private
 
 
-def enter(work_dir, need_reachable=(), extra_write=(), network=False, view=None, pidns=None, builder=False):
+def enter(work_dir, need_reachable=(), extra_write=(), network=False, view=None, pidns=None, builder=False, job_write=()):
     """Applies every layer this host allows; returns {"active": [...],
     "missing": {layer: why}, "detail": {layer: what}}. view: (ok, detail)
     of the mount namespace the worker entered before (jail.enter_view);
     pidns: (ok, detail) of the PID namespace it forked this process into.
     builder: the harness's own build step (kevolve._prepare), which keeps
     the server's uid to write the shared precompiled headers; Landlock
-    still confines its writes to them and its job folder."""
+    still confines its writes to them and its job folder. job_write: the
+    folders the job was given to write, handed to the unprivileged uid."""
     rep = {"active": [], "missing": {}, "detail": {}}
 
     def layer(name, ok, why):
@@ -405,7 +409,7 @@ def enter(work_dir, need_reachable=(), extra_write=(), network=False, view=None,
         ok, why = False, "the harness's build step keeps the server's uid (no candidate code runs in it)"
         rep["detail"]["uid"] = why
     else:
-        ok, why = _drop_uid(work_dir, list(need_reachable) + [work_dir])
+        ok, why = _drop_uid(work_dir, list(need_reachable) + [work_dir], job_write)
         layer("uid", ok, why)
     caches, why = _build_caches(work_dir, ok, builder)
     layer("build_cache", not caches, why)
@@ -471,7 +475,8 @@ def _probe_child(base, work, judge, w, jail):
         if pid not in (None, 0):
             _, status = os.waitpid(pid, 0)
             os._exit(0)
-        pidns = (pid == 0, why)
+        ok, proc = jail.enter_own_proc()
+        pidns = (ok, why + "; " + proc)
         set_subreaper()
         rep = enter(work, need_reachable=[sys.executable, here], view=view, pidns=pidns)
         for name, path in (("judge_dir", os.path.join(judge, "x")), ("work_dir", os.path.join(work, "x"))):

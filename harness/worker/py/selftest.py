@@ -29,9 +29,11 @@ def sleep(args, ctx):
 def spawn_and_sleep(args, ctx):
     """A grandchild in the same process group must die with the child."""
     import subprocess
-    p = subprocess.Popen(["sleep", "3600"])
-    with open(os.path.join(args["dir"], "grandchild.pid"), "w") as f:
-        f.write(str(jail.host_pid_of(p.pid)))
+    # Found by its argument: in the jail this process cannot name the
+    # host's pid of its children.
+    subprocess.Popen(["sleep", str(args["tag"])])
+    with open(os.path.join(args["dir"], "grandchild.started"), "w") as f:
+        f.write(str(args["tag"]))
     time.sleep(3600)
     return {}
 

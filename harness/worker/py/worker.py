@@ -233,7 +233,7 @@ class ChildContext:
         fd is closed then: no code of the candidate's holds it."""
         global _SANDBOX
         if _SANDBOX is None:
-            _SANDBOX = _enter_sandbox(self.work_dir, self._writable + list(extra_write), self._network, builder)
+            _SANDBOX = _enter_sandbox(self.work_dir, self._writable + list(extra_write), self._network, builder, self._writable)
             fd = self._files.pop("sandbox", None)
             if fd is not None:
                 _write_fd(fd, json.dumps(_SANDBOX).encode())
@@ -351,15 +351,19 @@ def run_child(req, grant_r):
             resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
     except BaseException:  # noqa: BLE001
         os._exit(1)
-    _enter_view(req)
-    if req.get("module") == "evaluate":
-        # The judge reads the job's environment as the job does (its device
-        # pinning, its shape set): set before it is forked.
-        for k, v in (req.get("env") or {}).items():
-            os.environ[str(k)] = str(v)
-        import evaluate_judge_client
-        evaluate_judge_client.spawn_early()
-    _enter_pidns(req)
+    try:
+        _enter_view(req)
+        if req.get("module") == "evaluate":
+            # The judge reads the job's environment as the job does (its
+            # device pinning, its shape set): set before it is forked.
+            for k, v in (req.get("env") or {}).items():
+                os.environ[str(k)] = str(v)
+            import evaluate_judge_client
+            evaluate_judge_client.spawn_early()
+        _enter_pidns(req)
+    except BaseException:  # noqa: BLE001 - never back into the parent's loop
+        traceback.print_exc()
+        os._exit(1)
     index = 1
     while True:
         code, again = _run_job(req, grant_r, index)
@@ -399,7 +403,8 @@ def _enter_pidns(req):
         _PIDNS = (False, why)
         return
     if pid == 0:
-        _PIDNS = (True, why)
+        ok, proc = jail.enter_own_proc()
+        _PIDNS = (ok, why + "; " + proc)
         _set_pdeathsig()
         _set_subreaper()  # not inherited; as the namespace's init it reaps orphans anyway
         return
@@ -455,7 +460,7 @@ _JUDGE_FILES = (("log", "log.txt", os.O_APPEND), ("result", "result.json", 0),
 BOARD_SIZE = 64
 
 
-def _enter_sandbox(work_dir, extra_write, network, builder=False):
+def _enter_sandbox(work_dir, extra_write, network, builder=False, job_write=()):
     if _sandbox_off():
         return {"active": [], "missing": {"all": "disabled by KEVOLVE_SANDBOX=0"}, "detail": {}}
     try:
@@ -467,7 +472,7 @@ def _enter_sandbox(work_dir, extra_write, network, builder=False):
         view = _VIEW or (False, "the worker entered no view")
         pidns = _PIDNS or (False, "the worker forked no PID namespace")
         return sandbox.enter(work_dir, need_reachable=need, extra_write=extra_write, network=network, view=view, pidns=pidns,
-                             builder=builder)
+                             builder=builder, job_write=list(job_write) + ([prof] if prof and os.path.isdir(prof) else []))
     except BaseException as e:  # noqa: BLE001 - report, never fail the job for it
         return {"active": [], "missing": {"all": "sandbox failed: %r" % (e,)}, "detail": {}}
 
