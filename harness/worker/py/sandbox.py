@@ -363,19 +363,26 @@ def _build_caches(work_dir, uid_dropped, builder):
     candidate reads them (KEVOLVE_PCH_DIR) and cannot write them (its uid
     and Landlock). builder: the harness's build step itself, which writes
     them. Returns (folders to make writable, detail)."""
-    shared = os.environ.get("KEVOLVE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "kevolve", "kernels")
+    shared = os.environ.get("KEVOLVE_CACHE_DIR", "")
     if builder:
         return [], "the harness's build step: writes only the shared precompiled headers (%s)" % os.path.join(shared, "pch")
     if not uid_dropped:
-        return [shared], "shared and writable: %s (the candidate kept the server's uid)" % shared
+        dirs = [d for d in (shared, os.environ.get("TORCH_EXTENSIONS_DIR")) if d]
+        for d in dirs:
+            os.makedirs(d, exist_ok=True)
+        if not dirs:
+            return [], "private to the job (no shared cache named)"
+        return dirs, "shared and writable: %s (the candidate kept the server's uid)" % ", ".join(dirs)
     private = os.path.join(work_dir, ".cache", "kernels")
-    os.environ.setdefault("KEVOLVE_PCH_DIR", os.path.join(shared, "pch"))
+    if shared:
+        os.environ.setdefault("KEVOLVE_PCH_DIR", os.path.join(shared, "pch"))
     os.environ["KEVOLVE_CACHE_DIR"] = private
     os.environ["TORCH_EXTENSIONS_DIR"] = os.path.join(private, "torch_extensions")
     return [], "the candidate's builds private to its job (%s); the harness's precompiled headers read-only" % private
 
 
-def enter(work_dir, need_reachable=(), extra_write=(), network=False, view=None, pidns=None, builder=False, job_write=()):
+def enter(work_dir, need_reachable=(), extra_write=(), network=False, view=None, pidns=None, builder=False, job_write=(),
+          keep_uid=""):
     """Applies every layer this host allows; returns {"active": [...],
     "missing": {layer: why}, "detail": {layer: what}}. view: (ok, detail)
     of the mount namespace the worker entered before (jail.enter_view);
@@ -383,7 +390,8 @@ def enter(work_dir, need_reachable=(), extra_write=(), network=False, view=None,
     builder: the harness's own build step (kevolve._prepare), which keeps
     the server's uid to write the shared precompiled headers; Landlock
     still confines its writes to them and its job folder. job_write: the
-    folders the job was given to write, handed to the unprivileged uid."""
+    folders the job was given to write, handed to the unprivileged uid.
+    keep_uid: why the candidate keeps the server's uid (a GPU job), or ""."""
     rep = {"active": [], "missing": {}, "detail": {}}
 
     def layer(name, ok, why):
@@ -408,6 +416,9 @@ def enter(work_dir, need_reachable=(), extra_write=(), network=False, view=None,
     if builder:
         ok, why = False, "the harness's build step keeps the server's uid (no candidate code runs in it)"
         rep["detail"]["uid"] = why
+    elif keep_uid:
+        ok = False
+        layer("uid", ok, keep_uid)
     else:
         ok, why = _drop_uid(work_dir, list(need_reachable) + [work_dir], job_write)
         layer("uid", ok, why)
@@ -465,6 +476,22 @@ def probe():
     print(json.dumps(rep))
 
 
+# The layers a GPU job runs without (worker.py's GPU_JAIL_GAP says why).
+GPU_GAP_LAYERS = ("view", "pidns", "uid")
+
+
+def _gpu_jobs_gap(rep):
+    """On a host with a GPU, the probe's layers are a CPU job's: a GPU job
+    runs without GPU_GAP_LAYERS, and doctor says so."""
+    if not any(os.path.exists(d) for d in ("/dev/nvidiactl", "/dev/kfd")):
+        return
+    for name in GPU_GAP_LAYERS:
+        if name in rep["active"]:
+            rep["active"].remove(name)
+            rep["missing"][name] = ("CPU jobs only: a GPU job runs without it, since CUDA IPC between the judge and the job's "
+                                    "process failed across it on an H100 (cudaErrorMapBufferObjectFailed)")
+
+
 def _probe_child(base, work, judge, w, jail):
     rep = {}
     try:
@@ -479,6 +506,7 @@ def _probe_child(base, work, judge, w, jail):
         pidns = (ok, why + "; " + proc)
         set_subreaper()
         rep = enter(work, need_reachable=[sys.executable, here], view=view, pidns=pidns)
+        _gpu_jobs_gap(rep)
         for name, path in (("judge_dir", os.path.join(judge, "x")), ("work_dir", os.path.join(work, "x"))):
             try:
                 with open(path, "w") as f:

@@ -388,6 +388,33 @@ _VIEW = None
 _PIDNS = None
 
 
+# Why a GPU job runs without the view, the PID namespace and the uid drop:
+# CUDA IPC between the judge and the job's process (the judge's trials and
+# timing) failed on an H100 with the job's process in its own PID
+# namespace, and with it outside one but as the unprivileged uid in the
+# view (cudaErrorMapBufferObjectFailed in both directions, 2026-11-26).
+# Until the judge's exchange works across them, a GPU job keeps the sandbox
+# it had before them: its processes found by parent links and the
+# subreapers' sweeps, the server's uid without capabilities.
+GPU_JAIL_GAP = ("a GPU job: CUDA IPC between the judge and the job's process does not work across it "
+                "(cudaErrorMapBufferObjectFailed on an H100)")
+
+
+# Whether this child's jobs are GPU jobs (set by _gpu_job at its first job).
+_GPU_JOB = False
+
+
+def _gpu_job(req):
+    """Whether the job is pinned to a GPU (its lease names one)."""
+    global _GPU_JOB
+    env = req.get("env") or {}
+    for k in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"):
+        v = str(env.get(k, "")).strip()
+        if v and v != "-1":
+            _GPU_JOB = True
+    return _GPU_JOB
+
+
 def _enter_pidns(req):
     """Forks the process that runs this child's jobs as pid 1 of a PID
     namespace of its own and waits for it, ending as it ended: the Go side
@@ -398,6 +425,9 @@ def _enter_pidns(req):
     if _sandbox_off(req):
         return
     import jail
+    if _gpu_job(req):
+        _PIDNS = (False, GPU_JAIL_GAP)
+        return
     pid, why = jail.fork_jailed()
     if pid is None:
         _PIDNS = (False, why)
@@ -437,6 +467,9 @@ def _enter_view(req):
     global _VIEW
     if _sandbox_off(req):
         return
+    if _gpu_job(req):
+        _VIEW = (False, GPU_JAIL_GAP)
+        return
     try:
         import jail
         job_dir = req["job_dir"]
@@ -471,8 +504,10 @@ def _enter_sandbox(work_dir, extra_write, network, builder=False, job_write=()):
         extra_write = list(extra_write) + ([prof] if prof and os.path.isdir(prof) else [])
         view = _VIEW or (False, "the worker entered no view")
         pidns = _PIDNS or (False, "the worker forked no PID namespace")
+        keep_uid = "" if view[0] or not _GPU_JOB else GPU_JAIL_GAP
         return sandbox.enter(work_dir, need_reachable=need, extra_write=extra_write, network=network, view=view, pidns=pidns,
-                             builder=builder, job_write=list(job_write) + ([prof] if prof and os.path.isdir(prof) else []))
+                             builder=builder, job_write=list(job_write) + ([prof] if prof and os.path.isdir(prof) else []),
+                             keep_uid=keep_uid)
     except BaseException as e:  # noqa: BLE001 - report, never fail the job for it
         return {"active": [], "missing": {"all": "sandbox failed: %r" % (e,)}, "detail": {}}
 
