@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -585,7 +586,7 @@ func retimeMeasuresAgain(t *testing.T, ev *Evaluator, req EvalRequest) {
 		return r
 	}
 	first, cached := get(false), get(false)
-	if !cached.Cached || cached.MeasuredAt != first.MeasuredAt || *cached.Candidate != *first.Candidate {
+	if !cached.Cached || cached.MeasuredAt != first.MeasuredAt || !reflect.DeepEqual(cached.Candidate, first.Candidate) {
 		t.Fatalf("not answered from the cache: %+v", cached)
 	}
 	fresh := get(true)
