@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -33,14 +34,15 @@ type prepareResult struct {
 	Seconds       float64  `json:"seconds"`
 }
 
-// pchDirs is a PCH folder set apart from the kernel cache
-// (KEVOLVE_PCH_DIR, which _pch.py honours): the build step's sandbox lets
-// it write there as it does the cache.
-func pchDirs() []string {
+// pchDirs is where the build step writes: the PCH folder set apart from
+// the kernel cache (KEVOLVE_PCH_DIR, which _pch.py honours), else the
+// kernel cache's own pch/. The only folder of the shared cache its sandbox
+// lets it write.
+func (e *Evaluator) pchDirs() []string {
 	if d := os.Getenv("KEVOLVE_PCH_DIR"); d != "" {
 		return []string{d}
 	}
-	return nil
+	return []string{filepath.Join(e.cfg.CacheDir, "kernels", "pch")}
 }
 
 // prepareBuilds is the harness's build step for a candidate that builds
@@ -63,7 +65,7 @@ func (e *Evaluator) prepareBuilds(ctx context.Context, candCode string) float64 
 	t0 := time.Now()
 	out, err := e.w.Run(ctx, worker.Job{Module: "kevolve._prepare", Func: "prepare",
 		Args: map[string]any{"candidate": candCode}, Timeout: prepareTimeout, RSSLimit: max(e.cfg.HostMemLimit, 0),
-		Writable: pchDirs()})
+		Writable: e.pchDirs()})
 	secs := time.Since(t0).Seconds()
 	if err != nil {
 		e.log.Warn("load_inline build step failed; building without a precompiled header", "err", err)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -27,6 +26,32 @@ func pchCand(i int) string {
 	return strings.NewReplacer("axpb", fmt.Sprintf("axpb%d", i+1),
 		"    for (int64_t i = 0; i < a.numel(); ++i) po[i] = 2.0f * pa[i] + pb[i];", pchCands[i]).Replace(inlineCand)
 }
+
+// ninjaDump, appended to a candidate, prints its extensions' build.ninja
+// files: its builds are in its job's folder, which goes with the job.
+const ninjaDump = `
+import glob as _glob, os as _os
+for _f in _glob.glob(_os.path.join(_os.environ.get("TORCH_EXTENSIONS_DIR", ""), "*", "build.ninja")):
+    print("NINJA-BEGIN " + _f + "\n" + open(_f).read() + "NINJA-END", flush=True)
+` + behaviourDump
+
+// behaviourDump prints what the extension's function computes (a hash of
+// its outputs on fixed inputs, and whether they are 2a+b), its docstring and
+// the error a wrong argument gets: sameOutputs compares two builds by it.
+const behaviourDump = `
+import hashlib as _hl
+_fn = getattr(_ext, [_n for _n in dir(_ext) if _n.startswith("axpb")][0])
+_g = torch.Generator().manual_seed(7)
+_a, _b = torch.randn(1000, 37, generator=_g), torch.randn(1000, 37, generator=_g)
+try:
+    _fn(1, 2)
+    _bad = "no error"
+except TypeError as _e:
+    _bad = str(_e)
+_o = _fn(_a, _b)
+print("BEHAVIOUR", _hl.sha256(_o.numpy().tobytes()).hexdigest(), "right" if torch.equal(_o, _a * 2 + _b) else "wrong",
+      repr(_fn.__doc__), repr(_bad).replace("\n", " "), flush=True)
+`
 
 // buildS is what a load_inline candidate's build cost its evaluation: the
 // harness's build step (the precompiled header, when it had to be made)
@@ -50,7 +75,7 @@ func TestLoadInlinePCHBuildsInSeconds(t *testing.T) {
 		t.Cleanup(func() { ev.Close() })
 		return func(cand string) *EvalResult {
 			t.Helper()
-			res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Code: inlineRef}, Candidate: Source{Code: cand},
+			res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Code: inlineRef}, Candidate: Source{Code: cand + ninjaDump},
 				Target: "cpu", SkipTiming: true, Trials: 2, Timeout: 15 * time.Minute}, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -104,28 +129,30 @@ func TestLoadInlinePCHBuildsInSeconds(t *testing.T) {
 		}
 	}
 
-	ninja := func(cache, ext string) string {
+	// The candidate's build is in its job's folder, gone with the job: each
+	// candidate printed its build.ninja (ninjaDump).
+	ninja := func(r *EvalResult, ext string) string {
 		t.Helper()
-		files, _ := filepath.Glob(filepath.Join(cache, "kernels", "torch_extensions", ext+"_kv*", "build.ninja"))
-		if len(files) != 1 {
-			t.Fatalf("want one build of %s in %s, got %v", ext, cache, files)
+		for _, block := range strings.Split(r.Log, "NINJA-BEGIN ")[1:] {
+			path, body, _ := strings.Cut(block, "\n")
+			if strings.Contains(path, "/"+ext+"_kv") {
+				body, _, _ = strings.Cut(body, "NINJA-END")
+				return body
+			}
 		}
-		b, err := os.ReadFile(files[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
+		t.Fatalf("no build.ninja of %s in the candidate's log:\n%s", ext, r.Log)
+		return ""
 	}
 	// Each candidate's main.cpp: its own code on the precompiled
 	// torch/types.h, and a table for the bindings the harness compiled once
 	// for their shared signature (kevolve/_bindcache.py).
 	for i := range pchCands {
-		n := ninja(cache, fmt.Sprintf("axpb%d", i+1))
+		n := ninja(rs[i], fmt.Sprintf("axpb%d", i+1))
 		if !strings.Contains(n, "-include") || !strings.Contains(n, "kevolve_torch_types.h") || !strings.Contains(n, "/bind-") {
 			t.Errorf("candidate %d was not built on the precompiled torch/types.h with the shared bindings:\n%s", i+1, n)
 		}
 	}
-	if n := ninja(plainCache, "axpb1"); strings.Contains(n, "kevolve_torch") || strings.Contains(n, "/bind-") {
+	if n := ninja(plain, "axpb1"); strings.Contains(n, "kevolve_torch") || strings.Contains(n, "/bind-") {
 		t.Errorf("KEVOLVE_PCH=0 still used a precompiled header or shared bindings:\n%s", n)
 	}
 	gchs, _ := filepath.Glob(filepath.Join(cache, "kernels", "pch", "*", "*.gch"))
@@ -133,45 +160,30 @@ func TestLoadInlinePCHBuildsInSeconds(t *testing.T) {
 	if len(gchs) != 2 || len(binds) != 1 {
 		t.Errorf("want two precompiled headers (torch/extension.h, torch/types.h) and one bindings object for one flag set and one signature, got %v and %v", gchs, binds)
 	}
-	sameOutputs(t, py, filepath.Join(plainCache, "kernels", "torch_extensions"), filepath.Join(cache, "kernels", "torch_extensions"))
+	sameOutputs(t, plain, rs[0])
 }
 
-// sameOutputs loads the first candidate's extension as built with and
-// without the PCH and the shared bindings and checks they compute the
-// same bits and bind the same way (docstring, argument errors).
-func sameOutputs(t *testing.T, py, plainDir, pchDir string) {
+// sameOutputs checks that the first candidate's extension, as built with
+// and without the PCH and the shared bindings, computes the same outputs
+// (and the right ones), with the same docstring and the same argument
+// error: each candidate printed them from its own process (behaviourDump;
+// its build went with its job's folder).
+func sameOutputs(t *testing.T, plain, pch *EvalResult) {
 	t.Helper()
-	find := func(dir string) string {
-		so, _ := filepath.Glob(filepath.Join(dir, "axpb1_kv*", "axpb1_kv*.so"))
-		if len(so) != 1 {
-			t.Fatalf("want one axpb1 extension in %s, got %v", dir, so)
+	line := func(r *EvalResult) string {
+		for _, l := range strings.Split(r.Log, "\n") {
+			if strings.HasPrefix(l, "BEHAVIOUR ") {
+				return l
+			}
 		}
-		return so[0]
+		t.Fatalf("no BEHAVIOUR line in the candidate's log:\n%s", r.Log)
+		return ""
 	}
-	const script = `
-import importlib.machinery, importlib.util, os, sys, torch
-outs = []
-for path in sys.argv[1:]:
-    name = os.path.basename(path).split(".")[0]
-    sys.modules.pop(name, None)
-    spec = importlib.util.spec_from_file_location(name, path, loader=importlib.machinery.ExtensionFileLoader(name, path))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    g = torch.Generator().manual_seed(7)
-    a, b = torch.randn(1000, 37, generator=g), torch.randn(1000, 37, generator=g)
-    try:
-        mod.axpb1(1, 2)
-        bad = "no error"
-    except TypeError as e:
-        bad = str(e)
-    outs.append((mod.axpb1(a, b), mod.axpb1.__doc__, bad))
-assert torch.equal(outs[0][0], outs[1][0]), "the builds with and without the PCH differ"
-assert torch.equal(outs[0][0], a * 2 + b)
-assert outs[0][1:] == outs[1][1:], "the bindings differ: %r" % (outs,)
-print("same")
-`
-	out, err := exec.Command(py, "-c", script, find(plainDir), find(pchDir)).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "same") {
-		t.Fatalf("comparing the builds: %v\n%s", err, out)
+	a, b := line(plain), line(pch)
+	if a != b {
+		t.Errorf("the builds with and without the PCH differ:\n%s\n%s", a, b)
+	}
+	if !strings.Contains(a, " right ") {
+		t.Errorf("the build computes the wrong outputs: %s", a)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +45,7 @@ class ModelNew(torch.nn.Module):
         return _ext.axpb(a.contiguous(), b.contiguous())
 `
 
-func TestLoadInlineBuildIsCachedAcrossWorkers(t *testing.T) {
+func TestLoadInlineBuildStaysTheCandidates(t *testing.T) {
 	if gpuMode() {
 		t.Skip("the CUDA load_inline path is measured by the benchmark on the GPU machine")
 	}
@@ -73,22 +74,31 @@ func TestLoadInlineBuildIsCachedAcrossWorkers(t *testing.T) {
 	if cold.Verdict != VerdictPass {
 		t.Fatalf("cold build: %s\n%s", cold.Verdict, cold.Log)
 	}
-	// A fresh worker (a new process, as after a server restart) finds the
-	// build in the cache instead of compiling again.
-	warm := eval(newEv(), inlineCand)
-	if warm.Verdict != VerdictPass {
-		t.Fatalf("cached build: %s\n%s", warm.Verdict, warm.Log)
+	// A candidate's build is its own (issue 30): where the jail drops its
+	// uid it builds in its job's folder, and nothing it built reaches the
+	// shared extension cache, where another evaluation would load it.
+	if jailed(cold) {
+		built, _ := filepath.Glob(filepath.Join(cache, "kernels", "torch_extensions", "axpb*"))
+		if len(built) > 0 {
+			t.Errorf("a candidate's build is in the shared cache: %v", built)
+		}
 	}
-	t.Logf("load_candidate: cold %.2f s, cached %.2f s", cold.StageS["load_candidate"], warm.StageS["load_candidate"])
-	if warm.StageS["load_candidate"] > 2 || warm.StageS["load_candidate"] > cold.StageS["load_candidate"]/3 {
-		t.Errorf("the cached build was not reused: load %.2f s cold, %.2f s after", cold.StageS["load_candidate"], warm.StageS["load_candidate"])
+	again := eval(newEv(), inlineCand)
+	if again.Verdict != VerdictPass {
+		t.Fatalf("second build: %s\n%s", again.Verdict, again.Log)
 	}
+	t.Logf("load_candidate: first %.2f s, again in a fresh worker %.2f s", cold.StageS["load_candidate"], again.StageS["load_candidate"])
 
 	broken := strings.Replace(inlineCand, "auto out = torch::empty_like(a);", "auto out = torch::empty_like(a)", 1)
 	bad := eval(newEv(), broken)
 	if bad.Verdict != VerdictCompileError || bad.Stage != "load_candidate" || !strings.Contains(checksText(bad), "compiler errors:") || !strings.Contains(checksText(bad), "error: expected") {
 		t.Fatalf("a C++ syntax error gave %s at %s:\n%s", bad.Verdict, bad.Stage, bad.Log)
 	}
+}
+
+// jailed says whether the candidate ran as the jail's unprivileged uid.
+func jailed(r *EvalResult) bool {
+	return r.Sandbox != nil && slices.Contains(r.Sandbox.Active, "uid")
 }
 
 func checksText(r *EvalResult) string {

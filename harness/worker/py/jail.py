@@ -196,6 +196,9 @@ def enter_view(needs, writable, tmp_bytes, shm_bytes):
     binder = _Binder()
     try:
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
+        for p in writable:
+            if p and not os.path.exists(p):
+                os.makedirs(p, exist_ok=True)  # a folder the job is to write (the build step's PCH folders)
         writable = [os.path.realpath(p) for p in writable if p and os.path.exists(p)]
         rw = [(p, binder.open(p)) for p in writable]
         needs = sorted({os.path.realpath(p) for p in list(needs) + writable if p and os.path.exists(p)} |

@@ -374,8 +374,8 @@ def _build_caches(work_dir, uid_dropped, builder):
             return [], "private to the job (no shared cache named)"
         return dirs, "shared and writable: %s (the candidate kept the server's uid)" % ", ".join(dirs)
     private = os.path.join(work_dir, ".cache", "kernels")
-    if shared:
-        os.environ.setdefault("KEVOLVE_PCH_DIR", os.path.join(shared, "pch"))
+    if shared and not os.environ.get("KEVOLVE_PCH_DIR"):
+        os.environ["KEVOLVE_PCH_DIR"] = os.path.join(shared, "pch")
     os.environ["KEVOLVE_CACHE_DIR"] = private
     os.environ["TORCH_EXTENSIONS_DIR"] = os.path.join(private, "torch_extensions")
     return [], "the candidate's builds private to its job (%s); the harness's precompiled headers read-only" % private
