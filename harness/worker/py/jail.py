@@ -42,6 +42,7 @@ import ctypes
 import os
 import signal
 import stat
+import sys
 import time
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -375,10 +376,15 @@ def sweep(timeout_s=2.0):
     would reach every process of its uid on the host)."""
     if not in_own_namespace():
         return None
+    _reap()  # finished children (zombies answer kill(-1, 0) too): not left running
     try:
         os.kill(-1, 0)
     except OSError:
         return False
+    left = _others()
+    if left:
+        print("kevolve: the job left %d process(es) running in its jail, killed: %s" % (len(left), "; ".join(left)[:500]),
+              file=sys.stderr, flush=True)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
@@ -392,6 +398,19 @@ def sweep(timeout_s=2.0):
             break
         time.sleep(0.005)
     return True
+
+
+def _others():
+    """The command lines of the namespace's other processes (its own /proc)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit() and d != "1":
+            try:
+                with open("/proc/%s/cmdline" % d, "rb") as f:
+                    out.append(f.read().replace(b"\0", b" ").decode(errors="replace").strip()[:120] or "pid " + d)
+            except OSError:
+                pass
+    return out
 
 
 def _reap():
