@@ -683,8 +683,8 @@ def _run_job(req, grant_r, index):
     except BaseException:  # noqa: BLE001
         code = code or 1
     # Nothing the job started outlives it, wherever its parent link points
-    # (the jail's reaper kills its whole PID namespace); a child that had to
-    # kill something is not kept.
+    # (in the jail, kill(-1) from the namespace's init reaches all of it); a
+    # child that had to kill something is not kept.
     left = _sweep_jail(getattr(ctx, "helper_pids", ()))
     again = bool(code == 0 and ctx is not None and ctx.reuse and ctx.reusable and not left)
     if code == 0:
