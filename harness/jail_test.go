@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -66,17 +67,12 @@ func leftovers(name string) []string {
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-		if err == nil && strings.TrimSpace(string(b)) == name && alive(atoi(e.Name())) {
+		pid, _ := strconv.Atoi(e.Name())
+		if err == nil && strings.TrimSpace(string(b)) == name && alive(pid) {
 			out = append(out, e.Name())
 		}
 	}
 	return out
-}
-
-func atoi(s string) int {
-	var n int
-	fmt.Sscanf(s, "%d", &n)
-	return n
 }
 
 func TestJailHostileCandidates(t *testing.T) {
@@ -156,7 +152,7 @@ func jailForgesResult(t *testing.T, f *jailFixture) {
 	case VerdictPass:
 		f.honestSpeed(t, res)
 	case VerdictIntegrityViolation:
-		if !hasFailed(res, "result_forged") {
+		if _, failed := failedCheck(res, "result_forged"); !failed {
 			t.Errorf("integrity_violation without result_forged:\n%s", dump(res))
 		}
 	default:
@@ -252,13 +248,4 @@ func jailNativeThread(t *testing.T, f *jailFixture) {
 	default:
 		t.Errorf("verdict %s, want pass at its honest speed or integrity_violation\n%s", res.Verdict, dump(res))
 	}
-}
-
-func hasFailed(res *EvalResult, check string) bool {
-	for _, c := range res.Checks {
-		if c.Name == check && !c.Passed {
-			return true
-		}
-	}
-	return false
 }

@@ -40,6 +40,7 @@ job with what it has, and doctor names what is missing.
 """
 import ctypes
 import os
+import shutil
 import signal
 import stat
 import sys
@@ -267,30 +268,12 @@ def empty_scratch():
 
 
 def _remove(p):
-    try:
-        if os.path.isdir(p) and not os.path.islink(p):
-            for root, dirs, files in os.walk(p, topdown=False):
-                for f in files:
-                    _unlink(os.path.join(root, f))
-                for d in dirs:
-                    _rmdir(os.path.join(root, d))
-            _rmdir(p)
-        else:
-            _unlink(p)
-    except OSError:
-        pass
-
-
-def _unlink(p):
+    """rmtree's fd-based walk: a link the job left is removed, never followed."""
+    if os.path.isdir(p) and not os.path.islink(p):
+        shutil.rmtree(p, ignore_errors=True)
+        return
     try:
         os.unlink(p)
-    except OSError:
-        pass
-
-
-def _rmdir(p):
-    try:
-        os.rmdir(p)
     except OSError:
         pass
 

@@ -473,10 +473,7 @@ def _enter_view(req):
     try:
         import jail
         job_dir = req["job_dir"]
-        writable = [job_dir] + [p for p in (req.get("writable") or ()) if p]
-        prof = os.environ.get("KEVOLVE_EVAL_PROFILE")
-        if prof and os.path.isdir(prof):
-            writable.append(prof)
+        writable = [job_dir] + [p for p in (req.get("writable") or ()) if p] + _profile_dirs()
         size = jail.scratch_bytes(int(req.get("mem_limit") or 0))
         _VIEW = jail.enter_view(jail.default_needs([os.path.dirname(os.path.abspath(__file__))]), writable, size, size)
     except BaseException as e:  # noqa: BLE001 - reported with the sandbox, never fatal
@@ -493,20 +490,25 @@ _JUDGE_FILES = (("log", "log.txt", os.O_APPEND), ("result", "result.json", 0),
 BOARD_SIZE = 64
 
 
+def _profile_dirs():
+    """The operator's profile dumps (evaluate.py's KEVOLVE_EVAL_PROFILE): a
+    folder every job may write, when it is set."""
+    prof = os.environ.get("KEVOLVE_EVAL_PROFILE")
+    return [prof] if prof and os.path.isdir(prof) else []
+
+
 def _enter_sandbox(work_dir, extra_write, network, builder=False, job_write=()):
     if _sandbox_off():
         return {"active": [], "missing": {"all": "disabled by KEVOLVE_SANDBOX=0"}, "detail": {}}
     try:
         import sandbox
         need = [sys.executable, sys.prefix, os.path.dirname(os.path.abspath(__file__))]
-        # The operator's profile dumps (evaluate.py's KEVOLVE_EVAL_PROFILE).
-        prof = os.environ.get("KEVOLVE_EVAL_PROFILE")
-        extra_write = list(extra_write) + ([prof] if prof and os.path.isdir(prof) else [])
+        extra_write = list(extra_write) + _profile_dirs()
         view = _VIEW or (False, "the worker entered no view")
         pidns = _PIDNS or (False, "the worker forked no PID namespace")
         keep_uid = "" if view[0] or not _GPU_JOB else GPU_JAIL_GAP
         return sandbox.enter(work_dir, need_reachable=need, extra_write=extra_write, network=network, view=view, pidns=pidns,
-                             builder=builder, job_write=list(job_write) + ([prof] if prof and os.path.isdir(prof) else []),
+                             builder=builder, job_write=list(job_write) + _profile_dirs(),
                              keep_uid=keep_uid)
     except BaseException as e:  # noqa: BLE001 - report, never fail the job for it
         return {"active": [], "missing": {"all": "sandbox failed: %r" % (e,)}, "detail": {}}
@@ -625,11 +627,6 @@ def _sweep_jail(helpers):
     return n
 
 
-def _host_pid():
-    import jail
-    return jail.host_pid()
-
-
 def _call_job(req, ctx, args):
     mod = importlib.import_module(req["module"])
     fn = getattr(mod, req["func"])
@@ -691,7 +688,8 @@ def _run_job(req, grant_r, index):
         # Go returns on this, not on the exit, which waits for the driver
         # to tear the CUDA context down; idle says the child stays for
         # another job instead (run_child waits for it).
-        child_emit({"event": "done", "id": req["id"], "pid": _host_pid(), "idle": again})
+        import jail
+        child_emit({"event": "done", "id": req["id"], "pid": jail.host_pid(), "idle": again})
     # A child that is not kept leaves through os._exit: it never runs the
     # parent's atexit handlers, and does not wait for threads a candidate
     # may have left running (such a job is never reusable).
