@@ -85,7 +85,10 @@ type JudgeOutside struct {
 	LaunchPerCallS float64 `json:"launch_per_call_s"`
 	LaunchCPUShare float64 `json:"launch_cpu_share"`
 	Calls          int     `json:"calls"`
-	RoundTripS     float64 `json:"round_trip_s"`
+	// Paced: the calls were made one request each (the judge's second
+	// opinion after every batch disagreed with the in-process median).
+	Paced      bool    `json:"paced,omitempty"`
+	RoundTripS float64 `json:"round_trip_s"`
 }
 
 // JudgeBounds limit the in-process timings: the candidate's median may
@@ -194,8 +197,12 @@ func outOfBounds(res *EvalResult, rep *JudgeReport) string {
 		return "the evaluation process reported timings but the judge measured none"
 	}
 	if res.Candidate.MedianS < b.CandMinS {
-		return fmt.Sprintf("the candidate's in-process median %.4g s is under %.2g x the judge's outside per-call time %.4g s (%d calls): the timing was not the kernel's",
-			res.Candidate.MedianS, b.CandFactor, rep.Outside.BasisS, rep.Outside.Calls)
+		how := "calls"
+		if rep.Outside.Paced {
+			how = "calls, one at a time"
+		}
+		return fmt.Sprintf("the candidate's in-process median %.4g s is under %.2g x the judge's outside per-call time %.4g s (%d %s): the timing was not the kernel's",
+			res.Candidate.MedianS, b.CandFactor, rep.Outside.BasisS, rep.Outside.Calls, how)
 	}
 	if res.RefEager != nil && res.RefEager.MedianS > b.RefMaxS {
 		return fmt.Sprintf("the reference's in-process median %.4g s is over %.2g x the judge's own timing of it %.4g s: the reference's timing was inflated",

@@ -322,3 +322,29 @@ func TestJudgeFreezesCandidateTree(t *testing.T) {
 		t.Fatalf("the judge stopped %d processes while timing the reference, want the candidate's and its spinner", res.Judge.RefTime.Frozen)
 	}
 }
+
+// A candidate slow only when its calls follow each other with no pause
+// (stalls_back_to_back.py: 20 ms before a call that starts within 20 us of
+// the last one's end, as a thread pool stalls at its barriers on a loaded
+// host) reads many times its in-process median in the judge's batches.
+// The judge's second opinion, its calls one request each, agrees with the
+// in-process median: an honest pass, not timer_tampered. The timing
+// rewrite of judge_timing_stats (TestHostileCandidates) is still caught
+// after that second opinion.
+func TestJudgePacedSecondOpinion(t *testing.T) {
+	if gpuMode() {
+		t.Skip("a CPU candidate's stalls")
+	}
+	ev := evaluator(t)
+	res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Code: readTestdata(t, "ref_normalize.py")},
+		Candidate: Source{Code: readTestdata(t, "stalls_back_to_back.py")}, Target: "cpu", Timeout: 150 * time.Second}, nil)
+	if err != nil {
+		t.Fatalf("Evaluate: %v", err)
+	}
+	if res.Verdict != VerdictPass || res.Judge == nil || res.Judge.Outside == nil {
+		t.Fatalf("verdict %s, judge %+v\n%s", res.Verdict, res.Judge, dump(res))
+	}
+	if !res.Judge.Outside.Paced {
+		t.Fatalf("the judge's outside time %+v is a batch's: the back-to-back stall did not show, so the paced path was not exercised", *res.Judge.Outside)
+	}
+}
