@@ -445,7 +445,8 @@ _TENSOR_METHODS = ("sum", "max", "abs", "argmax", "item", "clone", "copy_", "res
 _HARNESS_MODULES = ("evaluate", "evaluate_common", "evaluate_compare", "evaluate_integrity", "evaluate_timing",
                     "evaluate_ops", "evaluate_hooks", "evaluate_fingerprint", "evaluate_tamper", "workcount",
                     "evaluate_job", "evaluate_state", "evaluate_pipeline", "evaluate_stage_load", "evaluate_stage_correctness",
-                    "evaluate_stage_integrity", "evaluate_stage_timing", "evaluate_stage_after", "evaluate_fastcmp")
+                    "evaluate_stage_integrity", "evaluate_stage_timing", "evaluate_stage_after", "evaluate_fastcmp",
+                    "evaluate_native")
 # The check registry's package: its modules are found at import, so are
 # their names here.
 _CHECKS_PACKAGE = "checks"

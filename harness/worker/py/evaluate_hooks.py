@@ -1,8 +1,11 @@
 """Launch hooks: count the custom kernels a candidate runs (Triton, the
-kevolve loaders, load_inline / cpp_extension modules, cupy kernels), and put
+kevolve loaders, load_inline / cpp_extension modules, cupy kernels, ctypes
+calls into libraries it built: evaluate_native), and put
 Triton in the mode the target needs."""
 import os
 import sys
+
+import evaluate_native
 
 
 class LaunchCounter:
@@ -19,6 +22,11 @@ class LaunchCounter:
 
 
 class _CountingProxy:
+    """A loader's module whose callables count a launch per call. Each
+    attribute's counting wrapper is made once and kept in the proxy's own
+    __dict__, so later lookups do not reach __getattr__ (a warm load_c
+    call is a few µs: a wrapper made per call was a good part of it)."""
+
     def __init__(self, obj, counter, kind):
         object.__setattr__(self, "_kv_obj", obj)
         object.__setattr__(self, "_kv_counter", counter)
@@ -27,17 +35,19 @@ class _CountingProxy:
     def __getattr__(self, name):
         v = getattr(self._kv_obj, name)
         if callable(v) and not name.startswith("__") and not isinstance(v, type):
-            counter, kind = self._kv_counter, self._kv_kind
+            hit, kind = self._kv_counter.hit, self._kv_kind
 
             def call(*a, **k):
-                counter.hit(kind)
+                hit(kind)
                 return v(*a, **k)
             call.__name__ = getattr(v, "__name__", name)
             call.__doc__ = getattr(v, "__doc__", None)
+            object.__setattr__(self, name, call)
             return call
         return v
 
     def __setattr__(self, name, value):
+        self.__dict__.pop(name, None)  # a kept wrapper would call the old value
         setattr(self._kv_obj, name, value)
 
     def __call__(self, *a, **k):
@@ -80,6 +90,9 @@ def _hit(kind):
 
 def install_launch_hooks(counter, uses_ext=True):
     _CURRENT["counter"] = counter
+    # ctypes calls into libraries the candidate built (evaluate_native).
+    evaluate_native.install()
+    evaluate_native.new_evaluation(None if counter is None else counter.hit)
 
     def wrap_loader(mod, attr, kind):
         f = getattr(mod, attr, None)

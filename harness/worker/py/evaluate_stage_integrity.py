@@ -23,7 +23,7 @@ def integrity(st):
     """Reports what the candidate's forward ran (after the reference_ops
     check, whose share measurement calls the candidate once more)."""
     if not st.own:
-        st.warnings.append("no custom kernel ran (no kevolve, Triton, load_inline or cupy launch): the candidate is plain torch ops")
+        st.warnings.append("no custom kernel ran (no kevolve, Triton, load_inline or cupy launch, nor a ctypes call into a library it built): the candidate is plain torch ops")
     st.res["custom_launches"] = st.counter.n
     st.res["launch_kinds"] = sorted(st.counter.kinds)
     st.res["candidate_ops"] = sorted(k for k in st.cand_ops_all if k not in TRIVIAL_OPS)[:50]

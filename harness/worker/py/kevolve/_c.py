@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from . import _args
+from . import _args, _fastcall
 from ._cache import CompileError, cache_dir, digest, host_cpu, tool_version, write_atomic
 from ._sig import Function, c_functions
 
@@ -39,13 +39,17 @@ def _profiling() -> bool:
 
 
 class CFunction:
+    """One C function. Calls go through a checker made for its signature
+    at load time (_fastcall); what it does not take goes through
+    _args.convert, which converts it or raises."""
+
     def __init__(self, lib: ctypes.CDLL, fn: Function):
         self.sig = fn
         self._f = getattr(lib, fn.name)
         self._f.restype = _restype(fn)
-        self._f.argtypes = None  # we pass ctypes instances, already typed
+        self._f.argtypes = _fastcall.argtypes(fn)
 
-    def __call__(self, *args):
+    def _slow(self, args):
         vals, _ = _args.convert(self.sig, args, "cpu")
         if _profiling():
             # A ctypes call is invisible to torch.profiler: name it, so a
@@ -56,8 +60,34 @@ class CFunction:
                 return self._f(*vals)
         return self._f(*vals)
 
+    def __call__(self, *args):
+        return self._slow(args)
+
     def __repr__(self):
         return f"<kevolve C function {self.sig.signature()}>"
+
+
+def _function(lib: ctypes.CDLL, fn: Function) -> CFunction:
+    """A CFunction whose class calls through fn's fast path: special
+    methods are looked up on the type, so each function gets a subclass."""
+    f = CFunction(lib, fn)
+    fast = _fastcall.fast_call(fn, f._f, CFunction._slow)
+    if fast is not None:
+        f.__class__ = type("CFunction", (CFunction,), {"__call__": fast, "__slots__": ()})
+    return f
+
+
+class _Library(ctypes.CDLL):
+    """The loader's own handle on a library: its calls are counted where
+    the loader's module is (evaluate_hooks), not again as a ctypes call."""
+
+    _kv_loader = True
+
+
+# Every library load_c returned in this process, by real path: code built
+# from a source a candidate gave (evaluate_native counts a ctypes call
+# into one as the candidate's own kernel; the harness clears it per job).
+loaded_libraries: set[str] = set()
 
 
 class CModule:
@@ -67,8 +97,14 @@ class CModule:
         self.path = path
         self.compile_seconds = compile_seconds
         self.cached = cached
-        self._lib = ctypes.CDLL(path)
-        self._funcs = {name: CFunction(self._lib, f) for name, f in funcs.items()}
+        self._lib = _Library(path)
+        self._funcs = {name: _function(self._lib, f) for name, f in funcs.items()}
+        loaded_libraries.add(os.path.realpath(path))
+        # Functions as plain attributes where no attribute of the module has
+        # the name: m.scale is then a dict hit, not a __getattr__ call.
+        for name, f in self._funcs.items():
+            if not hasattr(type(self), name) and name not in self.__dict__:
+                self.__dict__[name] = f
 
     @property
     def functions(self) -> list[str]:
