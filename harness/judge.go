@@ -59,6 +59,8 @@ type JudgeTime struct {
 	Iters        int     `json:"iters"`
 	CV           float64 `json:"cv"`
 	CVRaw        float64 `json:"cv_raw,omitempty"`
+	QuietIters   int     `json:"quiet_iters,omitempty"`
+	MedianAllS   float64 `json:"median_all_s,omitempty"`
 	Measurements int     `json:"measurements,omitempty"`
 	Reused       bool    `json:"reused,omitempty"`
 	AgeS         float64 `json:"age_s,omitempty"`
@@ -69,7 +71,8 @@ type JudgeTime struct {
 
 // stats is the judge's timing as the result's reference timing.
 func (t *JudgeTime) stats() *Stats {
-	return &Stats{MedianS: t.MedianS, P10S: t.P10S, P90S: t.P90S, CV: t.CV, CVRaw: t.CVRaw, Iters: t.Iters}
+	return &Stats{MedianS: t.MedianS, P10S: t.P10S, P90S: t.P90S, CV: t.CV, CVRaw: t.CVRaw, Iters: t.Iters,
+		QuietIters: t.QuietIters, MedianAllS: t.MedianAllS}
 }
 
 // JudgeOutside is the candidate's time as the judge's clock saw it: k

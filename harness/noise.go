@@ -49,8 +49,28 @@ func setNoise(res *EvalResult) {
 		}
 	}
 	n.Noisy, n.Why = len(why) > 0, strings.Join(why, "; ")
+	if q := quietNote(res); q != "" && n.Noisy {
+		n.Why += "; " + q
+	}
 	res.Noise = n
 	if n.Noisy {
 		res.Warnings = append(res.Warnings, "noisy timing: "+n.Why+": the speedups may be off by more than their spread; measure again on a quieter host")
 	}
+}
+
+// quietNote says which medians are of undisturbed calls only (Stats.QuietIters):
+// on a loaded host they are the credible part of the figures, though
+// the calls still shared caches and memory with the load.
+func quietNote(res *EvalResult) string {
+	var parts []string
+	for _, t := range []struct {
+		who string
+		s   *Stats
+	}{{"candidate", res.Candidate}, {"eager reference", res.RefEager}, {"torch.compile reference", res.RefCompile}} {
+		if t.s != nil && t.s.QuietIters > 0 {
+			parts = append(parts, fmt.Sprintf("the %s's median is of the %d of %d calls no thread waited in (%.3g s over every call)",
+				t.who, t.s.QuietIters, t.s.Iters, t.s.MedianAllS))
+		}
+	}
+	return strings.Join(parts, "; ")
 }

@@ -184,6 +184,12 @@ type Stats struct {
 	CV    float64 `json:"cv"`
 	CVRaw float64 `json:"cv_raw"`
 	Iters int     `json:"iters"`
+	// QuietIters: on a CPU shared with other programs, the calls in which
+	// no thread of the timing process waited for a CPU; the figures above
+	// are theirs once there are enough, and MedianAllS is every call's
+	// median (both 0: every call counted). evaluate_timing.Undisturbed.
+	QuietIters int     `json:"quiet_iters,omitempty"`
+	MedianAllS float64 `json:"median_all_s,omitempty"`
 	// Host is the host's load over the timed loop (absent from the
 	// judge's timing of the reference).
 	Host *HostLoad `json:"host,omitempty"`

@@ -406,7 +406,7 @@ class Job:
         cap = float(self.args.get("timing_cap_s") or REF_CAP_S[self.device.type])
         st = timer.bench(fn, cap)
         del x
-        return {k: st[k] for k in ("median_s", "p10_s", "p90_s", "iters", "cv", "cv_raw")}
+        return {k: st[k] for k in ("median_s", "p10_s", "p90_s", "iters", "cv", "cv_raw", "quiet_iters", "median_all_s") if k in st}
 
     def _bound_candidate(self, chan, msg, rep):
         """The outside bound on the candidate's per-call time, remeasured
