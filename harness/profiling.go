@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -72,6 +73,16 @@ func Profile(ctx context.Context, ev *Evaluator, p Problem, c Candidate, o Profi
 		candPath = path
 	}
 	opt := o.Base
+	var notes []string
+	if ev != nil && mode == "kernel" && ev.profilesCPU(ctx, backend) {
+		if p.Shapes == "" {
+			p.Shapes = cpuShapes()
+			notes = append(notes, fmt.Sprintf("shapes %s: the CPU target's default", p.Shapes))
+		}
+		var more []string
+		opt.Roofline, more = ev.cpuRoofline(ctx, p, refPath)
+		notes = append(notes, more...)
+	}
 	opt.Backend, opt.Shapes = backend, p.Shapes
 	if o.Timeout > 0 {
 		opt.Timeout = o.Timeout
@@ -96,5 +107,7 @@ func Profile(ctx context.Context, ev *Evaluator, p Problem, c Candidate, o Profi
 	if mode == "model" {
 		return profile.ProfileModel(ctx, refPath, opt)
 	}
-	return profile.Profile(ctx, refPath, candPath, opt)
+	rep, err := profile.Profile(ctx, refPath, candPath, opt)
+	rep.Notes = append(notes, rep.Notes...)
+	return rep, err
 }

@@ -91,7 +91,7 @@ func (e *Evaluator) ceilingsFor(ctx context.Context, t target.Name, d lease.Devi
 			return sol.Ceilings{}, nil, err
 		}
 		if !ok {
-			return sol.Ceilings{}, nil, errors.New("this CPU was never calibrated: run `kevolve-mcp calibrate` (seconds on a CPU)")
+			return sol.Ceilings{}, nil, errors.New("this CPU was never calibrated: call sol_analysis once (it calibrates on first use) or run `kevolve-mcp calibrate --db FILE` with the server's database (seconds on a CPU)")
 		}
 		c, err := sol.CeilingsFor(ctx, e.cfg.DB, uuid, "", "")
 		return c, nil, err

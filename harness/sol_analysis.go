@@ -89,12 +89,18 @@ func SOLAnalysis(ctx context.Context, q SOLQuery, d SOLDeps) (sol.Report, error)
 	if err := q.check(); err != nil {
 		return sol.Report{}, err
 	}
+	var notes []string
 	if q.Candidate != "" {
 		if err := d.measure(ctx, &q); err != nil {
 			return sol.Report{}, err
 		}
 	} else if q.Shapes == "" && q.Device == "" {
 		q.Shapes = d.DefaultShapes
+		if q.Shapes == "" && d.Evaluator != nil && d.Evaluator.runsOnCPU(ctx, "auto") {
+			// Bound what an evaluation here times (run_kernel on a CPU).
+			q.Shapes = cpuShapes()
+			notes = append(notes, "shapes "+q.Shapes+": what an evaluation on this CPU times (pass shapes to bound another set)")
+		}
 	}
 	r, err := d.request(ctx, q)
 	if err != nil {
@@ -104,10 +110,23 @@ func SOLAnalysis(ctx context.Context, q SOLQuery, d SOLDeps) (sol.Report, error)
 		return sol.Report{}, errors.New("no ceilings provider is configured")
 	}
 	ceil, err := d.Ceilings(ctx, q.Device)
-	if err != nil {
-		return sol.Report{}, fmt.Errorf("ceilings: %w (pass device, e.g. \"h100\", or run `kevolve-mcp calibrate`)", err)
+	switch {
+	case errors.Is(err, sol.ErrCPUUncalibrated):
+		return sol.Report{}, fmt.Errorf("ceilings: %w", err) // says what to do already
+	case err != nil:
+		return sol.Report{}, fmt.Errorf("ceilings: %w (pass device, e.g. \"h100\", or run `kevolve-mcp calibrate --db FILE` with the server's database)", err)
 	}
-	return sol.AnalyzeRequest(ctx, r, ceil)
+	rep, err := sol.AnalyzeRequest(ctx, r, ceil)
+	if err != nil {
+		return rep, err
+	}
+	if ceil.Calibrated != nil {
+		// This call calibrated the CPU: the answer says so, and how long it took.
+		rep.Calibration = ceil.Calibrated
+		notes = append(notes, sol.FirstUseNote(ceil.Calibrated))
+	}
+	rep.Notes = append(rep.Notes, notes...)
+	return rep, nil
 }
 
 // maxTraceS bounds a trace a caller may ask for.

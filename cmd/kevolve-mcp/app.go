@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 
 	_ "github.com/mattn/go-sqlite3" // the one SQLite file every package migrates its tables into
 
@@ -14,6 +15,7 @@ import (
 	"github.com/kevolve/kevolve-mcp/harness"
 	"github.com/kevolve/kevolve-mcp/harness/device"
 	"github.com/kevolve/kevolve-mcp/harness/problem"
+	"github.com/kevolve/kevolve-mcp/harness/sol"
 	"github.com/kevolve/kevolve-mcp/harness/toolchain"
 	"github.com/kevolve/kevolve-mcp/retrieval"
 	"github.com/kevolve/kevolve-mcp/search/store"
@@ -29,6 +31,8 @@ type app struct {
 	db      *sql.DB
 	ev      *harness.Evaluator
 	reg     *corpus.Registry
+	cal     *sol.FirstUse // calibrates an uncalibrated CPU once, on first use
+	calOnce sync.Once     // concurrent first tool calls must share one calibrator
 }
 
 func newApp(g globalFlags, logger *slog.Logger) *app {

@@ -94,7 +94,27 @@ func (a *app) solDeps(ctx context.Context) harness.SOLDeps {
 }
 
 // ceilings are the ceilings of a spec-table device key ("" = this
-// machine's device, measured figures over the datasheet).
+// machine's device, measured figures over the datasheet); an uncalibrated
+// CPU is calibrated first, into this database.
 func (a *app) ceilings(ctx context.Context, key string) (sol.Ceilings, error) {
-	return sol.ForDevice(ctx, a.db, a.devices.Get(ctx, false), key)
+	return a.firstUse().Ceilings(ctx, a.devices.Get(ctx, false), key)
+}
+
+// firstUse is the calibrator of the app's database, shared by every
+// caller on it (sol_analysis, a profile's roofline), so concurrent first
+// calls share one calibration. With an evaluator it holds the CPU alone
+// while it measures (no timed evaluation beside it).
+func (a *app) firstUse() *sol.FirstUse {
+	a.calOnce.Do(func() {
+		switch ev, err := a.evaluator(); {
+		case a.openDB() != nil:
+			a.cal = sol.NewFirstUse(nil, a.python) // no database to store into: ForDevice says what is missing
+		case err == nil:
+			a.cal = ev.Calibrator()
+		}
+		if a.cal == nil { // no evaluator (or one made without the database): nothing to hold
+			a.cal = sol.FirstUseOf(a.db, a.python, nil)
+		}
+	})
+	return a.cal
 }

@@ -31,16 +31,56 @@ type KernelTime struct {
 	Share  float64 `json:"share"`   // of the model's total device time
 }
 
-// CPUProfile is the CPU target's profile: where a forward's time goes and,
-// where perf can read them, hardware counters.
+// CPUProfile is the CPU target's profile: what one call of the forward
+// costs (timed without the profiler, after warm-up), where its time goes
+// (torch.profiler's ops, whose own records inflate short ops), how many
+// cores it kept busy and, where the host exposes them, hardware counters.
 type CPUProfile struct {
-	Ops           []OpTime           `json:"ops"`
-	TotalUs       float64            `json:"total_us"`
-	WallUsPerIter float64            `json:"wall_us_per_iter"`
-	Perf          map[string]float64 `json:"perf,omitempty"`
-	PerfMissing   []string           `json:"perf_missing,omitempty"` // events perf could not count here
-	IPC           *float64           `json:"ipc,omitempty"`
-	CacheMissPct  *float64           `json:"cache_miss_pct,omitempty"`
+	Ops []OpTime `json:"ops"`
+	// TotalUs is the profiled forward's summed self CPU time, profiler
+	// overhead included: it ranks the ops; WallUsPerIter is the call's time.
+	TotalUs float64 `json:"total_us"`
+	// WallUsPerIter is the median wall time of one un-profiled call, after
+	// warm-up; loading, building and warm-up are SetupS, not in it.
+	WallUsPerIter float64 `json:"wall_us_per_iter"`
+	WallMinUs     float64 `json:"wall_min_us"`
+	WallMeanUs    float64 `json:"wall_mean_us"` // far above the median: some calls stall (threads descheduled on a loaded host)
+	CallsTimed    int     `json:"calls_timed"`
+	SetupS        float64 `json:"setup_s"`
+	// CoresBusy is the process's CPU time (all threads) over the timed
+	// calls' wall time: 1 is one core's worth. OpenMP threads spin while
+	// they wait, so it can overstate the work; a low figure is telling.
+	CoresBusy float64 `json:"cores_busy"`
+	Threads   int     `json:"threads"`                // torch's intra-op threads in the profiled process
+	CPUs      int     `json:"cpus"`                   // the cores it may use
+	HostLoad  float64 `json:"host_load_1m,omitempty"` // load average before the run: other work on the host
+	// HardwareCounters says whether cycles and instructions were counted;
+	// CountersUnavailable says why not, in words.
+	HardwareCounters    bool               `json:"hardware_counters"`
+	CountersUnavailable string             `json:"counters_unavailable,omitempty"`
+	Perf                map[string]float64 `json:"perf,omitempty"`         // over the timed loop only
+	PerfMissing         []string           `json:"perf_missing,omitempty"` // events perf could not count here
+	IPC                 *float64           `json:"ipc,omitempty"`
+	CacheMissPct        *float64           `json:"cache_miss_pct,omitempty"`
+	// Roofline is the problem's speed of light on this CPU where it is
+	// known (work declared or traced, ceilings calibrated), and PctOfSol
+	// how close the median call comes to it.
+	Roofline *Roofline `json:"roofline,omitempty"`
+	PctOfSol *float64  `json:"pct_of_sol,omitempty"`
+}
+
+// Roofline is the speed-of-light bound of the profiled problem on this
+// device, as the harness computes it for sol_analysis.
+type Roofline struct {
+	Bound        string  `json:"bound"` // memory | compute
+	TSolUs       float64 `json:"t_sol_us"`
+	TMemoryUs    float64 `json:"t_memory_us"`
+	TComputeUs   float64 `json:"t_compute_us"`
+	FLOPs        float64 `json:"flops"`
+	Bytes        float64 `json:"bytes"`
+	MemBandwidth float64 `json:"mem_bandwidth_bytes_per_s"`
+	PeakFLOPS    float64 `json:"peak_flops"`
+	Source       string  `json:"source"` // where the work and ceilings came from
 }
 
 func runCPU(ctx context.Context, ref, cand string, opt Options) (Report, error) {
@@ -64,93 +104,32 @@ func runCPU(ctx context.Context, ref, cand string, opt Options) (Report, error) 
 	if err := driverJSON(res.stdout, &cp); err != nil {
 		return Report{}, fmt.Errorf("cpu profile: %w (stderr: %s; exit: %v)", err, clip(res.stderr, 800), runErr)
 	}
+	cp.HostLoad = loadAverage()
 	rep := Report{Mode: "kernel", Profiler: "torch.profiler", Available: true, CPU: &cp}
-	if perf := lookPath(opt.Perf, "perf"); perf != "" {
-		if err := perfStat(ctx, perf, driver, ref, cand, opt, &cp); err != nil {
-			rep.Notes = append(rep.Notes, "perf stat failed: "+err.Error())
-		} else {
-			rep.Profiler = "torch.profiler+perf"
+	if rf := opt.Roofline; rf != nil {
+		cp.Roofline = rf
+		if rf.TSolUs > 0 && cp.WallUsPerIter > 0 {
+			cp.PctOfSol = f64(100 * rf.TSolUs / cp.WallUsPerIter)
 		}
-	} else {
-		rep.Notes = append(rep.Notes, "perf not found: no hardware counters (install linux-perf for IPC and cache misses)")
+	}
+	if countCPU(ctx, driver, ref, cand, opt, &cp) {
+		rep.Profiler = "torch.profiler+perf"
 	}
 	rep.Findings = diagnoseCPU(cp)
 	rep.WallS = time.Since(t0).Seconds()
 	return rep, nil
 }
 
-// perfEvents are the counters asked of perf; in VMs and containers many read
-// <not supported>, which is reported, not fatal.
-var perfEvents = []string{"task-clock", "cycles", "instructions", "cache-references", "cache-misses", "branches", "branch-misses"}
-
-// perfStat runs the candidate's forward in a loop for a few seconds under
-// `perf stat -x,` so steady state outweighs the interpreter's start-up.
-func perfStat(ctx context.Context, perf, driver, ref, cand string, opt Options, cp *CPUProfile) error {
-	args := append([]string{"stat", "-x,", "-e", strings.Join(perfEvents, ","), "--", opt.Python}, driverArgs(driver, "loop", opt, ref, cand)...)
-	args = append(args, "--seconds", "2")
-	res, err := run(ctx, append(shapesEnv(opt), "CUDA_VISIBLE_DEVICES="), perf, args...)
+// loadAverage is the host's one-minute load average (0 where unknown).
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
-		return fmt.Errorf("%w: %s", err, clip(res.stderr, 600))
+		return 0
 	}
-	counters, missing := ParsePerfStat(res.stderr)
-	if len(counters) == 0 {
-		return fmt.Errorf("perf printed no counters: %s", clip(res.stderr, 400))
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
 	}
-	cp.Perf, cp.PerfMissing = counters, missing
-	if c, i := counters["cycles"], counters["instructions"]; c > 0 && i > 0 {
-		cp.IPC = f64(i / c)
-	}
-	if r, m := counters["cache-references"], counters["cache-misses"]; r > 0 {
-		cp.CacheMissPct = f64(100 * m / r)
-	}
-	return nil
-}
-
-// ParsePerfStat reads `perf stat -x,` lines (value,unit,event,run-time,pct,...)
-// into event -> value; events shown as <not supported>/<not counted> are
-// returned as missing.
-func ParsePerfStat(out string) (map[string]float64, []string) {
-	counters := map[string]float64{}
-	var missing []string
-	for _, line := range strings.Split(out, "\n") {
-		f := strings.Split(strings.TrimSpace(line), ",")
-		if len(f) < 3 || f[2] == "" {
-			continue
-		}
-		ev := f[2]
-		if i := strings.IndexByte(ev, ':'); i > 0 {
-			ev = ev[:i] // cycles:u -> cycles
-		}
-		if strings.HasPrefix(f[0], "<") {
-			missing = append(missing, ev)
-			continue
-		}
-		if v, err := strconv.ParseFloat(f[0], 64); err == nil {
-			counters[ev] = v
-		}
-	}
-	return counters, missing
-}
-
-// diagnoseCPU reads the counters the way one reads a roofline: low IPC with
-// many cache misses is memory-bound, high IPC is compute-bound; a forward
-// made of many tiny ops is launch(dispatch)-bound.
-func diagnoseCPU(cp CPUProfile) []Finding {
-	var out []Finding
-	if cp.IPC != nil {
-		ipc := *cp.IPC
-		miss := deref(cp.CacheMissPct)
-		switch {
-		case ipc < 1 && miss > 10:
-			add(&out, MemoryBound, "(cpu)", 1-ipc, fmt.Sprintf("IPC %.2f with %.1f%% cache misses", ipc, miss))
-		case ipc >= 2:
-			add(&out, ComputeBound, "(cpu)", ipc/4, fmt.Sprintf("IPC %.2f", ipc))
-		case ipc < 1:
-			add(&out, LatencyBound, "(cpu)", 1-ipc, fmt.Sprintf("IPC %.2f, cache misses %.1f%%", ipc, miss))
-		}
-	}
-	if n := len(cp.Ops); n > 0 && cp.WallUsPerIter > 0 && cp.WallUsPerIter < 50 && n >= 3 {
-		add(&out, LaunchBound, "(cpu)", 0.5, fmt.Sprintf("%d ops in a %.1f µs forward: per-op dispatch overhead dominates", n, cp.WallUsPerIter))
-	}
-	return out
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
 }

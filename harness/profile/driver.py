@@ -7,8 +7,10 @@
 #          cudaProfilerStart/Stop (ncu --profile-from-start off) and inside
 #          the NVTX range "kevolve_candidate", so only the candidate's
 #          kernels are profiled, never warm-up, JIT or input set-up.
-#   cpu    torch.profiler on the candidate's forward on CPU: ops by self time.
-#   loop   run the candidate's forward repeatedly for --seconds (under perf).
+#   cpu    the candidate's forward on CPU: its wall time per call (un-profiled,
+#          after warm-up) and cores busy, then torch.profiler's ops by self time.
+#   loop   run the candidate's forward repeatedly for --seconds (under perf,
+#          which counts only the loop when given --perf-ctl/--perf-ack).
 #   model  torch.profiler on the reference Model: ops ranked by device time
 #          share with Amdahl headroom 1/(1-share), each op's kernels nested
 #          under it (ranked one level, so shares add to at most 1).
@@ -112,28 +114,75 @@ def profiled(model, inputs, device, iters):
     return prof
 
 
+def timed_calls(model, inputs, min_calls=20, min_s=1.0, max_calls=5000, max_s=3.0):
+    """Wall time of each un-profiled forward, after warm-up: the first calls
+    build and JIT, and the profiler adds its own start-up and a record per
+    op, so neither belongs in the per-call figure. Also the process's CPU
+    time over the same calls (every thread's), for how many cores were busy."""
+    import torch
+    ts = []
+    with torch.no_grad():
+        for _ in range(3):
+            model(*inputs)
+        c0, w0 = os.times(), time.perf_counter()
+        while len(ts) < max_calls:
+            t0 = time.perf_counter()
+            model(*inputs)
+            ts.append(time.perf_counter() - t0)
+            spent = time.perf_counter() - w0
+            if (len(ts) >= min_calls and spent >= min_s) or (len(ts) >= 5 and spent >= max_s):
+                break
+        wall = time.perf_counter() - w0
+        c1 = os.times()
+    cpu = (c1.user - c0.user) + (c1.system - c0.system)
+    mean = sum(ts) / len(ts)
+    ts.sort()
+    return {"median_s": ts[len(ts) // 2], "min_s": ts[0], "mean_s": mean, "calls": len(ts), "cores_busy": cpu / wall if wall > 0 else 0.0}
+
+
 def mode_cpu(a):
     import torch
+    t0 = time.perf_counter()
     torch.set_num_threads(max(1, min(os.cpu_count() or 1, 8)))
     model, inputs = setup(a, "cpu")
-    t0 = time.perf_counter()
+    calls = timed_calls(model, inputs)
+    setup_s = time.perf_counter() - t0 - calls["mean_s"] * calls["calls"]
     prof = profiled(model, inputs, "cpu", a.iters)
-    wall = (time.perf_counter() - t0) / max(1, a.iters + 2)
     rows, total = op_table(prof, "self_cpu_time_total", a.top)
     for r in rows:
         r["time_us"] /= a.iters
-    return {"device": "cpu", "iters": a.iters, "ops": rows, "total_us": total / a.iters, "wall_us_per_iter": wall * 1e6}
+    return {"device": "cpu", "iters": a.iters, "ops": rows, "total_us": total / a.iters,
+            "wall_us_per_iter": calls["median_s"] * 1e6, "wall_min_us": calls["min_s"] * 1e6, "wall_mean_us": calls["mean_s"] * 1e6,
+            "calls_timed": calls["calls"], "cores_busy": calls["cores_busy"],
+            "threads": torch.get_num_threads(), "cpus": os.cpu_count() or 1, "setup_s": max(0.0, setup_s)}
+
+
+def perf_control(a, cmd):
+    """Tells a `perf stat --control` watching this process to start or
+    stop counting, and waits for its ack, so the counters cover the timed
+    loop only: not the interpreter's start-up, torch's import or a build."""
+    if not a.perf_ctl:
+        return
+    with open(a.perf_ctl, "w") as ctl:
+        ctl.write(cmd + "\n")
+    with open(a.perf_ack) as ack:
+        ack.readline()
 
 
 def mode_loop(a):
     model, inputs = setup(a, "cpu")
     import torch
-    n, t0 = 0, time.perf_counter()
     with torch.no_grad():
+        for _ in range(3):
+            model(*inputs)
+        perf_control(a, "enable")
+        n, t0 = 0, time.perf_counter()
         while time.perf_counter() - t0 < a.seconds:
             model(*inputs)
             n += 1
-    return {"iters": n, "seconds": time.perf_counter() - t0}
+        secs = time.perf_counter() - t0
+        perf_control(a, "disable")
+    return {"iters": n, "seconds": secs}
 
 
 UNATTRIBUTED = "(kernels launched outside any operator)"
@@ -233,6 +282,8 @@ def main():
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--seconds", type=float, default=2.0)
     ap.add_argument("--device", default="auto")
+    ap.add_argument("--perf-ctl", help="perf stat's control FIFO (loop mode)")
+    ap.add_argument("--perf-ack", help="perf stat's ack FIFO (loop mode)")
     a = ap.parse_args()
     if a.pydir:
         sys.path.insert(0, a.pydir)

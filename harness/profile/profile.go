@@ -26,6 +26,9 @@ type Options struct {
 	Timeout   time.Duration // whole run (default 120 s)
 	Shapes    string        // exported as KEVOLVE_SHAPES
 	RecordDir string        // when set, raw profiler output is copied here (recording test data)
+	// Roofline, when set, is the problem's speed of light on the CPU being
+	// profiled: the CPU diagnosis weighs the call's time against it.
+	Roofline *Roofline
 	// Env is set in the profiled process: a device lease's variables that
 	// pin it to its device (CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES).
 	Env map[string]string

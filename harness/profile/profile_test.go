@@ -269,7 +269,20 @@ func TestProfileCPU(t *testing.T) {
 			t.Errorf("cycles neither counted nor reported missing: %+v", rep.CPU)
 		}
 	}
-	t.Logf("CPU profile: top %s %.0f µs (%.0f%%), perf %v missing %v, %.1f s", rep.CPU.Ops[0].Op, rep.CPU.Ops[0].TimeUs, 100*rep.CPU.Ops[0].Share, rep.CPU.Perf, rep.CPU.PerfMissing, rep.WallS)
+	// The per-call time is the un-profiled calls' (not set-up or profiler
+	// start-up); counters are read or said to be missing, with the reason;
+	// a diagnosis is always given, on timings alone if need be.
+	cp := rep.CPU
+	if cp.CallsTimed < 5 || cp.WallMinUs <= 0 || cp.WallMinUs > cp.WallUsPerIter || cp.WallUsPerIter > cp.WallMeanUs*1.0001 {
+		t.Errorf("per-call timing: min %.1f median %.1f mean %.1f µs over %d calls", cp.WallMinUs, cp.WallUsPerIter, cp.WallMeanUs, cp.CallsTimed)
+	}
+	if !cp.HardwareCounters && cp.CountersUnavailable == "" {
+		t.Errorf("no hardware counters and no reason: %+v", cp)
+	}
+	if len(rep.Findings) == 0 {
+		t.Errorf("no diagnosis: %+v", cp)
+	}
+	t.Logf("CPU profile: call %.0f µs, top %s %.0f µs (%.0f%%), perf %v missing %v (%s), findings %v, %.1f s", cp.WallUsPerIter, cp.Ops[0].Op, cp.Ops[0].TimeUs, 100*cp.Ops[0].Share, cp.Perf, cp.PerfMissing, cp.CountersUnavailable, rep.Findings, rep.WallS)
 }
 
 func contains(xs []string, s string) bool {

@@ -72,8 +72,18 @@ func WriteTable(w io.Writer, r Report) error {
 	if r.Model != nil {
 		writeOps(fmt.Sprintf("OPERATORS (%s, %s)", r.Model.Device, r.Model.TimeBasis), r.Model.Ops)
 	}
-	if r.CPU != nil {
-		writeOps("CPU TIME", r.CPU.Ops)
+	if c := r.CPU; c != nil {
+		p("CALL	%.1f us median (min %.1f, mean %.1f) over %d un-profiled calls; set-up %.1f s apart", c.WallUsPerIter, c.WallMinUs, c.WallMeanUs, c.CallsTimed, c.SetupS)
+		p("  cores	%.2f of %d busy (%d torch threads)", c.CoresBusy, c.CPUs, c.Threads)
+		if rf := c.Roofline; rf != nil {
+			p("  roofline	%s-bound, SOL %.1f us: %.0f%% of it (%s)", rf.Bound, rf.TSolUs, deref(c.PctOfSol), rf.Source)
+		}
+		if c.IPC != nil {
+			p("  counters	IPC %.2f, cache misses %s", *c.IPC, pctOrDash(c.CacheMissPct))
+		} else if c.CountersUnavailable != "" {
+			p("  counters	none: %s", c.CountersUnavailable)
+		}
+		writeOps("CPU TIME (profiled self time, profiler overhead included)", c.Ops)
 	}
 	for _, n := range r.Notes {
 		p("note\t%s", n)

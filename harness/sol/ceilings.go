@@ -22,6 +22,9 @@ type Ceilings struct {
 	MemBandwidth float64            `json:"mem_bandwidth_bytes_per_s"`
 	Source       string             `json:"source"` // "measured" | "spec:<key>" | "measured+spec:<key>"
 	DeviceUUID   string             `json:"device_uuid,omitempty"`
+	// Calibrated is the calibration FirstUse ran to answer this call (nil:
+	// the figures were stored already).
+	Calibrated *Calibration `json:"calibrated,omitempty"`
 }
 
 // MetricMemBandwidth is the calibration metric name for copy bandwidth; every

@@ -3,7 +3,6 @@ package sol
 import (
 	"context"
 	"database/sql"
-	"errors"
 
 	"github.com/kevolve/kevolve-mcp/harness/device"
 )
@@ -32,5 +31,5 @@ func ForDevice(ctx context.Context, db *sql.DB, r device.Report, key string) (Ce
 			return CeilingsFor(ctx, db, uuid, "", "")
 		}
 	}
-	return Ceilings{}, errors.New("no GPU here and this CPU was never calibrated: run `kevolve-mcp calibrate` (seconds on a CPU), or pass a device key such as h100 to bound against its datasheet")
+	return Ceilings{}, ErrCPUUncalibrated
 }

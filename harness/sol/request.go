@@ -25,6 +25,9 @@ type Request struct {
 type Report struct {
 	Result
 	Detail []OpCount `json:"detail,omitempty"`
+	// Calibration is the CPU calibration this answer ran first (a fresh
+	// database): its figures and duration_s.
+	Calibration *Calibration `json:"calibration,omitempty"`
 }
 
 // Work resolves a request's work: declared numbers win, tracing fills in
