@@ -54,7 +54,7 @@ func roofFinding(out *[]Finding, cp CPUProfile) {
 	if rf == nil || pct < atRoofPct {
 		return
 	}
-	ev := []string{fmt.Sprintf("median call %.1f µs against a speed of light of %.1f µs: %.0f%% of SOL (%s-bound: %.4g B at %.3g GB/s, %.4g FLOP at %.3g GFLOP/s; %s)",
+	ev := []string{fmt.Sprintf("median call %.1f µs against a speed of light of %.1f µs: %.3g%% of SOL (%s-bound: %.4g B at %.3g GB/s, %.4g FLOP at %.3g GFLOP/s; %s)",
 		cp.WallUsPerIter, rf.TSolUs, pct, rf.Bound, rf.Bytes, rf.MemBandwidth/1e9, rf.FLOPs, rf.PeakFLOPS/1e9, rf.Source)}
 	if pct > 100 {
 		ev = append(ev, "faster than the calibrated roof: its working set is served from the caches, whose bandwidth the copy benchmark does not measure")
@@ -131,7 +131,7 @@ func byElimination(out *[]Finding, cp CPUProfile) {
 	if rf := cp.Roofline; rf != nil && rf.TSolUs > 0 {
 		pct := deref(cp.PctOfSol)
 		sev = 1 - pct/100
-		ev = append(ev, fmt.Sprintf("%.0f%% of its %s-bound speed of light (%.1f µs): neither the memory nor the compute roof limits it", pct, rf.Bound, rf.TSolUs))
+		ev = append(ev, fmt.Sprintf("%.3g%% of its %s-bound speed of light (%.1f µs): neither the memory nor the compute roof limits it", pct, rf.Bound, rf.TSolUs))
 	} else {
 		ev = append(ev, "no speed-of-light figures for this problem here, so the roof cannot be ruled in or out: by elimination only")
 	}

@@ -32,7 +32,7 @@ func TestDiagnoseCPURules(t *testing.T) {
 		evidence string // in some finding's evidence
 	}{
 		{"short call near its memory roof", CPUProfile{Ops: ops, WallUsPerIter: 15, CoresBusy: 1.9, Threads: 2, CPUs: 2, Roofline: memRoof(10)},
-			[]string{MemoryBound, LaunchBound}, []string{TailEffect}, "67% of SOL"},
+			[]string{MemoryBound, LaunchBound}, []string{TailEffect}, "66.7% of SOL"},
 		{"short call far from its roof", CPUProfile{Ops: ops, WallUsPerIter: 20, CoresBusy: 1.9, Threads: 2, CPUs: 2, Roofline: memRoof(1)},
 			[]string{LaunchBound}, []string{MemoryBound}, "19.0 µs of the call is beyond it"},
 		{"long call on one of eight cores", CPUProfile{Ops: ops, WallUsPerIter: 4000, CoresBusy: 1.0, Threads: 8, CPUs: 8, Roofline: memRoof(100)},

@@ -76,7 +76,7 @@ func WriteTable(w io.Writer, r Report) error {
 		p("CALL	%.1f us median (min %.1f, mean %.1f) over %d un-profiled calls; set-up %.1f s apart", c.WallUsPerIter, c.WallMinUs, c.WallMeanUs, c.CallsTimed, c.SetupS)
 		p("  cores	%.2f of %d busy (%d torch threads)", c.CoresBusy, c.CPUs, c.Threads)
 		if rf := c.Roofline; rf != nil {
-			p("  roofline	%s-bound, SOL %.1f us: %.0f%% of it (%s)", rf.Bound, rf.TSolUs, deref(c.PctOfSol), rf.Source)
+			p("  roofline	%s-bound, SOL %.1f us: the median call is %.3g%% of it (%s)", rf.Bound, rf.TSolUs, deref(c.PctOfSol), rf.Source)
 		}
 		if c.IPC != nil {
 			p("  counters	IPC %.2f, cache misses %s", *c.IPC, pctOrDash(c.CacheMissPct))
