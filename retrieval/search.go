@@ -58,6 +58,8 @@ type Response struct {
 	// Constraints are the rules that apply to the operator (only for a query
 	// with an Operator); they are not repeated in Results.
 	Constraints []Result `json:"constraints,omitempty"`
+	// Omitted says what Fit cut to keep the answer within its budget.
+	Omitted string `json:"omitted,omitempty"`
 }
 
 // Tuning constants. rrfK is smaller than the customary 60 because the
@@ -156,7 +158,8 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Response, error) {
 		}
 		// A language page is about one language: with the language known,
 		// the right one goes up and the others down. Technique pages that
-		// list the language get a smaller lift.
+		// list the language get a smaller lift, and those that list only
+		// others (a Triton example for a C kernel) go down as far.
 		if lang != "" {
 			has := slices.Contains(d.Languages, lang)
 			switch {
@@ -166,6 +169,8 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Response, error) {
 				s /= boostLangPage
 			case has:
 				s *= boostLang
+			case len(d.Languages) > 0:
+				s /= boostLang
 			}
 		}
 		c := cand{d, s, sc, tier}
@@ -177,7 +182,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Response, error) {
 	if op != "" {
 		for _, p := range ix.order {
 			d := ix.docs[p]
-			if d.Kind != "constraints" || !appliesTo(d, op) {
+			if d.Kind != "constraints" || !appliesTo(d, op) || !forLanguage(d.Languages, lang) {
 				continue
 			}
 			sc, _ := scopeOf(&d.DocInfo, scope)
@@ -513,4 +518,10 @@ func (ix *Index) bestPassage(path string, pas map[int64]float64) (string, string
 	}
 	p := ix.passages[best]
 	return p.heading, p.text
+}
+
+// forLanguage says whether a document that lists its languages is for
+// lang (every document is where either is unknown).
+func forLanguage(langs []string, lang string) bool {
+	return lang == "" || len(langs) == 0 || slices.Contains(langs, lang) || slices.Contains(langs, "any")
 }

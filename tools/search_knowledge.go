@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ type SearchKnowledgeArgs struct {
 	Bottlenecks []string `json:"bottlenecks,omitempty" jsonschema:"From profile_kernel, e.g. memory-bound, register-pressure, uncoalesced."`
 	Diagnosis   string   `json:"diagnosis,omitempty" jsonschema:"The profiler's diagnosis in words."`
 	ErrorText   string   `json:"error_text,omitempty" jsonschema:"A compiler or runtime error; its salient words join the query."`
+	MaxChars    int      `json:"max_chars,omitempty" jsonschema:"Answer budget in characters (default 8000, at most 100000): past it passages are shortened, then the lowest-ranked results dropped (omitted says what)."`
 }
 
 // SearchKnowledge returns the search_knowledge tool over an opened index.
@@ -54,6 +56,9 @@ func SearchKnowledge(ix *retrieval.Index) server.ServerTool {
 		if args.K < 0 || args.K > 50 {
 			return toolErrorf("k must be between 1 and 50 (got %d); omit it for 5", args.K), nil
 		}
+		if args.MaxChars < 0 || args.MaxChars > 100000 {
+			return toolErrorf("max_chars must be between 1 and 100000 (got %d); omit it for %d", args.MaxChars, retrieval.DefaultBudget), nil
+		}
 		resp, err := ix.Search(ctx, retrieval.Query{
 			Text: args.Query, Device: args.Device, Operator: args.Operator, Language: args.Language,
 			Bottlenecks: args.Bottlenecks, Diagnosis: args.Diagnosis, ErrorText: args.ErrorText, K: args.K,
@@ -64,6 +69,7 @@ func SearchKnowledge(ix *retrieval.Index) server.ServerTool {
 		if err != nil {
 			return toolErrorf("search_knowledge: %v", err), nil
 		}
+		resp.Fit(cmp.Or(args.MaxChars, retrieval.DefaultBudget))
 		return structured(resp), nil
 	}
 	return server.ServerTool{Tool: tool, Handler: handler}

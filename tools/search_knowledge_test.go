@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -80,6 +81,31 @@ func TestSearchKnowledgeOverMCP(t *testing.T) {
 					t.Fatalf("%+v", r)
 				}
 			}},
+		// Issue 36: (cpu, softmax, c) answered 22.6 K, 18.9 K of it constraints.
+		{name: "answer within the default budget", args: map[string]any{"device": "cpu", "operator": "softmax", "language": "c"},
+			check: func(t *testing.T, r retrieval.Response) {
+				if n := jsonSize(t, r); n > retrieval.DefaultBudget || len(r.Results) == 0 || len(r.Constraints) == 0 {
+					t.Fatalf("%d characters, %d results, %d constraints", n, len(r.Results), len(r.Constraints))
+				}
+				if !strings.Contains(r.Omitted, "kb://") {
+					t.Errorf("omitted %q does not say where the cut text is", r.Omitted)
+				}
+			}},
+		{name: "a larger budget keeps the passages", args: map[string]any{"device": "cpu", "operator": "softmax", "language": "c", "max_chars": 60000},
+			check: func(t *testing.T, r retrieval.Response) {
+				if r.Omitted != "" || len(r.Constraints) == 0 || r.Constraints[0].Passage == "" {
+					t.Fatalf("omitted %q, constraints %d", r.Omitted, len(r.Constraints))
+				}
+			}},
+		{name: "constraints for the language only", args: map[string]any{"operator": "softmax", "language": "triton", "max_chars": 60000},
+			check: func(t *testing.T, r retrieval.Response) {
+				for _, x := range r.Constraints {
+					if x.Path == "constraints/kevolve-fast-loaders.md" {
+						t.Errorf("a constraint for cuda and c in a triton answer: %s", x.Path)
+					}
+				}
+			}},
+		{name: "budget out of range", args: map[string]any{"query": "tiling", "max_chars": 500000}, wantErr: "max_chars must be between"},
 		{name: "nothing to search", args: map[string]any{"query": "the"}, wantErr: "nothing to search for"},
 		{name: "k out of range", args: map[string]any{"query": "tiling", "k": 500}, wantErr: "k must be between"},
 		{name: "unknown device", args: map[string]any{"query": "tiling", "device": "tpu"}, wantErr: "unknown device"},
@@ -185,4 +211,13 @@ func BenchmarkSearchKnowledgeMCP(b *testing.B) {
 	p50, p95 := p95Search(b, c, 200)
 	b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(p95.Microseconds())/1000, "p95-ms")
+}
+
+func jsonSize(t *testing.T, v any) int {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(b)
 }
