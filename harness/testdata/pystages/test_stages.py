@@ -35,7 +35,19 @@ class ChunkedCompare(unittest.TestCase):
             self.assertEqual((got_ok, got_check), (ok, check), name + ": " + detail)
         _, _, detail = compare(0, r, cases["one_bad"][0], None)
         self.assertIn("1 of %d" % r.numel(), detail)
-        self.assertIn("flat index %d" % (20 * 301 + 250), detail)
+        self.assertIn("worst at [20, 250]", detail)
+        self.assertIn("first mismatches at [20, 250]", detail)
+
+    def test_mismatches_named_by_their_index(self):
+        r = torch.randn(4, 5, 600)  # elements past the first chunk too
+        o = r.clone()
+        for at in [(0, 2, 599), (1, 0, 3), (3, 4, 7), (3, 4, 8)]:
+            o[at] += 5.0
+        o[2, 1, 10] += 9.0  # the worst
+        ok, _, detail = compare(0, r, o, None)
+        self.assertFalse(ok)
+        self.assertIn("worst at [2, 1, 10]", detail)
+        self.assertIn("first mismatches at [0, 2, 599], [1, 0, 3], [2, 1, 10]", detail)
 
     def test_relative_norm_and_zero_reference(self):
         r = torch.randn(50, 60) * 1e-6
@@ -61,6 +73,28 @@ class ChunkedCompare(unittest.TestCase):
         self.assertTrue(same_tensor_values(x, y))
         y[4000] += 1
         self.assertFalse(same_tensor_values(x, y))
+
+
+class CompileErrorDetail(unittest.TestCase):
+    def test_log_and_the_candidates_line_without_the_harness_frames(self):
+        class CompileError(Exception):
+            pass
+
+        src = "def build():\n    raise CompileError('gcc failed (exit 1)\\nkernel.c:3:5: error: unknown type name this')\n"
+        ns = {"CompileError": CompileError}
+        exec(compile(src, "/jail/work/kevolve_candidate.py", "exec"), ns)
+        try:
+            ns["build"]()
+        except CompileError as e:
+            detail = evaluate_common.fmt_exc(e)
+        self.assertEqual(detail.count("kernel.c:3:5: error: unknown type name this"), 1, detail)
+        self.assertIn("called from ---\nkevolve_candidate.py:2 in build", detail)
+        self.assertNotIn("traceback", detail)
+        try:
+            raise CompileError("ninja: build stopped\n" + "c++ -O3 " * 300 + "\nk.cu:9:1: error: expected a ';'")
+        except CompileError as e:
+            detail = evaluate_common.fmt_exc(e)
+        self.assertTrue(detail.startswith("compiler errors:\nk.cu:9:1: error"), detail[:200])
 
 
 class Snapshot(unittest.TestCase):

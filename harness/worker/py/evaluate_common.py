@@ -288,9 +288,28 @@ def fmt_exc(e, limit=6000):
         if sum(len(x) for x in errs) > 1500:
             break
     head = ("compiler errors:\n" + "\n".join(dict.fromkeys(errs)) + "\n\n") if errs else ""
+    if errs and is_compile_exception(e):
+        # A build's log is its exception's message: the harness's frames
+        # below the loader (two thirds of a compile error's detail, the log
+        # repeated in them) say nothing a fix needs; where the candidate
+        # called the builder does.
+        where = candidate_frames(e)
+        if len(msg) <= 1500:
+            head = ""  # the whole log follows: its error lines twice would be noise
+        s = head + msg[-2000:] + ("\n--- called from ---\n" + where if where else "")
+        return s[:limit]
     tb = "".join(traceback.format_exception(e))
     s = head + msg[-2000:] + "\n--- traceback (last frames) ---\n" + tb[-2000:]
     return s[:limit]
+
+
+def candidate_frames(e, module="kevolve_candidate.py"):
+    """The traceback's frames in the candidate's own file, one line each."""
+    out = []
+    for f in traceback.extract_tb(e.__traceback__):
+        if os.path.basename(f.filename) == module:
+            out.append("%s:%d in %s: %s" % (module, f.lineno, f.name, (f.line or "").strip()))
+    return "\n".join(out[-3:])
 
 
 def where_in(e, path):

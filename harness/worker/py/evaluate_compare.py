@@ -106,10 +106,43 @@ def compare(i, ref, out, tol_override, notes=None):
     if nbad:
         w = max(worst, key=lambda x: float(x[0].item()))
         n = ref.numel() * (2 if ref.is_complex() else 1)
+        shape = tuple(ref.shape) + ((2,) if ref.is_complex() else ())
+        first = ", ".join(index_text(j, shape) for j in first_mismatches(ref, out, wd, atol, rtol))
         return False, "allclose", ("output %d: %d of %d elements outside atol=%g rtol=%g; max abs err %.3g; "
-                                   "worst at flat index %d: got %.6g, expected %.6g") % (
-            i, nbad, n, atol, rtol, maxerr_f, int(w[1].item()), float(w[2].item()), float(w[3].item()))
+                                   "worst at %s: got %.6g, expected %.6g; first mismatches at %s") % (
+            i, nbad, n, atol, rtol, maxerr_f, index_text(int(w[1].item()), shape), float(w[2].item()),
+            float(w[3].item()), first)
     return _norms(i, atol, rel, maxerr_f, float(dn2.item()), float(rn2.item()))
+
+
+def first_mismatches(ref, out, wd, atol, rtol, k=3):
+    """Flat indices of the first k elements outside tolerance, in logical
+    order. A second pass over the chunks, made only for a failing output, so
+    a passing comparison pays nothing for it."""
+    found, base = [], 0
+    for r, o in zip(chunks(ref), chunks(out)):
+        if ref.is_complex():
+            r, o = torch.view_as_real(r).reshape(-1), torch.view_as_real(o).reshape(-1)
+        r, o = r.to(wd), o.to(wd)
+        bad = ((o - r).abs() > atol + rtol * r.abs()) & torch.isfinite(r)
+        idx = bad.nonzero().flatten()[:k - len(found)]
+        found.extend(base + int(j) for j in idx.tolist())
+        base += r.numel()
+        if len(found) >= k:
+            break
+    return found
+
+
+def index_text(flat, shape):
+    """A flat index as the tensor's own index, (row, column, ...): an agent
+    finds element (3, 7) in its kernel's loops, not element 1543."""
+    if len(shape) <= 1:
+        return "[%d]" % flat
+    idx = []
+    for d in reversed(shape):
+        idx.append(flat % d if d else 0)
+        flat = flat // d if d else 0
+    return "[" + ", ".join(str(x) for x in reversed(idx)) + "]"
 
 
 def _norms(i, atol, rel, maxerr, dn2, rn2):
