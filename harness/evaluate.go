@@ -116,12 +116,26 @@ func (e *Evaluator) Evaluate(ctx context.Context, p Problem, c Candidate, l *Lea
 	if err != nil {
 		return Result{}, err
 	}
-	return *r, nil
+	return *withWarnings(r), nil
 }
 
 // EvaluateRequest is Evaluate for a flat request.
 func (e *Evaluator) EvaluateRequest(ctx context.Context, req EvalRequest, progress func(stage string, done, total int)) (*EvalResult, error) {
-	return e.evaluate(ctx, req, "", nil, progress)
+	r, err := e.evaluate(ctx, req, "", nil, progress)
+	if err != nil {
+		return nil, err
+	}
+	return withWarnings(r), nil
+}
+
+// withWarnings gives a result an empty warning list where it has none, so
+// the field is in every answer (every path that makes a result, cached,
+// timed out or judged, ends here).
+func withWarnings(r *EvalResult) *EvalResult {
+	if r != nil && r.Warnings == nil {
+		r.Warnings = []string{}
+	}
+	return r
 }
 
 // CheckKernelPolicy rejects a kernel policy the harness does not know.

@@ -111,6 +111,10 @@ var hostileCases = []hostileCase{
 	// on the call stack. Every output is right.
 	{"reference_ops_after_n_calls", "ref_diag_matmul.py", "ref_ops_once_timed.py", VerdictIntegrityViolation, "reference_ops", false},
 	{"reference_ops_inside_the_timing_loop", "ref_diag_matmul.py", "ref_ops_in_timing_loop.py", VerdictIntegrityViolation, "reference_ops", false},
+	// ModelNew.__call__ = forward skips nn.Module's hooks (issue 36): no
+	// verdict may rest on them, so these are caught as without it.
+	{"call_is_forward_reference", "ref_diag_matmul.py", "call_is_forward_reference.py", VerdictIntegrityViolation, "reference_ops", false},
+	{"reference_ops_once_timed_call_is_forward", "ref_diag_matmul.py", "call_is_forward_once_timed.py", VerdictIntegrityViolation, "reference_ops", false},
 }
 
 // harnessReports says whether the harness itself reports this case's
@@ -206,6 +210,8 @@ func TestIntegrityHonestCandidatesPass(t *testing.T) {
 	for _, tc := range []struct{ name, ref, cand, warn string }{
 		{"plain_torch_other_ops", "ref_diag_matmul.py", "diag_matmul_broadcast.py", "no custom kernel"},
 		{"persistent_output_buffer", "ref_normalize.py", "persistent_buffer.py", ""},
+		// __call__ = forward (no nn.Module hooks run) is judged as any call.
+		{"call_is_forward", "ref_diag_matmul.py", "call_is_forward_honest.py", "no custom kernel"},
 		// The generic ops a composite reference decomposes into (F.rms_norm:
 		// pow, mean, rsqrt) are not its own ops.
 		{"plain_torch_composite_written_out", "ref_rms_norm.py", "rms_norm_plain_torch.py", "no custom kernel"},

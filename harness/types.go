@@ -291,7 +291,10 @@ type EvalResult struct {
 	PctOfSol *float64 `json:"pct_of_sol,omitempty"`
 	SOL      *SOL     `json:"sol,omitempty"`
 	Fitness  Fitness  `json:"fitness"`
-	Warnings []string `json:"warnings,omitempty"`
+	// Warnings is always in the answer ([] where there are none): an agent
+	// that never saw the field could not tell "no warnings" from "not
+	// checked" (issue 36).
+	Warnings []string `json:"warnings"`
 	// Notes are what a pass should still say: library calls beside the
 	// candidate's own kernels, an output in another layout, a result above
 	// 100% of the traced bound, an algorithmic shortcut.
