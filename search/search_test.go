@@ -58,7 +58,9 @@ func TestSummarize(t *testing.T) {
 		{ID: 6, Parents: []int64{3}, State: NodeEvaluating},
 	}
 	s := Summarize(run, nodes)
-	if s.Evaluations != 3 || s.Passed != 2 || s.Duplicates != 1 || s.Failed != 1 || s.InFlight != 1 {
+	// Node 2's wrong result is a failed evaluation (it read failed: 0 in
+	// issue 36); node 5 was never judged.
+	if s.Evaluations != 3 || s.Passed != 2 || s.Failed != 1 || s.Duplicates != 1 || s.Unjudged != 1 || s.InFlight != 1 {
 		t.Fatalf("counts %+v", s)
 	}
 	if s.Best == nil || s.Best.ID != 3 || s.Best.SpeedupOverStart != 4 || s.Best.PctOfSOL != 40 || s.Start.ID != 1 {

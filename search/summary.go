@@ -27,16 +27,17 @@ type Summary struct {
 	Baseline   string    `json:"baseline"`
 	Status     RunStatus `json:"status"`
 	StopReason string    `json:"stop_reason,omitempty"`
-	// Evaluations made (the start kernel's included); Duplicates answered
-	// from the store; Failed nodes the evaluation service could not judge;
-	// InFlight nodes written but not finished (0 once a run has stopped
-	// cleanly).
+	// Evaluations made (the start kernel's included): Passed with verdict
+	// pass, Failed with any other (a compile error, a wrong result...).
+	// Duplicates were answered from the store; Unjudged nodes the
+	// evaluation service could not judge (no verdict); InFlight nodes
+	// written but not finished (0 once a run has stopped cleanly).
 	Evaluations int `json:"evaluations"`
-	Duplicates  int `json:"duplicates"`
+	Passed      int `json:"passed"`
 	Failed      int `json:"failed"`
+	Duplicates  int `json:"duplicates"`
+	Unjudged    int `json:"unjudged"`
 	InFlight    int `json:"in_flight"`
-	// Passed counts evaluations with verdict pass.
-	Passed int `json:"passed"`
 
 	Start *NodeSummary `json:"start,omitempty"`
 	Best  *NodeSummary `json:"best,omitempty"`
@@ -65,7 +66,7 @@ func Summarize(r *Run, nodes []*Node) Summary {
 		s.RejectedTokens += n.Cost.RejectedTokens
 		switch {
 		case n.State == NodeFailed:
-			s.Failed++
+			s.Unjudged++
 		case !n.State.Finished():
 			s.InFlight++
 		case n.DuplicateOf != 0:
@@ -74,6 +75,8 @@ func Summarize(r *Run, nodes []*Node) Summary {
 			s.Evaluations++
 			if n.Result != nil && n.Result.Verdict == VerdictPass {
 				s.Passed++
+			} else {
+				s.Failed++
 			}
 		}
 	}

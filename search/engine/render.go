@@ -21,8 +21,8 @@ func ProgressLine(s Status) string {
 	} else {
 		fmt.Fprintf(b, "%d evals", sum.Evaluations)
 	}
-	if sum.Failed > 0 {
-		fmt.Fprintf(b, " (%d failed)", sum.Failed)
+	if sum.Failed > 0 || sum.Unjudged > 0 {
+		fmt.Fprintf(b, " (%d failed)", sum.Failed+sum.Unjudged)
 	}
 	if best := sum.Best; best != nil {
 		fmt.Fprintf(b, " · best #%d", best.ID)
@@ -68,7 +68,7 @@ func WriteSummary(w io.Writer, s search.Summary) error {
 		st += ": " + s.StopReason
 	}
 	p("status\t%s", st)
-	p("evaluations\t%d (%d passed, %d answered from the store, %d failed, %d in flight)", s.Evaluations, s.Passed, s.Duplicates, s.Failed, s.InFlight)
+	p("evaluations\t%d (%d passed, %d failed, %d answered from the store, %d not judged, %d in flight)", s.Evaluations, s.Passed, s.Failed, s.Duplicates, s.Unjudged, s.InFlight)
 	if s.Start != nil {
 		p("start kernel\t#%d %s%s", s.Start.ID, s.Start.Verdict, timing(s.Start, s.Baseline))
 	}

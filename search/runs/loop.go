@@ -280,13 +280,37 @@ func (m *Manager) submitted(ctx context.Context, res SubmitResult, n *search.Nod
 	case n.DuplicateOf != 0:
 		res.Message = fmt.Sprintf("node %d has the same code as node %d: answered from the store, not evaluated again; try something different", n.ID, n.DuplicateOf)
 	case n.Result.Verdict != search.VerdictPass:
-		res.Message = fmt.Sprintf("node %d: %s; read node.failed_checks and node.result.log, then call evolve_next", n.ID, n.Result.Verdict)
+		res.Message = fmt.Sprintf("node %d: %s; read %s, then call evolve_next", n.ID, n.Result.Verdict, whereToRead(v))
 	case res.NewBest:
 		res.Message = fmt.Sprintf("node %d passed with fitness %.3f: the run's new best; call evolve_next", n.ID, n.Result.Fitness)
 	default:
 		res.Message = fmt.Sprintf("node %d passed with fitness %.3f (best %.3f); call evolve_next", n.ID, n.Result.Fitness, bestFitness(res.Best))
 	}
 	return res, nil
+}
+
+// whereToRead names the fields of this answer that say why a node failed:
+// only those it has (a compile error's log is in its check's detail, and
+// its result has no log).
+func whereToRead(v NodeView) string {
+	var at []string
+	if len(v.FailedChecks) > 0 {
+		at = append(at, "node.failed_checks (their detail)")
+	}
+	if v.Result != nil && v.Result.Log != "" {
+		at = append(at, "node.result.log")
+	}
+	if len(at) == 0 {
+		return "node.result (stage " + stageOf(v) + ")"
+	}
+	return strings.Join(at, " and ")
+}
+
+func stageOf(v NodeView) string {
+	if v.Result == nil || v.Result.Stage == "" {
+		return "unknown"
+	}
+	return v.Result.Stage
 }
 
 func bestFitness(b *search.NodeSummary) float64 {

@@ -51,7 +51,12 @@ func TestViewCarriesWarnings(t *testing.T) {
 	if !slices.Equal(v.Warnings, []string{"noisy timing"}) || v.Result.Raw != nil {
 		t.Errorf("warnings %q, raw %d bytes", v.Warnings, len(v.Result.Raw))
 	}
-	if v := viewOf(&search.Node{ID: 2, Result: &search.Result{Verdict: search.VerdictPass}}); v.Warnings != nil {
-		t.Errorf("warnings without a raw result: %q", v.Warnings)
+	// Evaluated without warnings: [] on the wire, so the field is in every
+	// answer that evaluates; not evaluated: none.
+	if v := viewOf(&search.Node{ID: 2, Result: &search.Result{Verdict: search.VerdictPass}}); v.Warnings == nil || len(v.Warnings) != 0 {
+		t.Errorf("warnings without a raw result: %#v", v.Warnings)
+	}
+	if v := viewOf(&search.Node{ID: 3}); v.Warnings != nil {
+		t.Errorf("warnings of a node not evaluated: %#v", v.Warnings)
 	}
 }

@@ -78,8 +78,10 @@ type NodeView struct {
 	// FailedChecks repeats the checks that did not pass, for a quick read.
 	FailedChecks []search.Check `json:"failed_checks,omitempty"`
 	// Warnings are the evaluation's warnings (a check the harness could
-	// not make, a speedup it could not bound), from the harness's result.
-	Warnings  []string `json:"warnings,omitempty"`
+	// not make, a speedup it could not bound), from the harness's result;
+	// [] for an evaluated node without any (the field is in every answer
+	// that evaluates), null for one not evaluated.
+	Warnings  []string `json:"warnings"`
 	Diagnosis string   `json:"diagnosis,omitempty"`
 	Error     string   `json:"error,omitempty"`
 }
@@ -153,6 +155,9 @@ func viewOf(n *search.Node) NodeView {
 	if n.Result != nil {
 		v.FailedChecks = n.Result.FailedChecks()
 		v.Warnings = warningsOf(n.Result.Raw)
+		if v.Warnings == nil {
+			v.Warnings = []string{}
+		}
 		if len(n.Result.Raw) > 0 {
 			// The harness's raw result doubles the payload and says nothing
 			// the fields above do not; reports keep it.
