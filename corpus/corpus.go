@@ -293,7 +293,9 @@ func getFrom(ps []Problem, name string) (Problem, error) {
 	}
 	close := closeNames(name, names, 5)
 	if len(close) == 0 {
-		return Problem{}, fmt.Errorf("no problem %q (%d problems; list them with the corpus list)", name, len(ps))
+		// Where an agent or a user reads the names: device_info over MCP,
+		// the CLI's corpus list.
+		return Problem{}, fmt.Errorf("no problem %q (%d problems: device_info's problems or `kevolve-mcp corpus list` name them)", name, len(ps))
 	}
 	return Problem{}, fmt.Errorf("no problem %q; did you mean: %s", name, strings.Join(close, ", "))
 }

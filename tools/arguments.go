@@ -30,10 +30,12 @@ const schemaRejection = "input schema validation failed"
 
 // argumentErrorHooks rewrites mcp-go's schema rejections of calls to tools
 // into readable messages. The after-call hook runs before the response is
-// written, and the result it is given is the one sent.
+// written, and the result it is given is the one sent. The before-call hook
+// renames another tool's word for an argument (argument_aliases.go).
 func argumentErrorHooks(tools []server.ServerTool) *server.Hooks {
 	ex := newArgExplainer(tools)
 	h := &server.Hooks{}
+	h.AddBeforeCallTool(aliasArguments(tools))
 	h.AddAfterCallTool(func(_ context.Context, _ any, req *mcp.CallToolRequest, result any) {
 		res, ok := result.(*mcp.CallToolResult)
 		if !ok || res == nil || !res.IsError || req == nil || !rejectedBySchema(res) {
@@ -267,6 +269,9 @@ func isIndex(s string) bool {
 // closest is the allowed argument an unknown one most likely meant: one
 // contains the other (candidate / candidate_s), or they are a typo apart.
 func (s *toolSchema) closest(name string) string {
+	if own := aliasOf(name, func(n string) bool { _, ok := s.props[n]; return ok }); own != "" {
+		return own // the other tools' word for the same argument
+	}
 	best, bestD := "", 3
 	for _, n := range s.names() {
 		if len(name) >= 3 && (strings.HasPrefix(n, name) || strings.HasPrefix(name, n)) {

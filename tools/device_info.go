@@ -21,9 +21,10 @@ func DeviceInfo(devices *device.Cache) server.ServerTool {
 		mcp.WithDescription("Use first, to learn what this server can run kernels on: targets (what run_kernel accepts); GPUs (name, UUID, compute capability, SMs/CUs, "+
 			"memory, clocks) each matched to the hardware spec table (peak FLOP/s per dtype, memory bandwidth, L2, shared memory); the CPU (cores, ISA); "+
 			"toolchains (nvcc, ncu, hipcc, gcc) and the Python with torch/triton. target_table says how each target is driven (torch device, the "+
-			"visible-devices variable, kernel languages, profilers, arch names). Missing pieces say why."),
+			"visible-devices variable, kernel languages, profilers, arch names); problems: the bundled problems evolve_start and run_kernel take that have a "+
+			"start kernel for a target here (problem://NAME/reference.py shows one). Missing pieces say why."),
 		mcp.WithInputSchema[DeviceInfoInput](),
-		outputSchema[device.Report](),
+		outputSchema[DeviceInfoOutput](),
 		mcp.WithTitleAnnotation("Device and toolchain discovery"),
 		mcp.WithReadOnlyHintAnnotation(true),
 		mcp.WithDestructiveHintAnnotation(false),
@@ -34,6 +35,7 @@ func DeviceInfo(devices *device.Cache) server.ServerTool {
 		if devices == nil {
 			return toolErrorf("device_info is not available: the server was built without device discovery"), nil
 		}
-		return structured(devices.Get(ctx, in.Refresh)), nil
+		r := devices.Get(ctx, in.Refresh)
+		return structured(DeviceInfoOutput{Report: r, Problems: problemsHere(r)}), nil
 	})}
 }
