@@ -16,7 +16,7 @@ PY_PINS     := torch==2.11.0 triton==3.6.0 numpy==2.3.5 pyyaml \
 NODE_DIR    ?= $(HOME)/.cache/kevolve/node
 NODE_PKG    := cmd/kevolve-mcp/testdata/node
 
-.PHONY: build dist image image-cuda run test deps venv mcp-clients vet bench bench-gpu-prep bench-run test-gpu test-gpu-run gpu-bins kb-sweep-prep kb-sweep-run kb-fastp-run kb-regress-prep kb-regress-run kb-regress-buildcheck kb-throughput-prep kb-throughput-run clean
+.PHONY: build dist image image-cuda run test deps venv mcp-clients vet bench bench-session bench-gpu-prep bench-run test-gpu test-gpu-run gpu-bins kb-sweep-prep kb-sweep-run kb-fastp-run kb-regress-prep kb-regress-run kb-regress-buildcheck kb-throughput-prep kb-throughput-run clean
 
 # --version: the release (git describe), the commit and the build date.
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.1.0-dev)
@@ -146,6 +146,12 @@ bench: venv
 	$(GO) test -run '^$$' -bench . -benchtime 200x ./retrieval ./tools ./search/fleet
 	@if [ -d "$(KB_MIRROR)" ]; then $(MAKE) --no-print-directory bench-gpu-prep; \
 	  else echo "KernelBench side-by-side: set KB_MIRROR to a KernelBench checkout"; fi
+
+# Issue 36's agent session on this host beside a load of its own: eager
+# medians' spread, noisy flags, fitness and the profile's per-call time.
+bench-session: build venv
+	cd cmd/kevolve-mcp && KEVOLVE_SESSION_LOAD=1 KEVOLVE_BIN=$(CURDIR)/$(BIN) KEVOLVE_PYTHON=$(VENV)/bin/python \
+	  $(GO) test -run '^TestAgentSessionUnderLoad$$' -count=1 -v -timeout 30m .
 
 bench-gpu-prep:
 	rm -rf .gpu/bench && mkdir -p .gpu/bench
