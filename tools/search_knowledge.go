@@ -25,7 +25,7 @@ type SearchKnowledgeArgs struct {
 	Bottlenecks []string `json:"bottlenecks,omitempty" jsonschema:"From profile_kernel, e.g. memory-bound, register-pressure, uncoalesced."`
 	Diagnosis   string   `json:"diagnosis,omitempty" jsonschema:"The profiler's diagnosis in words."`
 	ErrorText   string   `json:"error_text,omitempty" jsonschema:"A compiler or runtime error; its salient words join the query."`
-	MaxChars    int      `json:"max_chars,omitempty" jsonschema:"Answer budget in characters (default 8000, at most 100000): past it passages are shortened, then the lowest-ranked results dropped (omitted says what)."`
+	MaxChars    int      `json:"max_chars,omitempty" jsonschema:"Answer size cap in characters (default 8000); omitted says what was cut."`
 }
 
 // SearchKnowledge returns the search_knowledge tool over an opened index.
