@@ -44,6 +44,7 @@ func (e *Evaluator) convert(ctx context.Context, r *evalRun, out *worker.Outcome
 		HarnessVersion: HarnessVersion(), Log: out.Log, Checks: []Check{}, Sandbox: sandboxReport(out),
 		MeasuredAt: r.t0.UTC().Format(time.RFC3339Nano)}
 	if e.unreported(r, res, out) {
+		addPartial(r, res, out)
 		return res, nil, nil
 	}
 	u := unseal(out.Result, out.Judge)
@@ -99,7 +100,8 @@ func (e *Evaluator) unreported(r *evalRun, res *EvalResult, out *worker.Outcome)
 		res.Verdict = VerdictTimeout
 		res.Stage = out.Stage
 		res.Checks = append(res.Checks, Check{Name: "deadline", Passed: false,
-			Detail: fmt.Sprintf("killed after %s in stage %q", r.req.Timeout, out.Stage) + loadGrant(out.LoadGrant) + whileRunning(out.Board)})
+			Detail: fmt.Sprintf("killed after %s in stage %q", r.req.Timeout, out.Stage) + loadGrant(out.LoadGrant) +
+				whileRunning(out.Board) + stepsDone(out.Steps)})
 	case out.Unreported:
 		// The harness reports its result before the process ends; a
 		// result file with no report is something else's (a candidate

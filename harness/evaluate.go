@@ -195,6 +195,7 @@ type evalRun struct {
 	compileClaimed, compileWaived bool
 	env                           map[string]string // the child's environment (workerJob)
 	prepS                         float64           // seconds the harness spent on the shared build caches
+	leaseWait                     time.Duration     // the wait for a free device (resolve), outside the deadline
 }
 
 // evaluate is Evaluate's pipeline: resolve the request, answer from the
@@ -251,7 +252,7 @@ func (e *Evaluator) resolve(ctx context.Context, req EvalRequest, dtype string, 
 	}
 	release = func() {}
 	if l == nil {
-		if l, err = e.Acquire(ctx, r.req.Target, r.req.Device, false); err != nil {
+		if l, r.leaseWait, err = e.acquire(ctx, r.req.Target, r.req.Device, false); err != nil {
 			return nil, nil, err
 		}
 		release = l.Release
@@ -285,7 +286,13 @@ func (e *Evaluator) cached(ctx context.Context, r *evalRun) *EvalResult {
 // candidate) and runs the job; a parent that died under it gets one retry
 // on a fresh one (rare: children die alone).
 func (e *Evaluator) runJob(ctx context.Context, r *evalRun, job worker.Job) (*worker.Outcome, error) {
+	t0 := time.Now()
 	r.prepS = e.prepareBuilds(ctx, r.candCode)
+	prep := time.Since(t0)
+	if err := e.w.Start(ctx); err != nil {
+		return nil, fmt.Errorf("evaluate: start the python worker: %w", err)
+	}
+	job.Timeout = r.jobDeadline(prep)
 	out, err := e.w.Run(ctx, job)
 	if errors.Is(err, worker.ErrWorkerDied) {
 		e.log.Warn("python worker died during an evaluation; retrying once")
@@ -295,6 +302,17 @@ func (e *Evaluator) runJob(ctx context.Context, r *evalRun, job worker.Job) (*wo
 		return nil, fmt.Errorf("evaluate: %w", err)
 	}
 	return out, nil
+}
+
+// jobDeadline is what is left of the request's timeout for its job:
+// timeout_s is the answer's deadline, so the time since the call (finding
+// the target's devices, the cache, starting the worker's parent: seconds
+// each, first time, on a loaded host) counts, except the wait for a free
+// device and the harness's shared build step (prep, the same for every
+// candidate's first build: not this one's time).
+func (r *evalRun) jobDeadline(prep time.Duration) time.Duration {
+	spent := time.Since(r.t0) - r.leaseWait - prep
+	return max(r.req.Timeout-spent, time.Millisecond)
 }
 
 // bound computes the speed of light of a timed result and flags a
@@ -427,5 +445,5 @@ func loadGrant(d time.Duration) string {
 	if d <= 0 {
 		return ""
 	}
-	return fmt.Sprintf(" (plus %.1fs granted for the time it waited for a CPU on a loaded host)", d.Seconds())
+	return fmt.Sprintf(" (plus %.1fs granted for the time it waited for a CPU on a loaded host, at most a tenth of the timeout)", d.Seconds())
 }

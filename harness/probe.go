@@ -197,16 +197,25 @@ func discoverGPUs(ctx context.Context) []lease.Device {
 // is not an evaluation: a profile (exclusive), a calibration. device is an
 // index or UUID ("" = any free one).
 func (e *Evaluator) Acquire(ctx context.Context, targetName, dev string, exclusive bool) (*Lease, error) {
+	l, _, err := e.acquire(ctx, targetName, dev, exclusive)
+	return l, err
+}
+
+// acquire is Acquire that also returns how long it waited for the device
+// to be free (the pool's wait, not the target's discovery): the time an
+// evaluation's deadline does not count.
+func (e *Evaluator) acquire(ctx context.Context, targetName, dev string, exclusive bool) (*Lease, time.Duration, error) {
 	t, err := e.resolveTarget(ctx, targetName)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	p, err := e.pool(ctx, t)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
+	t0 := time.Now()
 	l, err := p.Acquire(ctx, lease.Request{Device: dev, Exclusive: exclusive})
-	return l, asInputError(err)
+	return l, time.Since(t0), asInputError(err)
 }
 
 // Devices lists the devices of a target (auto: the best found).

@@ -304,6 +304,11 @@ type EvalResult struct {
 	// load_candidate_cpu is the CPU seconds of the compilers the candidate's
 	// import ran, prepare_build the harness's build step before it.
 	StageS map[string]float64 `json:"stage_s,omitempty"`
+	// Partial is what an evaluation that never reported a result (timeout,
+	// host memory limit, crash) had done: the stage it was in, how far
+	// each stage got and the timing figures so far (partial.go); its
+	// stage_s then holds the seconds of the stages it reached.
+	Partial *Partial `json:"partial,omitempty"`
 	// Memory is peak device memory per side and stage; Work the reference
 	// forward's FLOPs and bytes as the child counted them (count_work).
 	Memory *MemoryUse  `json:"memory,omitempty"`

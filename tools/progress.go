@@ -19,7 +19,9 @@ const progressInterval = 250 * time.Millisecond
 type Progress func(stage string, done, total int)
 
 // progressFor returns the reporter for one tool call. The first and the last
-// step (done == total) are always sent; steps between are throttled.
+// step (done == total) and each new stage are always sent (a stage is a
+// handful a job, and a short one is still news); steps within a stage are
+// throttled.
 func progressFor(ctx context.Context, req mcp.CallToolRequest) Progress {
 	if req.Params.Meta == nil || req.Params.Meta.ProgressToken == nil {
 		return func(string, int, int) {}
@@ -29,13 +31,15 @@ func progressFor(ctx context.Context, req mcp.CallToolRequest) Progress {
 	var mu sync.Mutex
 	var last time.Time
 	var lastProgress float64
+	var lastStage string
 	return func(stage string, done, total int) {
 		mu.Lock()
 		defer mu.Unlock()
 		final := total > 0 && done >= total
-		if !final && lastProgress > 0 && time.Since(last) < progressInterval {
+		if !final && stage == lastStage && time.Since(last) < progressInterval {
 			return
 		}
+		lastStage = stage
 		// The protocol wants progress to increase with every notification,
 		// whatever the stages report.
 		p := float64(done)

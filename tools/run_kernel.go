@@ -23,7 +23,7 @@ type RunKernelInput struct {
 	CandidateSource string  `json:"candidate_source,omitempty" jsonschema:"The candidate as inline source; it may use kevolve's load_cuda/load_hip/load_c (fast builds), Triton or load_inline."`
 	Target          string  `json:"target,omitempty" jsonschema:"nvidia, amd, cpu or auto (default: the best device found)."`
 	Device          string  `json:"device,omitempty" jsonschema:"A device index or UUID from device_info (default: any free one)."`
-	TimeoutS        float64 `json:"timeout_s,omitempty" jsonschema:"Limit for the whole evaluation in seconds (default 180); past it the verdict is timeout."`
+	TimeoutS        float64 `json:"timeout_s,omitempty" jsonschema:"The answer's deadline in seconds (default 180), a wait for a busy device aside; a loaded host's CPU waits are granted on top, at most a tenth of it. Past it the verdict is timeout, with the stages reached (stage_s) and what they had done (partial)."`
 	Trials          int     `json:"trials,omitempty" jsonschema:"Correctness trials, each on fresh random inputs (default 5)."`
 	Seed            int64   `json:"seed,omitempty" jsonschema:"Base seed of weights and inputs (default 42)."`
 	SkipTiming      bool    `json:"skip_timing,omitempty" jsonschema:"Check correctness and integrity only; no timing."`
@@ -55,6 +55,8 @@ func runKernelDescription(ev *harness.Evaluator) string {
 		"Returns verdict (" + strings.Join(problem.Verdicts, ", ") + "), the failing stage, " + checks + " by name with details, " +
 		"median/p10/p90/CV of the candidate, the eager reference and torch.compile, speedup_vs_eager and speedup_vs_compile, " +
 		"the speed-of-light bound on that device (t_sol_s, pct_of_sol, sol_score), fitness, memory peaks, notes, warnings and the trimmed log. " +
+		"A timeout answers within timeout_s plus at most 10%, with seconds per stage reached (stage_s) and partial: trials done, timing so far. " +
+		"With a progress token, each stage is sent as a progress notification. " +
 		"Calling the reference's own op, mutating inputs, caching outputs or timing below the speed of light is an integrity_violation. " +
 		"Identical requests are answered from a cache unless retime. " +
 		"Resource " + checksURI + " lists each check (name, stage, verdict, meaning) and the dtype tolerances."

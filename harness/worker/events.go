@@ -26,6 +26,10 @@ type event struct {
 	Message string `json:"message"`
 	Reused  bool   `json:"reused"` // "started": an idle child took the job
 	Idle    bool   `json:"idle"`   // "done": the child stays for another job
+
+	// Figures are a progress event's partial figures, an object whose keys
+	// name what they measure (evaluate: "candidate": timing stats so far).
+	Figures json.RawMessage `json:"figures"`
 }
 
 // runRequest starts a job's child. Its arguments are in ArgsFile.

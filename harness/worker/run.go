@@ -111,6 +111,14 @@ type Outcome struct {
 	// request to the child's first progress event (the fork, or the hand
 	// over to an idle child, and the job's set-up).
 	Stages map[string]StageTime
+	// Steps is how far each progress stage got (its last done and total):
+	// what a job the deadline ended had done (evaluate: correctness
+	// trials, timed iterations).
+	Steps map[string]Step
+	// Figures are the partial figures the progress events carried, per
+	// stage and key, the last of each: what a job the deadline ended had
+	// measured. The child's own word, as its events are.
+	Figures map[string]map[string]json.RawMessage
 }
 
 // judgeSize bounds the judge's report read back.

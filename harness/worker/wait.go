@@ -22,7 +22,7 @@ func (r *jobRun) wait() (*Outcome, error) {
 	r.logc = &logCap{path: filepath.Join(r.dir, "judge", "log.txt")}
 	r.deadline = time.NewTimer(r.job.Timeout)
 	defer r.deadline.Stop()
-	r.load = loadAllowance{limit: 10 * r.job.Timeout}
+	r.load = loadAllowance{limit: MaxLoadGrant(r.job.Timeout)}
 	// Every logPoll the log's cap; every rssPoll the memory limit.
 	poll := time.NewTicker(logPoll)
 	defer poll.Stop()
@@ -88,11 +88,7 @@ func (r *jobRun) handle(ev event) *ending {
 	case "started":
 		r.started(ev)
 	case "progress":
-		r.enter(ev.Stage, time.Now())
-		r.out.Stage = ev.Stage
-		if r.job.Progress != nil {
-			r.job.Progress(ev.Stage, ev.Done, ev.Total)
-		}
+		r.progressed(ev, time.Now())
 	case "gate":
 		if err := r.grant(); err != nil {
 			return &ending{err: err}

@@ -79,8 +79,8 @@ def main(args, ctx):
 
     def remaining():
         # The time this process waited for a CPU is the host's load, not the
-        # candidate's: Go's deadline grants it too (worker/load.go), up to ten times the budget.
-        return job.budget_s - (time.monotonic() - t_begin) + min(runqueue_wait_s() - w_begin, 10 * job.budget_s)
+        # candidate's: Go's deadline grants it too (worker/load.go), up to a tenth of the budget.
+        return job.budget_s - (time.monotonic() - t_begin) + min(runqueue_wait_s() - w_begin, 0.1 * job.budget_s)
 
     res = {"checks": None, "warnings": [], "notes": [], "target": job.target, "stage_s": {}}
     st = EvalState(job, ctx, Check(), res, remaining)
@@ -186,7 +186,7 @@ class StageClock:
         self.stage_s = st.res["stage_s"]
         self.last, self.since = None, time.monotonic()
 
-    def __call__(self, stage, done=0, total=0):
+    def __call__(self, stage, done=0, total=0, figures=None):
         if self.st.side is not None:
             self.st.side.enter_stage(stage)
         now = time.monotonic()
@@ -198,7 +198,10 @@ class StageClock:
         self.last = stage
         if stage == "timing_compile" and self.st.prof is not None:
             self.st.prof.disable()  # torch.compile's own import and codegen would drown the rest
-        self.progress(stage, done, total)
+        if figures:
+            self.progress(stage, done, total, figures)
+        else:  # a progress of three arguments (the tests') still serves
+            self.progress(stage, done, total)
 
     def close(self):
         """Ends the last stage. A stage reported after this (the judge's

@@ -7,7 +7,7 @@ import torch
 
 from evaluate_common import KernelFailure, ReferenceFailure, fmt_exc, free_device_bytes, is_oom, nbytes, release
 from evaluate_integrity import Auditor, InputRefresher, private_rng, stream_work_check
-from evaluate_timing import AuditFailed, Timer
+from evaluate_timing import AuditFailed, Timer, stats
 import evaluate_devstate as devstate
 
 from evaluate_pipeline import STOP
@@ -77,7 +77,7 @@ def timing(st):
     _no_threads_around_ref_timing(st, "before")
     if not st.judge_times_reference:
         st.side.now = "reference"
-        st.res["ref_eager"] = st.timer.bench(t.ref_fn, st.cap)
+        st.res["ref_eager"] = st.timer.bench(t.ref_fn, st.cap, report=_reporter(st, "ref_eager"))
         st.side.now = "harness"
     st.tamper.settle()
     _no_threads_around_ref_timing(st, "after")
@@ -90,7 +90,8 @@ def timing(st):
 def _time_candidate(st, t):
     st.side.now = "candidate"
     try:
-        st.res["candidate"] = st.timer.bench(t.cand_fn, st.cap, refresh=t.refresher, auditor=t.auditor)
+        st.res["candidate"] = st.timer.bench(t.cand_fn, st.cap, refresh=t.refresher, auditor=t.auditor,
+                                             report=_reporter(st, "candidate"))
     except AuditFailed as e:
         st.checks.add("audit", False, "%s (audit seed %d)" % (e, st.audit_seed), "integrity_violation")
         raise KernelFailure("integrity_violation", "timing", "")
@@ -101,6 +102,15 @@ def _time_candidate(st, t):
             raise
         st.checks.add("run_candidate", False, "during timing: " + fmt_exc(e), "runtime_error")
         raise KernelFailure("runtime_error", "timing", "")
+
+
+def _reporter(st, side):
+    """The timing's figures so far as progress events (done: iterations
+    timed): what the answer says of a timing its deadline ended."""
+    def report(times):
+        s = stats(times)
+        st.ctx.progress("timing", len(times), 0, {side: {k: s[k] for k in ("median_s", "p10_s", "p90_s", "cv", "cv_raw", "iters")}})
+    return report
 
 
 def _no_threads_around_ref_timing(st, when):

@@ -111,7 +111,7 @@ class Timer:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
 
-    def bench(self, fn, cap_s, refresh=None, auditor=None, min_iters=25, max_iters=1000, target_rse=0.005):
+    def bench(self, fn, cap_s, refresh=None, auditor=None, min_iters=25, max_iters=1000, target_rse=0.005, report=None):
         """Adaptive: stops once the median's relative standard error (from a
         robust sigma, 1.4826 MAD) is under target_rse, or at max_iters/cap_s.
 
@@ -122,8 +122,10 @@ class Timer:
         from another: both get the same refresh, the same flush, spin and
         events, and the audit only acts after the call has returned. After
         each batch the auditor may make one untimed, traced call
-        (Auditor.between)."""
+        (Auditor.between). report(times), where given, gets the times so
+        far about every REPORT_EVERY_S (Every)."""
         t_start = time.perf_counter()
+        tick = Every(report)
 
         def call():
             tok = refresh() if refresh is not None else None
@@ -165,6 +167,7 @@ class Timer:
                     evs.append((s, e))
                 torch.cuda.synchronize(self.device)
                 times.extend(s.elapsed_time(e) / 1e3 for s, e in evs)
+                tick(times)
             else:
                 for k in range(batch):
                     tok = None
@@ -176,6 +179,7 @@ class Timer:
                     t1 = time.perf_counter_ns()
                     times.append((t1 - t0) / 1e9)
                     quiet.note(times[-1], process_wait_ns() - w0)
+                    tick(times)
                     if k in picks:
                         auditor.take(tok, out, len(times) - 1)
                     del out
@@ -192,6 +196,26 @@ class Timer:
                 st["host"] = load.figures()
                 return st
             batch = min(max(10, k // 2), max_iters - k)
+
+
+# How often a timed loop reports its figures so far: a loop the deadline
+# ends has said what it measured (issue 36), without an event per call.
+REPORT_EVERY_S = 1.0
+
+
+class Every:
+    """Calls fn(times) at most once per REPORT_EVERY_S (none while fn is None)."""
+
+    def __init__(self, fn):
+        self.fn, self.last = fn, time.perf_counter()
+
+    def __call__(self, times):
+        if self.fn is None or not times:
+            return
+        now = time.perf_counter()
+        if now - self.last >= REPORT_EVERY_S:
+            self.last = now
+            self.fn(times)
 
 
 def stats(times):

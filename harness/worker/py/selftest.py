@@ -26,6 +26,18 @@ def sleep(args, ctx):
     return {}
 
 
+def progress_then_hang(args, ctx):
+    """Reports two stages, the second with figures (a later event's key
+    replacing the earlier's), one event too big for its figures, then hangs
+    for the deadline to end it."""
+    ctx.progress("trials", 2, 5)
+    ctx.progress("timed", 3, 0, {"candidate": {"iters": 3}})
+    ctx.progress("timed", 4, 0, {"candidate": {"iters": 4}, "reference": {"iters": 1}})
+    ctx.progress("timed", 5, 0, {"huge": "x" * 5000})
+    time.sleep(3600)
+    return {}
+
+
 def spawn_and_sleep(args, ctx):
     """A grandchild in the same process group must die with the child."""
     import subprocess

@@ -43,7 +43,7 @@ Lines are split scanning each byte once ("args" inline is still accepted).
   -> {"op":"ping"}
   <- {"event":"ready", ...versions}
   <- {"event":"started","id":N,"pid":P}
-  <- {"event":"progress","id":N,"stage":S,"done":D,"total":T}   (child)
+  <- {"event":"progress","id":N,"stage":S,"done":D,"total":T[,"figures":{...}]}   (child)
   <- {"event":"gate","id":N}                                    (child)
   <- {"event":"ungate","id":N}   (child) done with the device: the next job's
                                  device phase may start while this child
@@ -242,9 +242,16 @@ class ChildContext:
                     fds.pop("sandbox", None)
         return _SANDBOX
 
-    def progress(self, stage, done=0, total=0):
-        child_emit({"event": "progress", "id": self.job_id, "stage": str(stage)[:200],
-                    "done": int(done), "total": int(total)})
+    def progress(self, stage, done=0, total=0, figures=None):
+        """A progress event; figures (a small dict) are partial results Go
+        keeps for a job its deadline ends. An event too long for one
+        atomic write goes without them."""
+        ev = {"event": "progress", "id": self.job_id, "stage": str(stage)[:200], "done": int(done), "total": int(total)}
+        if figures:
+            line = json.dumps(dict(ev, figures=figures))
+            if len(line) <= PIPE_BUF:
+                ev["figures"] = figures
+        child_emit(ev)
 
     def gate(self):
         """Block until the Go side grants this job the device (a semaphore).
