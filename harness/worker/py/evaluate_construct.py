@@ -18,10 +18,30 @@ generator. A constructor written that way
   weights (level 2 problem 18).
 In both cases the harness constructs both models again KernelBench's way:
 on the host from the same seed, then moved (kernelbench_way_needed).
+
+The judge (evaluate_judge) builds its reference through the same functions,
+seeded the same way (seed, then get_init_inputs(), then seed again and
+construct, as KernelBench), so its weights are the evaluation's. Neither
+process changes the mode a model was built in: KernelBench never calls
+eval(), so a BatchNorm normalizes by its batch's statistics there, and a
+candidate that uses the running statistics is wrong there and here.
 """
 import torch
 
 from evaluate_common import clone_tree
+
+
+def seed(s, device):
+    """Seeds the host's generator and the device's, as KernelBench's set_seed."""
+    torch.manual_seed(s)
+    if device.type == "cuda":
+        torch.cuda.manual_seed(s)
+
+
+def init_inputs_of(mod, s, device):
+    """get_init_inputs() after seeding, as KernelBench calls it."""
+    seed(s, device)
+    return mod.get_init_inputs()
 
 
 def build(cls, init_inputs, device, under_context):

@@ -43,6 +43,7 @@ import time
 
 import torch
 
+import evaluate_construct as construct
 import evaluate_devstate as devstate
 import evaluate_judge_wire as wire
 from evaluate_common import clone_tree, flatten, load_module, tensors_of, to_device
@@ -323,21 +324,15 @@ class Job:
         chan.request({"op": "release"})
 
     def _build(self, on_host=False):
-        """The reference as the evaluation process built it: under the
-        device context, or on the host and moved (evaluate_construct)."""
+        """The reference as the evaluation process built it, through the
+        same functions (evaluate_construct): under the device context, or
+        on the host and moved; in the mode its constructor left it."""
         if self.model is not None:
             return
-        seed = int(self.args.get("seed") or 42)
-        torch.manual_seed(seed)
-        if self.device.type == "cuda":
-            torch.cuda.manual_seed(seed)
-        init = self.ref_mod.get_init_inputs()
-        if on_host:
-            self.model = self.ref_mod.Model(*clone_tree(init)).to(self.device)
-        else:
-            with torch.device(self.device):
-                self.model = self.ref_mod.Model(*clone_tree(init)).to(self.device)
-        self.model.eval()
+        s = int(self.args.get("seed") or 42)
+        init = construct.init_inputs_of(self.ref_mod, s, self.device)
+        construct.seed(s, self.device)
+        self.model, _ = construct.build(self.ref_mod.Model, init, self.device, not on_host)
 
     def _inputs(self, s):
         torch.manual_seed(s)

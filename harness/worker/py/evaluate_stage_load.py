@@ -12,9 +12,10 @@ import torch
 
 from evaluate_common import (HarnessError, KernelFailure, ReferenceFailure, Side, clone_tree, fmt_exc, guard_changed,
                              guard_snapshot, identity_snapshot, is_compile_exception, is_oom, load_module, release)
-from evaluate_construct import build, kernelbench_way_needed
+from evaluate_construct import build, init_inputs_of, kernelbench_way_needed
 from evaluate_fingerprint import Fingerprinter
 from evaluate_hooks import LaunchCounter, install_launch_hooks, triton_interpreter
+from evaluate_inputs_blame import Probe
 from evaluate_integrity import private_rng
 from evaluate_taint import Snapshot
 from evaluate_tamper import RefGuard
@@ -114,6 +115,10 @@ def prepare(st):
         st.taint = Snapshot()
     # What the reference runs on, as the harness left it (evaluate_tamper).
     st.tamper = RefGuard(st.checks, st.ref_mod)
+    # The first trial's inputs, made before any candidate code: a later
+    # get_inputs() failure is then judged against them (evaluate_inputs_blame).
+    st.inputs_probe = Probe(st.job.seed + 1000003)
+    st.inputs_probe.run(st)
 
 
 def _candidate_code(src):
@@ -205,8 +210,9 @@ def construct(st):
         _construct_in_device_phase(st, init_inputs)
     st.side.now = "harness"
     st.checks.add("construct", True, "")
-    st.ref_model.eval()
-    st.cand_model.eval()
+    # Both models stay in the mode they were built in (training, unless
+    # a constructor says otherwise), as KernelBench runs them
+    # (evaluate_construct).
     st.tamper.check("in the candidate's constructor")
     # Fingerprints (evaluate_fingerprint) stand in for copies wherever a
     # check only asks whether a tensor changed; weights drawn now, after the
@@ -297,7 +303,7 @@ def _construct_failed(st, e):
 def _init_inputs(st):
     st.side.now = "reference"
     try:
-        init_inputs = st.ref_mod.get_init_inputs()
+        init_inputs = init_inputs_of(st.ref_mod, st.job.seed, st.device)
     except BaseException as e:  # noqa: BLE001
         raise st.ref_failure("reference_init", "get_init_inputs()", e)
     if not isinstance(init_inputs, (list, tuple)):

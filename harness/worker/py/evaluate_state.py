@@ -10,6 +10,7 @@ import torch
 from evaluate_common import (KernelFailure, ReferenceFailure, fmt_exc, free_device_bytes, is_compile_exception, is_oom,
                              short_trace, to_device, where_in)
 from evaluate_compare import nan_fill
+from evaluate_inputs_blame import blame
 from evaluate_ops import OpRecorder, OpTrace
 
 
@@ -28,6 +29,7 @@ class EvalState:
         self.ref_mod = self.ref_path = self.ref_model = None
         self.uses_ext, self.spin, self.counter, self.taint, self.tamper = False, None, None, None, None
         self.cand_mod = self.cand_model = None
+        self.inputs_probe = None  # evaluate_inputs_blame.Probe: the first trial's inputs, made before the candidate
         self.fpr = None  # evaluate_fingerprint.Fingerprinter
         self.threads_before, self.stream_before = None, None
         # correctness
@@ -86,9 +88,11 @@ class EvalState:
         the timing loop, where a check per timed call would cost too much:
         the audits' reference calls check there (a change made to poison
         the next inputs is in place when the audit after the call runs)."""
+        early = self.inputs_probe.take(s) if self.inputs_probe is not None else None
+        if early is not None:
+            return early  # made before the candidate's import (evaluate_inputs_blame)
         if checked:
             self.tamper.check("before the reference's get_inputs()")
-        self.seed_all(s)
         side = self.side
         prev = side.now
         side.now = "reference"
@@ -97,10 +101,14 @@ class EvalState:
         # them over cost seconds per trial. Tensors a problem pins to the
         # CPU explicitly are still moved.
         try:
+            self.seed_all(s)  # inside: a generator the candidate broke fails here
             with torch.device(self.device):
                 x = self.ref_mod.get_inputs()
         except BaseException as e:  # noqa: BLE001
-            raise self.ref_failure("reference_inputs", "get_inputs()", e)
+            failure = self.ref_failure("reference_inputs", "get_inputs()", e)
+            if isinstance(failure, ReferenceFailure):
+                blame(self, failure)  # raises the candidate's failure where it broke get_inputs()
+            raise failure
         if not isinstance(x, (list, tuple)):
             raise ReferenceFailure("reference_inputs", "%s: get_inputs() returned a %s; KernelBench format wants a list of forward arguments" % (
                 self.ref_path, type(x).__name__))
