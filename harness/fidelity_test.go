@@ -66,6 +66,8 @@ var fidelityCases = []fidelityCase{
 	// reference's inputs are made with owns the failure of the next
 	// get_inputs() (level-2 85 got reference_error, reference_inputs).
 	{"candidate_breaks_generator", "ref_nearly_constant.py", "breaks_generator.py", "", VerdictRuntimeError, "run_candidate", "before the candidate was imported", false},
+	// The same, with the harness's blame rewritten from inside: still the candidate's.
+	{"candidate_breaks_generator_and_blame", "ref_nearly_constant.py", "breaks_generator_patches_blame.py", "", VerdictRuntimeError, "run_candidate", "before the candidate was imported", false},
 	{"candidate_patches_randn", "ref_nearly_constant.py", "patches_randn.py", "", VerdictIntegrityViolation, "reference_tampered", "randn", false},
 	// The reference itself as the candidate: passes every trial, same verdict.
 	{"degenerate_within_tolerance_as_candidate", "ref_degenerate_groupnorm_mean.py", "rename:ref_degenerate_groupnorm_mean.py", "", VerdictReferenceError, "degenerate_reference", "within tolerance of the constant", false},

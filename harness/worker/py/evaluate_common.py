@@ -465,7 +465,8 @@ _HARNESS_MODULES = ("evaluate", "evaluate_common", "evaluate_compare", "evaluate
                     "evaluate_ops", "evaluate_hooks", "evaluate_fingerprint", "evaluate_tamper", "workcount",
                     "evaluate_job", "evaluate_state", "evaluate_pipeline", "evaluate_stage_load", "evaluate_stage_correctness",
                     "evaluate_stage_integrity", "evaluate_stage_timing", "evaluate_stage_after", "evaluate_fastcmp",
-                    "evaluate_native")
+                    "evaluate_native", "evaluate_construct", "evaluate_degenerate", "evaluate_nearconst",
+                    "evaluate_inputs_blame")
 # The check registry's package: its modules are found at import, so are
 # their names here.
 _CHECKS_PACKAGE = "checks"
