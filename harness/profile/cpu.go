@@ -43,10 +43,15 @@ type CPUProfile struct {
 	// WallUsPerIter is the median wall time of one un-profiled call, after
 	// warm-up; loading, building and warm-up are SetupS, not in it.
 	WallUsPerIter float64 `json:"wall_us_per_iter"`
-	WallMinUs     float64 `json:"wall_min_us"`
-	WallMeanUs    float64 `json:"wall_mean_us"` // far above the median: some calls stall (threads descheduled on a loaded host)
-	CallsTimed    int     `json:"calls_timed"`
-	SetupS        float64 `json:"setup_s"`
+	// TimedUsPerIter is the same call's median as run_kernel times it (a
+	// cache flush before each call, undisturbed calls on a busy host):
+	// the figure to set beside an evaluation's; 0 where not measured.
+	TimedUsPerIter float64 `json:"timed_us_per_iter,omitempty"`
+	TimedIters     int     `json:"timed_iters,omitempty"`
+	WallMinUs      float64 `json:"wall_min_us"`
+	WallMeanUs     float64 `json:"wall_mean_us"` // far above the median: some calls stall (threads descheduled on a loaded host)
+	CallsTimed     int     `json:"calls_timed"`
+	SetupS         float64 `json:"setup_s"`
 	// CoresBusy is the process's CPU time (all threads) over the timed
 	// calls' wall time: 1 is one core's worth. OpenMP threads spin while
 	// they wait, so it can overstate the work; a low figure is telling.

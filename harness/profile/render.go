@@ -74,6 +74,9 @@ func WriteTable(w io.Writer, r Report) error {
 	}
 	if c := r.CPU; c != nil {
 		p("CALL	%.1f us median (min %.1f, mean %.1f) over %d un-profiled calls; set-up %.1f s apart", c.WallUsPerIter, c.WallMinUs, c.WallMeanUs, c.CallsTimed, c.SetupS)
+		if c.TimedUsPerIter > 0 {
+			p("TIMED	%.1f us median over %d calls as run_kernel times them (a cache flush before each)", c.TimedUsPerIter, c.TimedIters)
+		}
 		p("  cores	%.2f of %d busy (%d torch threads)", c.CoresBusy, c.CPUs, c.Threads)
 		if rf := c.Roofline; rf != nil {
 			p("  roofline	%s-bound, SOL %.1f us: the median call is %.3g%% of it (%s)", rf.Bound, rf.TSolUs, deref(c.PctOfSol), rf.Source)
