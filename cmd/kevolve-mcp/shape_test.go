@@ -10,10 +10,24 @@ import (
 // say what happened (a verdict, a state), never times, ids, paths or counts,
 // which change from run to run and machine to machine.
 var keptValues = map[string]bool{
-	"verdict": true, "state": true, "status": true, "stage": true, "type": true,
+	"verdict": true, "state": true, "status": true, "type": true,
 	"target": true, "language": true, "operator": true, "policy": true, "baseline": true,
 	"problem": true, "protocolVersion": true, "isError": true,
 }
+
+// What the host's load decides, so a transcript cannot pin it: fields
+// present only on a busy host (the undisturbed calls' counts, the judge's
+// paced second opinion, why a timing is noisy) are left out; objects keyed
+// by the stages a job reached before its deadline keep no keys; and a
+// stage's name is not kept (a deadline ends a job in whichever stage the
+// load let it reach; the expect section pins a stage where it matters).
+var (
+	volatileKeys = map[string]bool{
+		"quiet_iters": true, "median_all_s": true, "paced": true, "why": true,
+		"noisy": true, "noisy_why": true, "frozen": true, "reused": true, "age_s": true, "measurements": true,
+	}
+	opaqueKeys = map[string]bool{"stage_s": true, "stage_peak_rss_bytes": true, "steps": true, "partial": true}
+)
 
 // shape reduces a decoded JSON value to what a transcript pins. Objects keep
 // every key; an array of objects becomes one object with the keys of all its
@@ -25,7 +39,13 @@ func shape(key string, v any) any {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = shape(k, e)
+			switch {
+			case volatileKeys[k]:
+			case opaqueKeys[k]:
+				out[k] = "<object>"
+			default:
+				out[k] = shape(k, e)
+			}
 		}
 		return out
 	case []any:
