@@ -42,9 +42,23 @@ type JudgeReport struct {
 	// OutputBytes is what the reference's outputs take, as the judge made
 	// them: writing them is the least any candidate does (applySOL).
 	OutputBytes float64 `json:"output_bytes,omitempty"`
+	// ShapesTried are the input shapes the judge's trials ran at: the shown
+	// one, then those the candidate was not shown (evaluate_unseen), each
+	// with whether the candidate matched there; ShapesNotTried says which
+	// were left out and why (the reference failed there, or varying a
+	// size was unsafe).
+	ShapesTried    []JudgeShape `json:"shapes_tried,omitempty"`
+	ShapesNotTried []string     `json:"shapes_not_tried,omitempty"`
 	// ResultSHA256 is the hash of the result the evaluation process sealed
 	// before the verify stage (seal.go).
 	ResultSHA256 string `json:"result_sha256,omitempty"`
+}
+
+// JudgeShape is one shape set the judge's trials ran at.
+type JudgeShape struct {
+	Label  string  `json:"label"`
+	Shapes [][]int `json:"shapes"`
+	Passed bool    `json:"passed"`
 }
 
 // JudgeTime is the judge's own timing of the reference (its process, its
@@ -140,6 +154,10 @@ func applyJudge(res *EvalResult, raw []byte, off bool) {
 		res.Checks = append(res.Checks, Check{Name: "judge", Passed: true, Detail: judgeSummary(rep)})
 		useJudgeReference(res, rep)
 	case "incorrect":
+		if rep.Check == "shape_specialized" {
+			fail(VerdictShapeSpecialized, "shape_specialized", rep.Detail)
+			return
+		}
 		fail(VerdictIncorrect, "judge", fmt.Sprintf("%s: %s", rep.Check, rep.Detail))
 	case "failed":
 		switch rep.Check {

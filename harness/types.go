@@ -23,6 +23,7 @@ const (
 	VerdictCrash              = problem.VerdictCrash
 	VerdictIntegrityViolation = problem.VerdictIntegrityViolation
 	VerdictReferenceError     = problem.VerdictReferenceError
+	VerdictShapeSpecialized   = problem.VerdictShapeSpecialized
 )
 
 // evalVersion changes whenever the meaning of a result changes; the

@@ -73,12 +73,13 @@ var verdictStyles = map[string]verdictStyle{
 	"timeout":             {"#5f3dc4", "triangle", "timeout"},
 	"integrity_violation": {"#e03131", "diamond", "integrity violation"},
 	"reference_error":     {"#495057", "cross", "reference error"},
+	"shape_specialized":   {"#f08c00", "cross", "shape specialized"},
 	"failed":              {"#343a40", "cross", "failed (no verdict)"},
 	"":                    {"#adb5bd", "ring", "pending"},
 }
 
 // verdictOrder is the legend's and the counts' order.
-var verdictOrder = []string{"pass", "incorrect", "compile_error", "runtime_error", "crash", "timeout", "integrity_violation", "reference_error", "failed", ""}
+var verdictOrder = []string{"pass", "incorrect", "shape_specialized", "compile_error", "runtime_error", "crash", "timeout", "integrity_violation", "reference_error", "failed", ""}
 
 func styleOf(verdict string) verdictStyle {
 	if s, ok := verdictStyles[verdict]; ok {

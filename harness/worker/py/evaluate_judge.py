@@ -51,6 +51,7 @@ from evaluate_compare import compare
 from evaluate_fingerprint import Fingerprinter, same
 from evaluate_timing import Timer
 import evaluate_judge_reftime as reftime
+import evaluate_unseen as unseen
 import jail
 
 TRIALS = 2
@@ -320,8 +321,55 @@ class Job:
             t2 = time.perf_counter()
             self._bound_candidate(chan, msg, rep)
             phases["outside_timing"] = round(time.perf_counter() - t2, 4)
+        # After the outside timing (it calls the candidate on the last
+        # shown inputs): the shapes the candidate was never shown.
+        t3 = time.perf_counter()
+        self._unseen(chan, rep, fpr, inputs)
+        phases["unseen_shapes"] = round(time.perf_counter() - t3, 4)
         del inputs
         chan.request({"op": "release"})
+
+    def _unseen(self, chan, rep, fpr, shown):
+        """Trials at shapes the candidate was not shown (evaluate_unseen):
+        where the candidate fails one it passed at the shown shape, status
+        incorrect with check shape_specialized. A variant the reference
+        fails, or where it is not finite, is left out, noted."""
+        s = int(self.args.get("seed") or 42)
+        variants, skipped = unseen.plan(self.ref_mod, lambda: construct.init_inputs_of(self.ref_mod, s, self.device), shown)
+        tried = rep["shapes_tried"] = [{"label": "shown", "shapes": unseen.shape_of(shown), "passed": True}]
+        limit, shown_shapes = unseen.MAX_GROWTH * max(unseen.nbytes(shown), 1), unseen.shape_of(shown)
+        for v in variants:
+            chan.need("the unseen shape %s" % v.label)
+            try:
+                with v:
+                    x, ref_out = self._fresh(self.rng.randrange(1, 1 << 62), fpr)
+            except Exception as e:  # noqa: BLE001 - the reference's, never the candidate's
+                skipped.append("%s: the reference failed there (%s: %s)" % (v.label, type(e).__name__, str(e)[:120]))
+                continue
+            why = ("its inputs are the shown shape" if unseen.shape_of(x) == shown_shapes else
+                   "its inputs take %d bytes, over %.0fx the shown" % (unseen.nbytes(x), unseen.MAX_GROWTH) if unseen.nbytes(x) > limit else
+                   "the reference's output is not finite there" if not unseen.finite(ref_out) else "")
+            if why:
+                skipped.append("%s: %s" % (v.label, why))
+                continue
+            entry = {"label": v.label, "shapes": unseen.shape_of(x), "passed": False}
+            tried.append(entry)
+            chan.request({"op": "release"})
+            try:
+                outs = chan.run(x)
+            except _Failed as e:
+                rep.update(status="incorrect", check="shape_specialized",
+                           detail="ModelNew failed at a shape it was not shown (%s, inputs %s): %s" % (v.label, entry["shapes"], str(e)[:400]))
+                break
+            ok, name, detail = _compare_all(ref_out, outs, self.args.get("tolerance") or None)
+            if not ok:
+                rep.update(status="incorrect", check="shape_specialized",
+                           detail="ModelNew is correct at the shown shape %s, not at %s (%s, inputs %s): %s: %s" % (
+                               shown_shapes, v.label, v.label, entry["shapes"], name, detail[:400]))
+                break
+            entry["passed"] = True
+        if skipped:
+            rep["shapes_not_tried"] = skipped
 
     def _build(self, on_host=False):
         """The reference as the evaluation process built it, through the

@@ -22,7 +22,7 @@ import pkgutil
 import re
 
 # What a failed check can give (Go: harness.Verdict*), and "none".
-VERDICTS = ("integrity_violation", "incorrect", "compile_error", "runtime_error", "timeout", "crash",
+VERDICTS = ("integrity_violation", "incorrect", "shape_specialized", "compile_error", "runtime_error", "timeout", "crash",
             "reference_error", "none")
 DEFAULT_ORDER = 100
 _IDENT = re.compile(r"^[a-z][a-z0-9_]*$")
