@@ -141,10 +141,10 @@ func withWarnings(r *EvalResult) *EvalResult {
 // CheckKernelPolicy rejects a kernel policy the harness does not know.
 func CheckKernelPolicy(p string) error {
 	switch p {
-	case "", KernelPolicyDefault, KernelPolicyStrict:
+	case "", KernelPolicyDefault, KernelPolicyStrict, KernelPolicyKernelBench:
 		return nil
 	}
-	return problem.Inputf("kernel_policy", "%q: use %s or %s", p, KernelPolicyDefault, KernelPolicyStrict)
+	return problem.Inputf("kernel_policy", "%q: use %s, %s or %s", p, KernelPolicyDefault, KernelPolicyKernelBench, KernelPolicyStrict)
 }
 
 func validate(req *EvalRequest) error {

@@ -69,6 +69,19 @@ var fidelityCases = []fidelityCase{
 	// The same, with the harness's blame rewritten from inside: still the candidate's.
 	{"candidate_breaks_generator_and_blame", "ref_nearly_constant.py", "breaks_generator_patches_blame.py", "", VerdictRuntimeError, "run_candidate", "before the candidate was imported", false},
 	{"candidate_patches_randn", "ref_nearly_constant.py", "patches_randn.py", "", VerdictIntegrityViolation, "reference_tampered", "randn", false},
+	// Policies named by their rule (issue 32): a faster plain-torch rewrite
+	// passes run_kernel's default, noted as having no kernel of its own;
+	// KernelBench's rule (kernelbench run's default) fails it.
+	{"plain_torch_rewrite_default_policy", "ref_rms_norm.py", "rms_norm_plain_torch.py", "", VerdictPass, "", "no kernel of its own", false},
+	{"plain_torch_rewrite_kernelbench_policy", "ref_rms_norm.py", "rms_norm_plain_torch.py", KernelPolicyKernelBench, VerdictIntegrityViolation, "no_own_kernel", "plain torch or library calls only", false},
+	// Level-1 12's load_inline that can never build (functions= with an
+	// empty cpp_sources) and its torch fallback: was `pass` at 47x with
+	// nothing said; now the build's failure is named (default: a note),
+	// and KernelBench's rule fails it.
+	{"inline_never_builds_default_policy", "ref_rms_norm.py", "rms_norm_inline_never_builds.py", "", VerdictPass, "", "after its build failed: cpp_extension.load_inline(name='kv_rms_never_builds')", true},
+	{"inline_never_builds_kernelbench_policy", "ref_rms_norm.py", "rms_norm_inline_never_builds.py", KernelPolicyKernelBench, VerdictIntegrityViolation, "no_own_kernel", "its build failed (cpp_extension.load_inline(name='kv_rms_never_builds'): Error building extension", true},
+	// Own kernels under KernelBench's rule: library calls beside them pass.
+	{"library_gemm_fused_c_epilogue_kernelbench_policy", "ref_gemm_epilogue.py", "gemm_fused_c_epilogue.py", KernelPolicyKernelBench, VerdictPass, "reference_ops", "library calls beside its own kernels", false},
 	// The reference itself as the candidate: passes every trial, same verdict.
 	{"degenerate_within_tolerance_as_candidate", "ref_degenerate_groupnorm_mean.py", "rename:ref_degenerate_groupnorm_mean.py", "", VerdictReferenceError, "degenerate_reference", "within tolerance of the constant", false},
 }
@@ -104,7 +117,7 @@ func TestFidelityVerdicts(t *testing.T) {
 			if !strings.Contains(notes, tc.note) {
 				t.Fatalf("notes %q lack %q", res.Notes, tc.note)
 			}
-			if tc.note != "" && !strings.Contains(notes, "% of the wall time") {
+			if strings.Contains(tc.note, "library calls") && !strings.Contains(notes, "% of the wall time") {
 				t.Errorf("the library note gives no share of the time: %q", res.Notes)
 			}
 			t.Logf("notes: %q", res.Notes)

@@ -80,7 +80,8 @@ type EvalRequest struct {
 	// bytes on the real inputs (EvalResult.Work), for SOL.
 	CountWork bool `json:"count_work,omitempty"`
 	// KernelPolicy is how much of the reference's work may go through
-	// torch or a library: KernelPolicyDefault ("" too) or KernelPolicyStrict.
+	// torch or a library: KernelPolicyDefault ("" too), KernelPolicyStrict
+	// or KernelPolicyKernelBench.
 	KernelPolicy string `json:"kernel_policy,omitempty"`
 	// ToleranceRule asks the worker to judge the outputs under a named rule
 	// beside the harness's own: "" or "default" (ours only), or
@@ -94,16 +95,23 @@ type EvalRequest struct {
 	Retime bool `json:"retime,omitempty"`
 }
 
-// Kernel policies (the reference_ops check, evaluate_refops.py).
+// Kernel policies (the reference_ops and no_own_kernel checks); what each
+// passes and fails is the one table in evaluate_refops.py's docstring.
 const (
-	// KernelPolicyDefault: a candidate whose own kernels run may call some
-	// of the reference's heavy ops through torch or a library (a cuBLAS
-	// GEMM with a fused epilogue of its own), with a note; one that
-	// dispatches all of the reference's compute ops, or has no kernel of
-	// its own and calls its heavy ops, is the reference.
+	// KernelPolicyDefault (run_kernel, evolve, eval): a candidate whose own
+	// kernels run may call some of the reference's heavy ops through torch
+	// or a library (a cuBLAS GEMM with a fused epilogue of its own), with a
+	// note; one that dispatches all of the reference's compute ops, or has
+	// no kernel of its own and calls its heavy ops, is the reference. A
+	// faster plain-torch rewrite with other ops passes, noted no_own_kernel.
 	KernelPolicyDefault = "default"
 	// KernelPolicyStrict: every heavy op in the candidate's own kernels.
 	KernelPolicyStrict = "strict"
+	// KernelPolicyKernelBench (kernelbench run's default): KernelBench's
+	// rule, the work in kernels of the candidate's own with library calls
+	// beside them allowed; no kernel of its own is integrity_violation
+	// (no_own_kernel), a load_inline that failed and fell back included.
+	KernelPolicyKernelBench = "kernelbench"
 )
 
 // MemoryUse is the peak device memory each side allocated while it ran

@@ -29,7 +29,7 @@ type RunKernelInput struct {
 	SkipTiming      bool    `json:"skip_timing,omitempty" jsonschema:"Check correctness and integrity only; no timing."`
 	Retime          bool    `json:"retime,omitempty" jsonschema:"Measure again instead of answering from the cache of identical requests."`
 	Shapes          string  `json:"shapes,omitempty" jsonschema:"Corpus shape set: large (fills a GPU) or small (seconds on a CPU). Default: large on a GPU, small on the CPU."`
-	KernelPolicy    string  `json:"kernel_policy,omitempty" jsonschema:"default: beside its own kernels a candidate may call some heavy reference ops through a library (noted); strict: every heavy op in its own kernels."`
+	KernelPolicy    string  `json:"kernel_policy,omitempty" jsonschema:"default: beside its own kernels a candidate may call some heavy reference ops through a library (noted), and a plain-torch rewrite passes noted no_own_kernel; kernelbench: KernelBench's rule, no kernel of its own is integrity_violation; strict: every heavy op in its own kernels."`
 }
 
 // Problem resolves the problem the arguments name.

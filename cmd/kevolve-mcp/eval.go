@@ -12,7 +12,7 @@ import (
 func init() { register(newEvalCmd) }
 
 // kernelPolicyUsage documents --kernel-policy (eval, kernelbench run, evolve).
-const kernelPolicyUsage = "reference_ops policy: default (library calls beside the candidate's own kernels pass with a note) or strict (every heavy op in its own kernels)"
+const kernelPolicyUsage = "reference_ops policy: default (library calls beside the candidate's own kernels pass with a note; a plain-torch rewrite passes, noted no_own_kernel), kernelbench (KernelBench's rule: no kernel of its own is integrity_violation) or strict (every heavy op in its own kernels)"
 
 // The job commands build the very requests the MCP tools build (through the
 // tools package's validators), so the CLI and an agent see the same checks.
@@ -73,7 +73,7 @@ shortens long check details and logs to one line; --verbose prints them whole
 	_ = cmd.MarkFlagFilename("candidate", "py")
 	_ = cmd.RegisterFlagCompletionFunc("target", fixedCompletion("auto", "cpu", "nvidia", "amd"))
 	_ = cmd.RegisterFlagCompletionFunc("shapes", fixedCompletion("large", "small"))
-	_ = cmd.RegisterFlagCompletionFunc("kernel-policy", fixedCompletion(harness.KernelPolicyDefault, harness.KernelPolicyStrict))
+	_ = cmd.RegisterFlagCompletionFunc("kernel-policy", fixedCompletion(harness.KernelPolicyDefault, harness.KernelPolicyKernelBench, harness.KernelPolicyStrict))
 	return cmd
 }
 

@@ -168,7 +168,10 @@ Tool errors are shortened to a line; --verbose prints them whole.`,
 	f.StringVar(&only, "only", "", "sweep only problems whose name (level1/12_...) matches this `regexp`")
 	f.BoolVar(&opt.Rerun, "rerun", false, "evaluate again pairs already in the database for this harness version")
 	f.BoolVar(&asJSON, "json", false, "print the summary as JSON instead of a table")
-	f.StringVar(&kernelPolicy, "kernel-policy", "default", kernelPolicyUsage)
+	// KernelBench's own rule by default: a sweep's fast_p means kernels of
+	// the candidate's own, as KernelBench's checker wants.
+	f.StringVar(&kernelPolicy, "kernel-policy", kernelbench.DefaultKernelPolicy, kernelPolicyUsage)
+	_ = cmd.RegisterFlagCompletionFunc("kernel-policy", fixedCompletion(harness.KernelPolicyKernelBench, harness.KernelPolicyDefault, harness.KernelPolicyStrict))
 	f.BoolVarP(&opt.Verbose, "verbose", "v", false, "print tool errors whole (tracebacks, out-of-memory messages), not shortened to a line")
 	_ = cmd.MarkFlagDirname("kb")
 	_ = cmd.RegisterFlagCompletionFunc("level", fixedCompletion("1", "2", "3", "1,2", "1,2,3"))

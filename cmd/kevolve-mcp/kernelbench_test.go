@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -50,9 +51,16 @@ func TestKernelBenchRunCLI(t *testing.T) {
 	if err := json.Unmarshal(out, &sum); err != nil {
 		t.Fatalf("summary %s: %v", out, err)
 	}
+	// KernelBench's rule is the sweep's default (issue 32): the correct
+	// Softplus candidate is plain torch, no kernel of its own, so it is
+	// integrity_violation (no_own_kernel), not fast_0 (it passed before).
 	m := sum.Metrics
-	if m.Pairs != 3 || m.Correct != 1 || m.Verdicts["incorrect"] != 1 || m.Verdicts["runtime_error"] != 1 ||
+	if m.Pairs != 3 || m.Correct != 0 || m.Verdicts["integrity_violation"] != 1 || m.Verdicts["incorrect"] != 1 || m.Verdicts["runtime_error"] != 1 ||
 		sum.Memory == nil || sum.Memory.PeakRSSWorkerBytes < 50<<20 {
 		t.Errorf("summary %s", out)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "r.jsonl"))
+	if err != nil || !strings.Contains(string(b), `"name":"no_own_kernel","passed":false`) {
+		t.Errorf("no failed no_own_kernel check in the records (%v)", err)
 	}
 }

@@ -30,9 +30,14 @@ type Request struct {
 // API (an evaluation service with problems and leases) is adapted here.
 type HarnessEvaluator struct {
 	Ev *harness.Evaluator
-	// KernelPolicy is the reference_ops policy of every pair ("" = default).
+	// KernelPolicy is the reference_ops policy of every pair ("" = the
+	// harness's default; `kernelbench run` passes DefaultKernelPolicy).
 	KernelPolicy string
 }
+
+// DefaultKernelPolicy is `kernelbench run`'s: KernelBench's rule, the work
+// in kernels of the candidate's own (harness.KernelPolicyKernelBench).
+const DefaultKernelPolicy = harness.KernelPolicyKernelBench
 
 // Evaluate runs one pair through the evaluation service: the problem file
 // is the reference, the candidate a path (read by the worker's child) or

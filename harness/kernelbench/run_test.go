@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -281,4 +282,34 @@ func TestRunInterrupted(t *testing.T) {
 		!strings.Contains(text.String(), "INTERRUPTED: 1 of 4") {
 		t.Errorf("summary %+v\n%s", sum, text.String())
 	}
+}
+
+// `kernelbench run` judges by KernelBench's rule unless told otherwise
+// (issue 32): the correct plain-torch Softplus candidate, which the
+// harness's default passes (TestRunFakeKernelBench), has no kernel of its
+// own and is integrity_violation (no_own_kernel).
+func TestRunDefaultPolicyIsKernelBenchs(t *testing.T) {
+	if DefaultKernelPolicy != harness.KernelPolicyKernelBench {
+		t.Fatalf("kernelbench run's default policy is %q", DefaultKernelPolicy)
+	}
+	ev := realEvaluator(t)
+	hev := ev.Evaluator.(HarnessEvaluator)
+	hev.KernelPolicy = DefaultKernelPolicy
+	out := filepath.Join(t.TempDir(), "r.jsonl")
+	sum, err := Run(context.Background(), hev, Options{KB: "testdata/kb", Levels: []int{1}, Candidates: "testdata/candidates",
+		Only: regexp.MustCompile("Softplus"), Target: "cpu", Timeout: 2 * time.Minute, Jobs: 1, JSONL: out, Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := readJSONL(t, out)["level1/1_Softplus"]
+	if r.Verdict != harness.VerdictIntegrityViolation || r.Result == nil {
+		t.Fatalf("verdict %q, want integrity_violation; summary %+v", r.Verdict, sum.Metrics)
+	}
+	for _, c := range r.Result.Checks {
+		if c.Name == "no_own_kernel" && !c.Passed {
+			t.Logf("no_own_kernel: %s", c.Detail)
+			return
+		}
+	}
+	t.Fatalf("no failed no_own_kernel check: %+v", r.Result.Checks)
 }

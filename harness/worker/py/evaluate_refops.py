@@ -16,6 +16,32 @@ The rule follows the work, not the names (issue 20):
   - kernel_policy "strict": every heavy op must be in the candidate's own
     kernels, so any of the reference's heavy ops is a violation.
 
+The policies, by their rule (issue 32); this is the one table of them (Go
+names them in harness/types.go, the flags and run_kernel point here):
+
+  policy       rule                           passes                          does not pass
+  -----------  -----------------------------  ------------------------------  --------------------------------
+  default      a user optimizing a model:     own kernels, with library       the reference's whole trace; no
+  (run_kernel, a faster correct model, with   calls for some of the work      own kernel and the reference's
+  evolve,      or without kernels of its own  (noted); a plain-torch          heavy ops (reference_ops)
+  eval)                                       rewrite with other ops, noted
+                                              "no kernel of its own"
+  kernelbench  KernelBench's: the work in     own kernels, with library       any candidate with no kernel of
+  (kernelbench kernels of the candidate's     calls for some of the work      its own that ran (no_own_kernel:
+  run)         own, library calls beside     (noted)                         a plain-torch rewrite, a
+               them allowed                                                   load_inline that failed to build
+                                                                              and fell back); what default fails
+  strict       every heavy op in the          own kernels doing every heavy   any of the reference's heavy ops
+               candidate's own kernels        op; torch glue (views, copies); through torch or a library
+                                              as default, a plain-torch       (reference_ops)
+                                              rewrite with none of the
+                                              reference's heavy ops (noted)
+
+A kernel of its own is one the launch hooks saw run (evaluate_hooks: a
+kevolve loader, load_inline / cpp_extension, Triton, cupy, a ctypes call
+into a library it built). A load_inline or load that raised is reported
+whatever fallback then ran (build_failed in the warnings and notes).
+
 Library calls made from C++ inside an extension (at::matmul, torch::mm in
 load_inline code) go through the dispatcher, so the op trace sees them
 exactly as it sees calls from Python."""
@@ -27,7 +53,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from evaluate_common import HarnessError
 from evaluate_ops import heavy_aten, shared_work
 
-POLICIES = ("default", "strict")
+POLICIES = ("default", "strict", "kernelbench")
+
+# The policies that want a kernel of the candidate's own (checks/no_own_kernel).
+OWN_KERNEL_REQUIRED = ("kernelbench",)
 
 
 def policy_of(policy):
