@@ -8,13 +8,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/kevolve/kevolve-mcp/harness/sol"
 )
 
 // Three caches, each keyed by everything that decides its value: whole
 // evaluations (SQLite), torch.compile timings of a reference (memory and
-// SQLite: ~10 s each on the H100 box) and traced work counts (memory: a
+// SQLite, baseline.go: ~10 s each on the H100 box) and traced work counts (memory: a
 // trace is a cold Python start).
 
 func migrateEvalCache(db *sql.DB) error {
@@ -28,15 +29,10 @@ func migrateEvalCache(db *sql.DB) error {
 	if err != nil {
 		return fmt.Errorf("migrate eval_cache: %w", err)
 	}
-	_, err = db.Exec(`CREATE TABLE IF NOT EXISTS ref_compile_timing (
-		key TEXT PRIMARY KEY,
-		stats TEXT NOT NULL,
-		created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
-	)`)
-	if err != nil {
-		return fmt.Errorf("migrate ref_compile_timing: %w", err)
+	if err := migrateBaselines(db); err != nil {
+		return err
 	}
-	return nil
+	return migrateEvalCost(db)
 }
 
 func hashFields(fields ...any) string {
@@ -49,11 +45,6 @@ func hashFields(fields ...any) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// refKey names a reference's torch.compile timing.
-func refKey(refCode, target, device string, req EvalRequest) string {
-	return hashFields(HarnessVersion(), target, device, refCode, req.Seed, req.Shapes)
-}
-
 // cacheKey hashes everything that decides a result.
 func cacheKey(refCode, candCode, target, device string, req EvalRequest) string {
 	return hashFields(HarnessVersion(), target, device, refCode, candCode, req.Trials, req.Seed,
@@ -63,25 +54,39 @@ func cacheKey(refCode, candCode, target, device string, req EvalRequest) string 
 // workKey names a reference's traced work.
 func workKey(refCode, shapes string) string { return hashFields(refCode, shapes) }
 
-func (e *Evaluator) compileGet(ctx context.Context, key string) *Stats {
+// compileGet is the reference's stored torch.compile baseline while it is
+// fresh: this evaluator's own, else the database's.
+func (e *Evaluator) compileGet(ctx context.Context, key string) *baseline {
 	e.compileMu.Lock()
-	s := e.compileStats[key]
+	b := e.compileStats[key]
 	e.compileMu.Unlock()
-	if s != nil || e.cfg.DB == nil {
-		return s
+	if b != nil || e.cfg.DB == nil {
+		return freshOrNil(e, b)
 	}
-	var js string
-	if err := e.cfg.DB.QueryRowContext(ctx, `SELECT stats FROM ref_compile_timing WHERE key = ?`, key).Scan(&js); err != nil {
+	var js, at, where string
+	var measureS float64
+	err := e.cfg.DB.QueryRowContext(ctx, `SELECT stats, measured_at, measured_where, measure_s FROM baseline_timing WHERE kind = ? AND key = ?`,
+		BaselineTorchCompile, key).Scan(&js, &at, &where, &measureS)
+	if err != nil {
 		return nil
 	}
 	var st Stats
-	if json.Unmarshal([]byte(js), &st) != nil {
+	t, terr := time.Parse(time.RFC3339Nano, at)
+	if json.Unmarshal([]byte(js), &st) != nil || terr != nil {
 		return nil
 	}
+	b = &baseline{Stats: &st, MeasuredAt: t, Where: where, MeasureS: measureS}
 	e.compileMu.Lock()
-	e.compileStats[key] = &st
+	e.compileStats[key] = b
 	e.compileMu.Unlock()
-	return &st
+	return freshOrNil(e, b)
+}
+
+func freshOrNil(e *Evaluator, b *baseline) *baseline {
+	if !e.fresh(b) {
+		return nil
+	}
+	return b
 }
 
 // claimCompile says whether the caller should measure the compile timing
@@ -109,28 +114,30 @@ func (e *Evaluator) unclaimCompile(r *evalRun) {
 	e.compileMu.Unlock()
 }
 
-// compileMeasured is the compile timing this evaluator measured for key,
+// compileMeasured is the compile baseline this evaluator measured for key,
 // not one read from the database.
-func (e *Evaluator) compileMeasured(key string) *Stats {
+func (e *Evaluator) compileMeasured(key string) *baseline {
 	e.compileMu.Lock()
 	defer e.compileMu.Unlock()
 	if !e.compileOwn[key] {
 		return nil
 	}
-	return e.compileStats[key]
+	return freshOrNil(e, e.compileStats[key])
 }
 
-func (e *Evaluator) compilePut(ctx context.Context, key string, s *Stats) {
+// compilePut keeps a baseline measured now, with what measuring it cost.
+func (e *Evaluator) compilePut(ctx context.Context, key string, b *baseline) {
 	e.compileMu.Lock()
-	e.compileStats[key] = s
+	e.compileStats[key] = b
 	e.compileOwn[key] = true
 	e.compileMu.Unlock()
 	if e.cfg.DB == nil {
 		return
 	}
-	b, _ := json.Marshal(s)
-	if _, err := e.cfg.DB.ExecContext(ctx, `INSERT OR REPLACE INTO ref_compile_timing (key, stats) VALUES (?, ?)`, key, string(b)); err != nil {
-		e.log.Warn("ref compile timing cache write", "err", err)
+	_, err := e.cfg.DB.ExecContext(ctx, `INSERT OR REPLACE INTO baseline_timing (kind, key, stats, measured_at, measured_where, measure_s) VALUES (?, ?, ?, ?, ?, ?)`,
+		BaselineTorchCompile, key, encodeStats(b.Stats), b.MeasuredAt.UTC().Format(time.RFC3339Nano), b.Where, b.MeasureS)
+	if err != nil {
+		e.log.Warn("baseline store write", "err", err)
 	}
 }
 

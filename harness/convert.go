@@ -157,21 +157,36 @@ func (e *Evaluator) fromPython(ctx context.Context, r *evalRun, res *EvalResult,
 		res.Warnings = append(res.Warnings, pr.Error)
 	}
 	res.Candidate, res.RefEager, res.RefCompile = pr.Candidate, pr.RefEager, pr.RefCompile
-	if res.RefCompile != nil {
-		e.compilePut(ctx, r.rkey, res.RefCompile)
-	} else if r.knownCompile != nil && res.Candidate != nil {
-		res.RefCompile = r.knownCompile
-	} else if r.compileWaived && res.Candidate != nil {
-		res.RefCompile = e.compileMeasured(r.rkey) // measured by the evaluation that claimed it, if done by now
-		if res.RefCompile == nil {
-			res.Warnings = append(res.Warnings, "no torch.compile timing: another evaluation of this reference was measuring it")
-		}
-	}
 	res.StageS = pr.StageS
+	e.compileBaseline(ctx, r, res)
 	if r.prepS > 0 && res.StageS != nil {
 		res.StageS[StagePrepareBuild] = r.prepS
 	}
 	res.Memory, res.Work = pr.Memory, pr.Work
 	res.Process = pr.Process
 	res.Notes = pr.Notes
+}
+
+// compileBaseline keeps a torch.compile timing measured now (with the
+// stage's seconds, what the next evaluation saves), or stands in the one
+// an earlier evaluation measured and says so: when and where.
+func (e *Evaluator) compileBaseline(ctx context.Context, r *evalRun, res *EvalResult) {
+	known := r.knownCompile
+	switch {
+	case res.RefCompile != nil:
+		e.compilePut(ctx, r.rkey, &baseline{Stats: res.RefCompile, MeasuredAt: time.Now(), Where: measuredWhere(r),
+			MeasureS: res.StageS["timing_compile"]})
+		return
+	case res.Candidate == nil:
+		return
+	case known == nil && r.compileWaived:
+		known = e.compileMeasured(r.rkey) // measured by the evaluation that claimed it, if done by now
+		if known == nil {
+			res.Warnings = append(res.Warnings, "no torch.compile timing: another evaluation of this reference was measuring it")
+		}
+	}
+	if known != nil {
+		res.RefCompile = known.Stats
+		res.BaselinesReused = append(res.BaselinesReused, reuseOf(BaselineTorchCompile, known, time.Now()))
+	}
 }

@@ -709,40 +709,6 @@ func TestEvaluateRequestOptions(t *testing.T) {
 	}
 }
 
-// Compiled-reference timings survive in SQLite for the next process.
-func TestRefCompileTimingCache(t *testing.T) {
-	py := testPython(t)
-	dir := t.TempDir()
-	db, err := sql.Open("sqlite3", filepath.Join(dir, "k.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	mk := func() *Evaluator {
-		ev, err := NewEvaluator(EvalConfig{Python: py, CacheDir: filepath.Join(dir, "cache"), DB: db})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ev
-	}
-	ev1 := mk()
-	key := refKey("ref code", "nvidia", "H100", EvalRequest{Seed: 42})
-	if ev1.compileGet(context.Background(), key) != nil {
-		t.Fatal("empty cache answered")
-	}
-	ev1.compilePut(context.Background(), key, &Stats{MedianS: 1.5e-4, Iters: 100})
-	ev1.Close()
-	ev2 := mk()
-	defer ev2.Close()
-	got := ev2.compileGet(context.Background(), key)
-	if got == nil || got.MedianS != 1.5e-4 || got.Iters != 100 {
-		t.Fatalf("reloaded %+v", got)
-	}
-	if ev2.compileGet(context.Background(), refKey("other ref", "nvidia", "H100", EvalRequest{Seed: 42})) != nil {
-		t.Fatal("another reference hit the cache")
-	}
-}
-
 // loadGranted reads the time a timed-out evaluation was granted for
 // waiting on a CPU (the deadline check's detail says it).
 func loadGranted(r *EvalResult) time.Duration {

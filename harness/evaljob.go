@@ -17,8 +17,9 @@ import (
 type evalJob struct {
 	BudgetS   float64   `json:"budget_s"` // the job's deadline, for the child's own caps
 	Candidate jobSource `json:"candidate"`
-	// CompileReference is only ever false: skip timing torch.compile of the
-	// reference (measured before, on a CPU, or turned off by the caller).
+	// CompileReference: false skips timing torch.compile of the reference
+	// (measured before, on a CPU, or turned off by the caller); true is set
+	// only on a CPU whose caller asked for it.
 	CompileReference *bool `json:"compile_reference,omitempty"`
 	CountWork        bool  `json:"count_work"`
 	// Judge is only ever false: KEVOLVE_JUDGE=off (judgeOff).
@@ -72,10 +73,13 @@ func newEvalJob(r *evalRun) evalJob {
 	if judgeOff() {
 		j.Judge = &no
 	}
-	if r.knownCompile != nil || r.compileWaived || r.tgt == target.CPU || (req.CompileReference != nil && !*req.CompileReference) {
-		// Measured before (or CPU, where inductor's C++ build is too slow
-		// to pay per evaluation).
+	switch {
+	case r.knownCompile != nil || r.compileWaived || !wantsCompile(r):
+		// Measured before, or not asked for.
 		j.CompileReference = &no
+	case r.tgt == target.CPU:
+		yes := true // asked for on the CPU, where evaluate.py's default is off
+		j.CompileReference = &yes
 	}
 	return j
 }
@@ -85,7 +89,7 @@ func newEvalJob(r *evalRun) evalJob {
 // of a warm child where the configuration allows it. It looks up the
 // reference's compile stats first: known ones are not measured again.
 func (e *Evaluator) workerJob(ctx context.Context, r *evalRun, progress func(string, int, int)) worker.Job {
-	r.rkey = refKey(r.refCode, string(r.tgt), r.dev.Name, r.req)
+	r.rkey = e.refKey(ctx, r)
 	if !r.req.Retime {
 		r.knownCompile = e.compileGet(ctx, r.rkey)
 	} else {
@@ -95,7 +99,7 @@ func (e *Evaluator) workerJob(ctx context.Context, r *evalRun, progress func(str
 		// on the H100 for llm/softmax); only the database's is not reused.
 		r.knownCompile = e.compileMeasured(r.rkey)
 	}
-	if r.knownCompile == nil && r.tgt != target.CPU && (r.req.CompileReference == nil || *r.req.CompileReference) {
+	if r.knownCompile == nil && wantsCompile(r) {
 		r.compileClaimed = e.claimCompile(r.rkey)
 		r.compileWaived = !r.compileClaimed
 	}
@@ -125,4 +129,14 @@ func (e *Evaluator) workerJob(ctx context.Context, r *evalRun, progress func(str
 		// They never outnumber the jobs the device held at once.
 		IdleMax: r.lease.MaxHolders(),
 	}
+}
+
+// wantsCompile says whether the evaluation times torch.compile of the
+// reference: asked for, or by default on a GPU (on the CPU inductor's C++
+// build takes a minute, too slow to pay unasked).
+func wantsCompile(r *evalRun) bool {
+	if c := r.req.CompileReference; c != nil {
+		return *c
+	}
+	return r.tgt != target.CPU
 }

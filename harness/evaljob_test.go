@@ -13,7 +13,7 @@ import (
 // renamed or dropped on the Go side, or one that starts to be sent when it
 // was left out, fails here before the child reads a default instead.
 func TestEvalJobJSON(t *testing.T) {
-	no := false
+	no, yes := false, true
 	cases := []struct {
 		name     string
 		run      evalRun
@@ -24,7 +24,7 @@ func TestEvalJobJSON(t *testing.T) {
 		// its compile timing known, every optional key set.
 		name: "nvidia, all keys",
 		run: evalRun{tgt: target.NVIDIA, refPath: "/p/ref.py", refCode: "R", candCode: "C",
-			knownCompile: &Stats{MedianS: 1e-3},
+			knownCompile: &baseline{Stats: &Stats{MedianS: 1e-3}},
 			req: EvalRequest{Trials: 5, Seed: 42, Timeout: 180 * time.Second, SOLSeconds: 2.5e-6,
 				Tolerance: &problem.Tolerance{Atol: 1e-3, Rtol: 1e-2}, KernelPolicy: KernelPolicyStrict,
 				ToleranceRule: ToleranceKernelBenchV0, Shapes: "large",
@@ -42,12 +42,19 @@ func TestEvalJobJSON(t *testing.T) {
 		want: `{"budget_s":1.5,"candidate":{"code":"C","path":"/c.py"},"count_work":true,"reference":{"code":"R"},` +
 			`"seed":42,"skip_timing":false,"sol_seconds":0,"target":"nvidia","trials":5}`,
 	}, {
-		// The CPU never times torch.compile.
+		// The CPU times torch.compile only when asked.
 		name: "cpu, no timing",
 		run: evalRun{tgt: target.CPU, refCode: "R", candCode: "C",
 			req: EvalRequest{Trials: 1, Seed: 7, Timeout: time.Minute, SkipTiming: true}},
 		want: `{"budget_s":60,"candidate":{"code":"C"},"compile_reference":false,"count_work":false,"reference":{"code":"R"},` +
 			`"seed":7,"skip_timing":true,"sol_seconds":0,"target":"cpu","trials":1}`,
+	}, {
+		// Asked for on the CPU: the only case that sends true.
+		name: "cpu, compile asked for",
+		run: evalRun{tgt: target.CPU, refCode: "R", candCode: "C",
+			req: EvalRequest{Trials: 1, Seed: 7, Timeout: time.Minute, CompileReference: &yes}},
+		want: `{"budget_s":60,"candidate":{"code":"C"},"compile_reference":true,"count_work":true,"reference":{"code":"R"},` +
+			`"seed":7,"skip_timing":false,"sol_seconds":0,"target":"cpu","trials":1}`,
 	}, {
 		// AMD runs as "nvidia" (ROCm torch drives it through torch.cuda).
 		name: "amd, compile off by the caller, work counted on request",

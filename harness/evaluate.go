@@ -39,12 +39,17 @@ type Evaluator struct {
 	// box; its timing depends only on the reference, device and shapes, so
 	// it is measured once and reused.
 	compileMu    sync.Mutex
-	compileStats map[string]*Stats
+	compileStats map[string]*baseline
 	compileOwn   map[string]bool // measured by this evaluator, not read from the database
 	compileBusy  map[string]bool // being measured by an evaluation in flight
 
 	workMu sync.Mutex
 	work   map[string]*workCall
+
+	// phases are the fresh evaluations' device and timed seconds, in the
+	// order they finished (Throughput).
+	phaseMu sync.Mutex
+	phases  []map[string]float64
 }
 
 // NewEvaluator unpacks the worker and prepares the cache tables. The
@@ -71,6 +76,9 @@ func NewEvaluator(cfg EvalConfig) (*Evaluator, error) {
 	if cfg.CacheDir == "" {
 		cfg.CacheDir = toolchain.CacheDir()
 	}
+	if cfg.BaselineMaxAge <= 0 {
+		cfg.BaselineMaxAge = DefaultBaselineMaxAge
+	}
 	if cfg.DiscoverGPUs == nil {
 		cfg.DiscoverGPUs = discoverGPUs
 	}
@@ -87,7 +95,7 @@ func NewEvaluator(cfg EvalConfig) (*Evaluator, error) {
 		}
 	}
 	return &Evaluator{cfg: cfg, w: w, log: cfg.Logger, pools: map[target.Name]*lease.Pool{},
-		compileStats: map[string]*Stats{}, compileOwn: map[string]bool{}, compileBusy: map[string]bool{}, work: map[string]*workCall{}}, nil
+		compileStats: map[string]*baseline{}, compileOwn: map[string]bool{}, compileBusy: map[string]bool{}, work: map[string]*workCall{}}, nil
 }
 
 // PyDir is the folder holding the worker's Python, the kevolve package
@@ -188,7 +196,7 @@ type evalRun struct {
 	rkey     string // the reference's compile stats' (workerJob)
 	// knownCompile is the reference's torch.compile timing measured by an
 	// earlier evaluation, nil if it is measured now.
-	knownCompile *Stats
+	knownCompile *baseline
 	// compileClaimed: this evaluation measures the reference's compile
 	// timing; compileWaived: another one in flight does, so this one
 	// does not (claimCompile).
@@ -226,6 +234,8 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 	setFitness(res)
 	setNoise(res)
 	res.WallS = time.Since(r.t0).Seconds()
+	e.costPut(ctx, r, res)
+	e.notePhase(res)
 	// Timeouts and crashes can be the machine's fault (load, OOM): not cached.
 	if res.Verdict != VerdictTimeout && res.Verdict != VerdictCrash {
 		e.cachePut(ctx, r.key, res)

@@ -53,6 +53,9 @@ func WriteTableOpts(w io.Writer, r *EvalResult, o TableOptions) error {
 	if r.RefCompile != nil {
 		p("reference (torch.compile)\t%s", statsText(r.RefCompile))
 	}
+	for _, b := range r.BaselinesReused {
+		p("  reused\t%s measured %s ago on %s (saves %.1f s; --retime measures again)", b.Kind, Seconds(b.AgeS), b.Where, b.SavedS)
+	}
 	if r.SpeedupVsEager != nil {
 		p("speedup vs eager\t%.3fx", *r.SpeedupVsEager)
 	}

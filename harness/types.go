@@ -313,6 +313,11 @@ type EvalResult struct {
 	// load_candidate_cpu is the CPU seconds of the compilers the candidate's
 	// import ran, prepare_build the harness's build step before it.
 	StageS map[string]float64 `json:"stage_s,omitempty"`
+	// BaselinesReused lists the reference timings (torch.compile) taken
+	// from an earlier evaluation rather than measured in this one: when,
+	// where, and the seconds saved. The eager reference is always this
+	// evaluation's own.
+	BaselinesReused []BaselineReuse `json:"baselines_reused,omitempty"`
 	// Partial is what an evaluation that never reported a result (timeout,
 	// host memory limit, crash) had done: the stage it was in, how far
 	// each stage got and the timing figures so far (partial.go); its
@@ -396,6 +401,9 @@ type EvalConfig struct {
 	// Reuse says when a child that ran a clean evaluation runs the next on
 	// its device (the child's Python decides what clean is: evaluate_taint.py).
 	Reuse ReusePolicy
+	// BaselineMaxAge is how long a stored reference baseline serves
+	// before it is measured again; default DefaultBaselineMaxAge.
+	BaselineMaxAge time.Duration
 }
 
 // Measured is what a timed evaluation measured, for a SOL analysis of the

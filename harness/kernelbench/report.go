@@ -61,8 +61,15 @@ func (s *Summary) WriteTextFull(w io.Writer, full bool) {
 	if len(s.Unmatched) > 0 {
 		fmt.Fprintf(w, "candidates naming no problem of these levels: %s\n", strings.Join(s.Unmatched, ", "))
 	}
+	if s.Evaluated > 0 {
+		fmt.Fprintf(w, "throughput: %d evaluated in %.0f s, %.1f a minute\n", s.Evaluated, s.WallS, s.EvalsPerMinute)
+	}
 	if s.DeviceHeldS > 0 {
 		fmt.Fprintf(w, "device busy: %.0f%% of the wall (some evaluation held the device phase %.1f s)\n", 100*s.DeviceBusyShare, s.DeviceHeldS)
+	}
+	if s.DevicePhaseMedianS > 0 {
+		fmt.Fprintf(w, "device phase: median %.2f s held against %.3f s of correctness and timing (%s)\n",
+			s.DevicePhaseMedianS, s.TimedMedianS, overhead(s.DevicePhaseMedianS, s.TimedMedianS))
 	}
 	if s.Memory != nil {
 		fmt.Fprintf(w, "peak host memory: kevolve-mcp %.0f MiB, largest worker process %.0f MiB\n",

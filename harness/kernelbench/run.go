@@ -76,6 +76,13 @@ type Summary struct {
 	// far below, the host's CPU (builds) or the sweep's shape does.
 	DeviceBusyShare      float64 `json:"device_busy_share,omitempty"`
 	DeviceHeldS          float64 `json:"device_held_s,omitempty"`
+	// EvalsPerMinute is the pairs evaluated (not resumed) a minute of the
+	// wall; DevicePhaseMedianS the median seconds one held its device and
+	// TimedMedianS the median of its correctness and timing stages: the
+	// device phase's overhead is their ratio (issue 34).
+	EvalsPerMinute     float64 `json:"evals_per_minute,omitempty"`
+	DevicePhaseMedianS float64 `json:"device_phase_median_s,omitempty"`
+	TimedMedianS       float64 `json:"timed_median_s,omitempty"`
 	Interrupted          bool    `json:"interrupted,omitempty"`
 	ReferenceAsCandidate bool    `json:"reference_as_candidate,omitempty"`
 }
@@ -163,6 +170,7 @@ func Run(ctx context.Context, ev Evaluator, opt Options) (*Summary, error) {
 	}
 	sum.Metrics = Compute(recs)
 	sum.WallS = time.Since(t0).Seconds()
+	sum.throughput(recs)
 	if s.writeErr != nil {
 		return sum, s.writeErr
 	}
@@ -217,7 +225,7 @@ func (s *sweep) all(ctx context.Context, pairs []Pair) []Record {
 		}()
 	}
 feed:
-	for _, i := range dispatchOrder(pairs) {
+	for _, i := range dispatchOrder(pairs, s.measuredCost(ctx)) {
 		select {
 		case idx <- i:
 		case <-ctx.Done():

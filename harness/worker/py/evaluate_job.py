@@ -62,6 +62,11 @@ class Job:
         """Seconds one program's timing may take."""
         return self.timing_cap_s or (3.0 if device.type == "cuda" else 1.5)
 
+    def compile_cap_for(self, device):
+        """Seconds torch.compile's first call may take: inductor's C++ build
+        on a loaded CPU took 79 s of the 90 allowed a GPU's Triton build."""
+        return self.compile_cap_s if device.type == "cuda" else max(self.compile_cap_s, 240.0)
+
     def wants_compile(self, device):
         """Whether torch.compile of the reference is timed too."""
         return self.compile_reference if self.compile_reference is not None else device.type == "cuda"

@@ -47,7 +47,7 @@ def after_timing_guards(st):
 def timing_compile(st):
     job, device = st.job, st.device
     want = job.wants_compile(device)
-    if want and st.remaining() > job.compile_cap_s + 10:
+    if want and st.remaining() > job.compile_cap_for(device) + 10:
         st.ctx.progress("timing_compile")
         _time_compiled(st)
     elif want:
@@ -60,7 +60,7 @@ def _time_compiled(st):
         cmodel = torch.compile(st.ref_model)
         stepped_aside = _step_aside(st)
         try:
-            with time_limit(st.job.compile_cap_s):
+            with time_limit(st.job.compile_cap_for(st.device)):
                 with torch.no_grad():
                     cmodel(*rin)
                 st.sync()

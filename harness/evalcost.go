@@ -1,0 +1,76 @@
+package harness
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+)
+
+// Measured costs of earlier evaluations (issue 34): a sweep or a suite
+// that starts the longest work first finishes sooner, and what an
+// evaluation of the same programs took last time says how long better than
+// words in the source do. Kept per reference, candidate and target, the
+// latest evaluation's.
+
+// Cost is what one evaluation of a pair took.
+type Cost struct {
+	BuildS  float64 // the candidate's build and import (prepare_build, load_candidate)
+	DeviceS float64 // the device held (device_held)
+	WallS   float64 // the whole evaluation
+}
+
+func migrateEvalCost(db *sql.DB) error {
+	_, err := db.Exec(`CREATE TABLE IF NOT EXISTS eval_cost (
+		ref_hash TEXT NOT NULL,
+		cand_hash TEXT NOT NULL,
+		target TEXT NOT NULL,
+		build_s REAL NOT NULL,
+		device_s REAL NOT NULL,
+		wall_s REAL NOT NULL,
+		updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+		PRIMARY KEY (ref_hash, cand_hash, target)
+	)`)
+	if err != nil {
+		return fmt.Errorf("migrate eval_cost: %w", err)
+	}
+	return nil
+}
+
+func contentHash(code string) string {
+	h := sha256.Sum256([]byte(code))
+	return hex.EncodeToString(h[:])
+}
+
+// costOf reads an evaluation's cost from its stage seconds.
+func costOf(res *EvalResult) Cost {
+	s := res.StageS
+	return Cost{BuildS: s[StagePrepareBuild] + s["load_candidate"], DeviceS: s[StageDeviceHeld], WallS: res.WallS}
+}
+
+// costPut keeps what a fresh evaluation took.
+func (e *Evaluator) costPut(ctx context.Context, r *evalRun, res *EvalResult) {
+	if e.cfg.DB == nil || res.Cached {
+		return
+	}
+	c := costOf(res)
+	_, err := e.cfg.DB.ExecContext(ctx, `INSERT OR REPLACE INTO eval_cost (ref_hash, cand_hash, target, build_s, device_s, wall_s) VALUES (?, ?, ?, ?, ?, ?)`,
+		contentHash(r.refCode), contentHash(r.candCode), string(r.tgt), c.BuildS, c.DeviceS, c.WallS)
+	if err != nil {
+		e.log.Warn("eval cost write", "err", err)
+	}
+}
+
+// StoredCost is what the latest evaluation of these programs on target
+// took ("" or "auto": on any target); ok is false where none was kept.
+func (e *Evaluator) StoredCost(ctx context.Context, refCode, candCode, target string) (c Cost, ok bool) {
+	if e.cfg.DB == nil {
+		return Cost{}, false
+	}
+	anyTarget := target == "" || target == "auto"
+	err := e.cfg.DB.QueryRowContext(ctx, `SELECT build_s, device_s, wall_s FROM eval_cost
+		WHERE ref_hash = ? AND cand_hash = ? AND (target = ? OR ?) ORDER BY updated_at DESC LIMIT 1`,
+		contentHash(refCode), contentHash(candCode), target, anyTarget).Scan(&c.BuildS, &c.DeviceS, &c.WallS)
+	return c, err == nil
+}
