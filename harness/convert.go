@@ -43,6 +43,9 @@ func (e *Evaluator) convert(ctx context.Context, r *evalRun, out *worker.Outcome
 	res := &EvalResult{Target: string(r.tgt), Shapes: r.req.Shapes, Device: r.dev.Name, DeviceIndex: r.dev.Index, DeviceUUID: r.dev.UUID,
 		HarnessVersion: HarnessVersion(), Log: out.Log, Checks: []Check{}, Sandbox: sandboxReport(out),
 		MeasuredAt: r.t0.UTC().Format(time.RFC3339Nano)}
+	if err := buildLoadTimeout(r, out); err != nil {
+		return nil, nil, err
+	}
 	if e.unreported(r, res, out) {
 		addPartial(r, res, out)
 		return res, nil, nil
@@ -75,6 +78,7 @@ func (e *Evaluator) convert(ctx context.Context, r *evalRun, out *worker.Outcome
 	}
 	e.fromPython(ctx, r, res, pr)
 	addDevicePhase(res, out)
+	addBuildGrant(res, out)
 	applyJudge(res, out.Judge, judgeOff())
 	return res, pr.Work, nil
 }
@@ -100,7 +104,7 @@ func (e *Evaluator) unreported(r *evalRun, res *EvalResult, out *worker.Outcome)
 		res.Verdict = VerdictTimeout
 		res.Stage = out.Stage
 		res.Checks = append(res.Checks, Check{Name: "deadline", Passed: false,
-			Detail: fmt.Sprintf("killed after %s in stage %q", r.req.Timeout, out.Stage) + loadGrant(out.LoadGrant) +
+			Detail: fmt.Sprintf("killed after %s in stage %q", r.req.Timeout, out.Stage) + loadGrant(out.LoadGrant) + buildGrant(out.Build) +
 				whileRunning(out.Board) + stepsDone(out.Steps)})
 	case out.Unreported:
 		// The harness reports its result before the process ends; a

@@ -128,6 +128,9 @@ func (e *Evaluator) workerJob(ctx context.Context, r *evalRun, progress func(str
 		// the driver makes one process at a time across the host's GPUs.
 		// They never outnumber the jobs the device held at once.
 		IdleMax: r.lease.MaxHolders(),
+
+		// The candidate's builds: their time lost to the host is granted (buildload.go).
+		BuildStages: evalBuildStages,
 	}
 }
 

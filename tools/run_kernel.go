@@ -55,7 +55,7 @@ func runKernelDescription(ev *harness.Evaluator) string {
 		"Returns verdict (" + strings.Join(problem.Verdicts, ", ") + "), the failing stage, " + checks + " by name with details, " +
 		"median/p10/p90/CV of the candidate, the eager reference and torch.compile, speedup_vs_eager and speedup_vs_compile, " +
 		"the speed-of-light bound on that device (t_sol_s, pct_of_sol, sol_score), fitness, memory peaks, notes, warnings and the trimmed log. " +
-		"A timeout answers within timeout_s plus at most 10%, with seconds per stage reached (stage_s) and partial: trials done, timing so far. " +
+		"A timeout answers within timeout_s plus at most 10% (a build slowed by the host's load: up to 2x, stated in notes), with seconds per stage reached (stage_s) and partial: trials done, timing so far. " +
 		"With a progress token, each stage is sent as a progress notification. " +
 		"Calling the reference's own op, mutating inputs, caching outputs or timing below the speed of light is an integrity_violation. " +
 		"Identical requests are answered from a cache unless retime. " +

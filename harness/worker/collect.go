@@ -24,6 +24,8 @@ func (r *jobRun) finish(reported bool) *Outcome {
 	r.handBack(now)
 	r.mark(now)
 	r.stage = ""
+	r.build.leave(r.pid, now)
+	out.Build = r.build.g
 	out.Wall = now.Sub(r.t0) - r.gateWait
 	out.GateWait = r.gateWait
 	out.Pid = r.pid

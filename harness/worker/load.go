@@ -11,7 +11,9 @@ package worker
 // and the answer, so the answer comes within 1.1 times the deadline (it
 // was ten times, and a 600 s job answered after 843 s: issue 36). A hang
 // (sleeping, blocked, or spinning on an idle host) waits for no CPU and is
-// killed on time.
+// killed on time. A build's waits (its compilers come and go, and 16
+// builds at once can lose minutes) have an allowance of their own beyond
+// this tenth: build.go.
 
 import (
 	"fmt"

@@ -52,6 +52,10 @@ type Job struct {
 	// and one per judge, made and torn down by the driver one process at
 	// a time across the host's GPUs).
 	IdleMax int
+	// BuildStages are the progress stages in which the job builds (the
+	// candidate's import and constructor): the run-queue wait of its
+	// processes there extends the deadline beyond the load grant (build.go).
+	BuildStages []string
 }
 
 // StageTime is a job's wall time in one of its progress stages, as the Go
@@ -119,6 +123,12 @@ type Outcome struct {
 	// stage and key, the last of each: what a job the deadline ended had
 	// measured. The child's own word, as its events are.
 	Figures map[string]map[string]json.RawMessage
+	// Build is what the job's build stages lost to the host's load and
+	// were granted for it (build.go); BuildLoadTimeout: the deadline
+	// killed it in a build stage that had lost more than it was granted,
+	// so the host, not the candidate, ran its time out.
+	Build            BuildGrant
+	BuildLoadTimeout bool
 }
 
 // judgeSize bounds the judge's report read back.
@@ -176,6 +186,7 @@ type jobRun struct {
 	logc            *logCap
 	deadline        *time.Timer
 	load            loadAllowance
+	build           buildAllowance
 	polls           int
 }
 

@@ -23,6 +23,8 @@ func (r *jobRun) wait() (*Outcome, error) {
 	r.deadline = time.NewTimer(r.job.Timeout)
 	defer r.deadline.Stop()
 	r.load = loadAllowance{limit: MaxLoadGrant(r.job.Timeout)}
+	r.build = newBuildAllowance(r.job.BuildStages, r.job.Timeout)
+	defer func() { r.build.leave(r.pid, time.Now()) }() // a job that ended in a build stage leaves the count
 	// Every logPoll the log's cap; every rssPoll the memory limit.
 	poll := time.NewTicker(logPoll)
 	defer poll.Stop()
@@ -56,6 +58,9 @@ func (r *jobRun) wait() (*Outcome, error) {
 func (r *jobRun) checkLimits() *Outcome {
 	r.logc.check()
 	r.polls++
+	if r.polls%int(buildSample/logPoll) == 0 {
+		r.build.sample(r.pid)
+	}
 	if r.pid == 0 || r.job.RSSLimit <= 0 || r.polls%int(rssPoll/logPoll) != 0 {
 		return nil
 	}
@@ -76,7 +81,12 @@ func (r *jobRun) deadlinePassed() *Outcome {
 		r.deadline.Reset(more)
 		return nil
 	}
+	if more := r.build.extend(r.pid, r.load.granted); more > 0 {
+		r.deadline.Reset(more)
+		return nil
+	}
 	r.out.TimedOut, r.out.LoadGrant = true, r.load.granted
+	r.out.BuildLoadTimeout = r.build.loadTimeout(r.load.granted)
 	r.kill()
 	r.waitExit()
 	return r.finish(false)
@@ -159,6 +169,7 @@ func (r *jobRun) grant() error {
 func (r *jobRun) enter(stage string, now time.Time) {
 	r.mark(now)
 	r.stage = stage
+	r.build.enter(stage, r.pid, now)
 }
 
 // granted: the job holds the device from now; the wait before it is the

@@ -173,3 +173,21 @@ def spin_cpu(args, ctx):
     while time.process_time() < end:
         pass
     return {"wall_s": time.monotonic() - t0}
+
+
+def build_under_load(args, ctx):
+    """A build stage whose compilers come and go: `procs` processes run
+    one after the other, each burning cpu_s seconds of CPU on one CPU (the
+    test pins spinners there), as a build's compiler invocations do. Each
+    has exited before the next starts, so the tree's live processes never
+    show the wait the build lost (issue 32, item 6)."""
+    import subprocess
+    import sys
+    os.sched_setaffinity(0, {int(args["cpu"])})
+    ctx.progress(args.get("stage", "load_candidate"))
+    t0 = time.monotonic()
+    burn = "import time\nend = time.process_time() + %f\nwhile time.process_time() < end: pass\n" % float(args["cpu_s"])
+    for _ in range(int(args["procs"])):
+        subprocess.run([sys.executable, "-S", "-c", burn], check=True)
+    ctx.progress("after")
+    return {"wall_s": time.monotonic() - t0}
