@@ -51,6 +51,7 @@ type Throughput struct {
 	WallS              float64 `json:"wall_s"`
 	PerMinute          float64 `json:"per_minute"`
 	DeviceBusyShare    float64 `json:"device_busy_share"`
+	DeviceHeldS        float64 `json:"device_held_s"`
 	DevicePhaseMedianS float64 `json:"device_phase_median_s"`
 	TimedMedianS       float64 `json:"timed_median_s"`
 }
@@ -81,14 +82,16 @@ func (e *Evaluator) Throughput(m ThroughputMark) Throughput {
 	if wall > 0 {
 		t.PerMinute = float64(len(phases)) / wall.Minutes()
 	}
-	t.DeviceBusyShare, _ = DeviceShare(m.busy, e.DeviceBusy(), wall)
+	share, held := DeviceShare(m.busy, e.DeviceBusy(), wall)
+	t.DeviceBusyShare, t.DeviceHeldS = share, held.Seconds()
 	t.DevicePhaseMedianS, t.TimedMedianS, _ = PhaseMedians(phases)
 	return t
 }
 
 // String is the line a run prints at its end.
 func (t Throughput) String() string {
-	s := fmt.Sprintf("throughput: %d evaluations in %.0f s, %.1f a minute; device busy %.0f%%", t.Evaluations, t.WallS, t.PerMinute, 100*t.DeviceBusyShare)
+	s := fmt.Sprintf("throughput: %d evaluations in %.1f s, %.1f a minute; device busy %.0f%% (held %.1f s)",
+		t.Evaluations, t.WallS, t.PerMinute, 100*t.DeviceBusyShare, t.DeviceHeldS)
 	if t.DevicePhaseMedianS > 0 {
 		s += fmt.Sprintf("; device phase median %.2f s against %.3f s of correctness and timing", t.DevicePhaseMedianS, t.TimedMedianS)
 		if t.TimedMedianS > 0 {

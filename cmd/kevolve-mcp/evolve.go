@@ -218,7 +218,7 @@ func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.W
 		return err
 	}
 	eng := &engine.Engine{Store: st, Eval: evaluator, Operator: op, Log: c.logger, OnProgress: progressPrinter(stderr), Parallel: parallel}
-	busy0, t0 := ev.DeviceBusy(), time.Now() // the in-process evaluator's device phases (a fleet's are the workers')
+	mark := ev.Mark() // the in-process evaluator's evaluations and device phases (a fleet's are the workers')
 	if eo.resume != "" {
 		var b *search.Budget
 		if budgetSet {
@@ -248,9 +248,8 @@ func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.W
 		}
 	}
 	fmt.Fprintln(stderr)
-	if share, held := harness.DeviceShare(busy0, ev.DeviceBusy(), time.Since(t0)); held > 0 && !eo.fleet.enabled() {
-		fmt.Fprintf(stderr, "device busy: %.0f%% of the run's %.1f s wall (some evaluation held the device phase %.1f s)\n",
-			100*share, time.Since(t0).Seconds(), held.Seconds())
+	if tp := ev.Throughput(mark); tp.Evaluations > 0 && !eo.fleet.enabled() {
+		fmt.Fprintln(stderr, tp) // evaluations a minute, device busy, device phase against timed work
 	}
 	if run == nil {
 		return err
