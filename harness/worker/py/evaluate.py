@@ -34,6 +34,7 @@ import evaluate_stage_after as after
 import evaluate_stage_correctness as correctness
 import evaluate_stage_integrity as integrity
 import evaluate_stage_load as load
+import evaluate_stateful as stateful
 import evaluate_stage_timing as timing
 import evaluate_stage_warmup as warmup
 
@@ -51,6 +52,7 @@ STAGES = (
     Stage("prepare", load.prepare),
     Stage("load_candidate", load.load_candidate),
     Stage("construct", load.construct),
+    Stage("state", stateful.detect_stage),
     Stage("warm_up", warmup.warm_up),
     Stage("device_phase", warmup.device_phase),
     Stage("correctness", correctness.correctness, stop_if_failed=True),
@@ -152,7 +154,8 @@ def _finish(st, judge):
     # The client drops the model from this hand-off once it served the
     # judge, and then frees the device memory it held: no other reference
     # to it may stay behind.
-    handoff = {"device": st.device, "cand_model": st.cand_model, "construct_on_host": st.constructed_on_host}
+    handoff = {"device": st.device, "cand_model": st.cand_model, "construct_on_host": st.constructed_on_host,
+               "rebuild": st.rebuild if st.stateful else None}
     st.cand_model = None
     # Sealed before the candidate's code runs in the judge's stages: what
     # it does from here on cannot change what the result reports.

@@ -51,6 +51,7 @@ from evaluate_compare import compare
 from evaluate_fingerprint import Fingerprinter, same
 from evaluate_timing import Timer
 import evaluate_judge_reftime as reftime
+import evaluate_stateful as stateful
 import evaluate_unseen as unseen
 import jail
 
@@ -192,6 +193,7 @@ class Job:
         self.rng = rng
         self.error = "the judge was given this job's folder before" if again else None
         self.model = None
+        self.stateful, self.state = False, None
         self.device = torch.device("cpu")
         if again:
             return
@@ -287,6 +289,13 @@ class Job:
         if timing:
             rep["reference_s"] = self._time_reference(seeds[-1], _num(msg.get("reference_median_s")), chan, rep)
             phases["reference_timing"] = round(time.perf_counter() - t0 - phases["build"], 4)
+        if self.stateful:
+            # Both from their constructed state: the reference's timing
+            # advanced the judge's copy, the evaluation advanced the candidate.
+            stateful.restore(self.model, self.state)
+            chan.request({"op": "rebuild"})
+            rep.setdefault("notes", []).append("stateful reference: the judge's trials ran both models in step from their "
+                                               "constructed state (the candidate constructed again)")
         t1 = time.perf_counter()
         fpr = Fingerprinter(self.rng)
         shapes = set()
@@ -334,6 +343,9 @@ class Job:
         where the candidate fails one it passed at the shown shape, status
         incorrect with check shape_specialized. A variant the reference
         fails, or where it is not finite, is left out, noted."""
+        if self.stateful:
+            rep["shapes_not_tried"] = ["a stateful reference: its state has the shown shape, so no other is tried"]
+            return
         s = int(self.args.get("seed") or 42)
         variants, skipped = unseen.plan(self.ref_mod, lambda: construct.init_inputs_of(self.ref_mod, s, self.device), shown)
         tried = rep["shapes_tried"] = [{"label": "shown", "shapes": unseen.shape_of(shown), "passed": True}]
@@ -381,6 +393,9 @@ class Job:
         init = construct.init_inputs_of(self.ref_mod, s, self.device)
         construct.seed(s, self.device)
         self.model, _ = construct.build(self.ref_mod.Model, init, self.device, not on_host)
+        # A reference whose calls change its state is compared in step
+        # (evaluate_stateful): its state as constructed is kept to go back to.
+        self.stateful, self.state = stateful.detect(self.model, self._ref, lambda: self._inputs(s + stateful.STATE_SEED))
 
     def _inputs(self, s):
         torch.manual_seed(s)

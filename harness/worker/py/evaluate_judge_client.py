@@ -124,7 +124,7 @@ def verify(h, res, state, progress, budget_s, sealed_sha=""):
                                # judge's weights differ from the candidate's: a worse verdict, never a better one.
                                "construct_on_host": bool(state.get("construct_on_host")),
                                "result_sha256": sealed_sha})
-        res["judge"] = _serve(h.sock, model, state["device"])
+        res["judge"] = _serve(h.sock, model, state["device"], state.get("rebuild"))
     except (OSError, wire.WireError) as e:
         res["judge"] = {"status": "unavailable", "detail": "the judge did not answer: %s" % e}
         _abandon()  # mid-conversation: it cannot serve another job
@@ -157,9 +157,11 @@ def keep(h, ok, why):
     return ok, why
 
 
-def _serve(sock, model, device):
-    """Answers the judge's requests until it reports what it wrote."""
-    held = {"inputs": None, "outputs": None, "enc": None}
+def _serve(sock, model, device, rebuild=None):
+    """Answers the judge's requests until it reports what it wrote.
+    rebuild: ModelNew constructed again, for a stateful reference's
+    in-step trials (evaluate_stateful); None where it is not stateful."""
+    held = {"inputs": None, "outputs": None, "enc": None, "model": model, "rebuild": rebuild}
     while True:
         msg, fds = wire.recv(sock)
         if msg is None:
@@ -168,10 +170,10 @@ def _serve(sock, model, device):
         if op == "written":
             return msg.get("judge")
         if op == "end":
-            held.clear()
+            held.update(inputs=None, outputs=None, enc=None, model=None, rebuild=None)
             continue
         try:
-            reply, out_fds = _answer(op, msg, fds, held, model, device)
+            reply, out_fds = _answer(op, msg, fds, held, held["model"], device)
         except BaseException as e:  # noqa: BLE001 - the candidate's failure, reported to the judge
             reply, out_fds = {"ok": False, "candidate_error": True, "error": "%s: %s" % (type(e).__name__, str(e)[:500])}, []
         finally:
@@ -184,6 +186,12 @@ def _serve(sock, model, device):
 
 def _answer(op, msg, fds, held, model, device):
     if op == "nop":
+        return {"ok": True}, []
+    if op == "rebuild":
+        if held["rebuild"] is None:
+            return {"ok": False, "error": "no stateful reference here: nothing to construct again"}, []
+        held.update(inputs=None, outputs=None, enc=None, model=None)
+        held["model"] = held["rebuild"]()
         return {"ok": True}, []
     if op == "release":
         held.update(inputs=None, outputs=None, enc=None)

@@ -7,6 +7,7 @@ import torch
 
 from evaluate_common import guard_changed, is_oom, release
 from evaluate_integrity import post_timing_call
+import evaluate_stateful as stateful
 from evaluate_ops import OpRecorder, OpTrace
 from evaluate_timing import time_limit
 
@@ -21,6 +22,10 @@ def after_timing(st):
     if st.checks.failed():
         return
     st.ctx.progress("after_timing")
+    if st.stateful:
+        st.checks.add("audit", *stateful.recheck(st), "integrity_violation")
+        release(st.device)
+        return
     post_rec, post_trace = OpRecorder(), OpTrace()
     ok, detail = post_timing_call(lambda x: st.run_candidate(x, -3, post_rec, post_trace), st.ref_call, st.make_inputs,
                                   st.job.seed + 4242, st.tol, st.fpr, st.ref_mutates)

@@ -24,7 +24,9 @@ class _Timed:
         self.rng, st.audit_seed = private_rng(st.job.audit_seed, 1)
         self.refresher = InputRefresher(lambda s: st.make_inputs(s, checked=False), self.cin, self.rng)
         self._limit_refresh(st)
-        self.auditor = Auditor(self.rng, lambda x: _ref_nosync(st, x), self.cin, st.tol, st.fpr)
+        # A stateful reference cannot be compared with a timed call of the
+        # candidate's: the in-step re-check after timing stands in (evaluate_stateful).
+        self.auditor = None if st.stateful else Auditor(self.rng, lambda x: _ref_nosync(st, x), self.cin, st.tol, st.fpr)
         self.st = st
 
     def _limit_refresh(self, st):
@@ -127,7 +129,7 @@ def stream_check(st):
     """Work outside the measured stream (evaluate_integrity); then the
     timed inputs go, before the call on fresh ones."""
     t = st.timed
-    if st.device.type == "cuda":
+    if st.device.type == "cuda" and not st.stateful:  # stateful: lone calls (evaluate_stateful)
         st.ctx.progress("stream_check")
         st.side.now = "candidate"
         try:
@@ -142,6 +144,7 @@ def stream_check(st):
         if st.timer.spin is not None:
             detail += "; timed with a " + st.timer.spin.note
         st.checks.add(kind, ok, detail, "runtime_error" if kind == "run_candidate" else "integrity_violation")
-    st.audited, st.traced = t.auditor.audited, t.auditor.traced
+    if t.auditor is not None:
+        st.audited, st.traced = t.auditor.audited, t.auditor.traced
     st.timed = t = None
     release(st.device)

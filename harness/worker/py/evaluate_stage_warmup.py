@@ -32,8 +32,8 @@ WARM_SEED = 7777777  # far from every seed a check uses (seed + 1000003 k, + 7, 
 
 
 def warm_up(st):
-    if st.device.type != "cuda" or not _jit_candidate(st):
-        return
+    if st.device.type != "cuda" or not _jit_candidate(st) or st.stateful:
+        return  # stateful: a lone call would put the candidate a step ahead (evaluate_stateful)
     st.ctx.progress("warm_up")
     err = _first_call(st)
     if err is not None and _context_lost(st.device):

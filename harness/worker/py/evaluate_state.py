@@ -49,10 +49,13 @@ class EvalState:
         self.constructed_on_host = False  # evaluate_stage_load: both models built KernelBench's way
         self.timed = None  # evaluate_stage_timing's inputs, refresher and auditor, until the stream check
         self.audited, self.traced, self.audit_seed = [], [], None
+        # evaluate_stateful: whether the reference keeps a state calls
+        # change, its state as constructed, the candidate's constructor again
+        self.stateful, self.ref_state, self.rebuild = False, None, None
 
     # What the finish (evaluate.main) still reads once the stages are done.
     KEEP_AFTER = frozenset(("job", "ctx", "checks", "res", "warnings", "remaining", "work_dir", "prof", "device", "side",
-                            "trial_judge", "threads_before", "taint", "cand_model"))
+                            "trial_judge", "threads_before", "taint", "cand_model", "stateful", "rebuild"))
 
     def end_stages(self):
         """Drops what only the stages held (the reference's model and
