@@ -18,7 +18,7 @@ import (
 	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/engine"
 	"github.com/kevolve/kevolve-mcp/search/harnesseval"
-	"github.com/kevolve/kevolve-mcp/search/operator"
+	"github.com/kevolve/kevolve-mcp/search/launch"
 	"github.com/kevolve/kevolve-mcp/search/runs"
 	"github.com/kevolve/kevolve-mcp/search/store"
 	"github.com/kevolve/kevolve-mcp/tools/toolstest"
@@ -46,7 +46,7 @@ func evolveServer(t *testing.T) (*client.Client, *runs.Manager) {
 			s.CorpusRoot = corpusRoot
 			return engine.ResolveProblem(ctx, nil, s)
 		},
-		Operator: operator.ByName,
+		Launch: &launch.Launcher{},
 		Report: func(ctx context.Context, st search.Store, id string) (string, error) {
 			return engine.WriteReport(ctx, st, id, filepath.Join(dir, "runs", id), nil)
 		}})

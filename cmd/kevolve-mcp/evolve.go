@@ -17,7 +17,7 @@ import (
 	"github.com/kevolve/kevolve-mcp/harness/sol"
 	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/engine"
-	"github.com/kevolve/kevolve-mcp/search/harnesseval"
+	"github.com/kevolve/kevolve-mcp/search/launch"
 	"github.com/kevolve/kevolve-mcp/search/operator"
 	"github.com/kevolve/kevolve-mcp/search/policy"
 	"github.com/kevolve/kevolve-mcp/search/store"
@@ -115,11 +115,9 @@ is a checkpoint: a killed run continues with --resume RUN.
 }
 
 func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.Writer) error {
-	spec, o := eo.spec, eo.start
 	if err := eo.fleet.validate(c); err != nil {
 		return err
 	}
-	budgetSet := fs.Changed("budget") || fs.Changed("time") || fs.Changed("tokens") || fs.Changed("plateau")
 	op, err := operator.ByName(eo.operator)
 	if err != nil {
 		return err
@@ -133,138 +131,125 @@ func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
+	l := a.launcher(st, stderr, eo.fleet.remote())
 	if eo.suite.spec != "" {
 		if err := operator.Preflight(ctx, eo.operator); err != nil {
 			return err
 		}
-		return evolveSuite(ctx, c, a, eo, st, fs, stdout, stderr)
+		return evolveSuite(ctx, a, l, eo, fs, stdout, stderr)
 	}
 	if err := preflight(ctx, a, st, op, eo, stderr); err != nil {
 		return err
 	}
-	ev, err := a.evaluator()
+	var run *search.Run
+	if eo.resume != "" {
+		if run, err = resumedRun(ctx, st, eo.resume, eo.operator, stderr); err != nil {
+			return err
+		}
+	}
+	p, err := prepareEvolve(ctx, l, eo, run)
 	if err != nil {
 		return err
 	}
-	var run *search.Run
-	if eo.resume != "" {
-		if eo.resume, err = st.ResolveRunID(ctx, eo.resume); err != nil {
-			return err
-		}
-		if run, err = st.Run(ctx, eo.resume); err != nil {
-			return err
-		}
-		if err := switchOperator(ctx, st, run, eo.operator, stderr); err != nil {
-			return err
-		}
-		// A built-in problem's reference lives in the materialized corpus,
-		// which a cache cleanup may have removed since the run started.
-		if _, err := corpus.Get(run.Problem.Name); err == nil {
-			if _, err := corpus.Materialize(corpusRoot()); err != nil {
-				return err
-			}
-		}
-	} else {
-		if spec.Target, err = resolveTarget(ctx, ev, eo.target, eo.fleet.remote()); err != nil {
-			return err
-		}
-		spec.CorpusRoot = corpusRoot()
-		if o.Problem, o.StartCode, err = engine.ResolveProblem(ctx, a.registry(), spec); err != nil {
-			return err
-		}
-		if o.Config.Policy.Draft < 0 {
-			o.Config.Policy.Draft = 0
-			if o.Policy == "evolve" {
-				o.Config.Policy.Draft = max(o.Config.Policy.Islands, 4)
-			}
-		}
-		o.Devices = a.devices.Get(ctx, false).DeviceNames(spec.Target)
-	}
-	adapter := &harnesseval.Adapter{Ev: ev, Timeout: eo.evalTO, KernelPolicy: eo.kernelPolicy}
-	if c, err := ceilingsFor(ctx, a, eo.calibrate, stderr); err == nil {
-		adapter.Ceilings = &c
-	} else {
-		fmt.Fprintf(stderr, "no speed-of-light figures: %v\n", err)
-	}
-	// Model and agent operators get the knowledge index, the device, ports
-	// from earlier runs and this server's command line (operators.go).
-	opProblem, opDevices, opRun := o.Problem, o.Devices, ""
-	if run != nil {
-		opProblem, opDevices, opRun = run.Problem, run.Devices, run.ID
-	}
-	priors := priorsFor(ctx, st, &eo.ops, opProblem, opDevices, opRun)
-	if op, err = operatorWithContext(ctx, a, eo.operator, &eo.ops, opProblem.Target, opDevices, adapter.Ceilings, priors); err != nil {
-		return err
-	}
-	var evaluator search.Evaluator = adapter
 	if eo.fleet.enabled() {
-		p := o.Problem
-		if run != nil {
-			p = run.Problem
-		}
-		fe, stop, err := eo.fleet.startFleet(ctx, a, c, p, filepath.Join(filepath.Dir(c.g.db), "fleet"), stderr)
+		fe, stop, err := eo.fleet.startFleet(ctx, a, c, p.Start.Problem, filepath.Join(filepath.Dir(c.g.db), "fleet"), stderr)
 		if err != nil {
 			return err
 		}
 		defer stop()
-		evaluator = fe
+		p.Eval = fe
 	}
-	pt := o.Problem.Target
-	if run != nil {
-		pt = run.Problem.Target
-	}
-	parallel, err := eo.fleet.parallelism(eo.parallel, pt, a.localGPUs)
+	parallel, err := eo.fleet.parallelism(eo.parallel, p.Start.Problem.Target, a.localGPUs)
 	if err != nil {
 		return err
 	}
-	eng := &engine.Engine{Store: st, Eval: evaluator, Operator: op, Log: c.logger, OnProgress: progressPrinter(stderr), Parallel: parallel}
-	mark := ev.Mark() // the in-process evaluator's evaluations and device phases (a fleet's are the workers')
-	if eo.resume != "" {
-		var b *search.Budget
-		if budgetSet {
-			nb := run.Budget
-			if fs.Changed("budget") {
-				nb.Evals = o.Budget.Evals
-			}
-			if fs.Changed("time") {
-				nb.Time = o.Budget.Time
-			}
-			if fs.Changed("tokens") {
-				nb.Tokens = o.Budget.Tokens
-			}
-			if fs.Changed("plateau") {
-				nb.Plateau = o.Budget.Plateau
-			}
-			b = &nb
-		}
-		err = eng.Resume(ctx, run.ID, b)
-	} else {
-		run, err = eng.Create(ctx, o)
-		if err == nil {
-			seedMemory(ctx, st, run.ID, priors, stderr)
-			fmt.Fprintf(stderr, "evolve run %s: %s on %s (%s start), policy %s, operator %s, budget %d evaluations\n",
-				run.ID, o.Problem.Name, o.Problem.Target, o.Problem.Language, run.Policy, run.Operator, o.Budget.Evals)
-			err = eng.Drive(ctx, run.ID)
-		}
+	eng := p.Engine(nil, parallel, progressPrinter(stderr))
+	mark := p.Adapter.Ev.Mark() // the in-process evaluator's evaluations and device phases (a fleet's are the workers')
+	if run != nil {
+		err = eng.Resume(ctx, run.ID, resumeBudget(run, eo.start.Budget, fs))
+	} else if run, err = p.Create(ctx, eng); err == nil {
+		o := p.Start
+		fmt.Fprintf(stderr, "evolve run %s: %s on %s (%s start), policy %s, operator %s, budget %d evaluations\n",
+			run.ID, o.Problem.Name, o.Problem.Target, o.Problem.Language, run.Policy, run.Operator, o.Budget.Evals)
+		err = eng.Drive(ctx, run.ID)
 	}
 	fmt.Fprintln(stderr)
-	if tp := ev.Throughput(mark); tp.Evaluations > 0 && !eo.fleet.enabled() {
+	if tp := p.Adapter.Ev.Throughput(mark); tp.Evaluations > 0 && !eo.fleet.enabled() {
 		fmt.Fprintln(stderr, tp) // evaluations a minute, device busy, device phase against timed work
 	}
 	if run == nil {
 		return err
 	}
-	writeBack(context.WithoutCancel(ctx), a, st, run.ID, &eo.ops, stderr)
-	return finishEvolve(context.WithoutCancel(ctx), c.g, st, run.ID, eo.reportDir, adapter.Ceilings, eo.asJSON, stdout, err)
+	l.Finish(context.WithoutCancel(ctx), run.ID, eo.ops.settings())
+	return finishEvolve(context.WithoutCancel(ctx), c.g, l, run.ID, eo.reportDir, eo.asJSON, stdout, err)
+}
+
+// evolveRequest is evolve's flags as a launch request.
+func evolveRequest(eo *evolveOptions) launch.Request {
+	spec := eo.spec
+	spec.Target = eo.target
+	return launch.Request{Spec: spec, Start: eo.start, Operator: eo.operator, Op: eo.ops.settings(),
+		Eval: launch.EvalSettings{Timeout: eo.evalTO, KernelPolicy: eo.kernelPolicy, Calibrate: eo.calibrate}}
+}
+
+// prepareEvolve assembles a new run, or the parts to continue run.
+func prepareEvolve(ctx context.Context, l *launch.Launcher, eo *evolveOptions, run *search.Run) (*launch.Prepared, error) {
+	if run == nil {
+		return l.Prepare(ctx, evolveRequest(eo))
+	}
+	// A built-in problem's reference lives in the materialized corpus,
+	// which a cache cleanup may have removed since the run started.
+	if _, err := corpus.Get(run.Problem.Name); err == nil {
+		if _, err := corpus.Materialize(corpusRoot()); err != nil {
+			return nil, err
+		}
+	}
+	return l.PrepareResume(ctx, run, evolveRequest(eo))
+}
+
+// resumedRun finds the run --resume names and records a switch of
+// operator within its kind.
+func resumedRun(ctx context.Context, st *store.SQLite, ref, op string, stderr io.Writer) (*search.Run, error) {
+	id, err := st.ResolveRunID(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	run, err := st.Run(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return run, switchOperator(ctx, st, run, op, stderr)
+}
+
+// resumeBudget is the resumed run's budget with the limits given on this
+// command line (nil = none given: the run's own).
+func resumeBudget(run *search.Run, asked search.Budget, fs *pflag.FlagSet) *search.Budget {
+	if !fs.Changed("budget") && !fs.Changed("time") && !fs.Changed("tokens") && !fs.Changed("plateau") {
+		return nil
+	}
+	nb := run.Budget
+	if fs.Changed("budget") {
+		nb.Evals = asked.Evals
+	}
+	if fs.Changed("time") {
+		nb.Time = asked.Time
+	}
+	if fs.Changed("tokens") {
+		nb.Tokens = asked.Tokens
+	}
+	if fs.Changed("plateau") {
+		nb.Plateau = asked.Plateau
+	}
+	return &nb
 }
 
 // finishEvolve prints the summary and the report's path, or the JSON summary.
-func finishEvolve(ctx context.Context, g globalFlags, st *store.SQLite, runID, reportDir string, ceil *sol.Ceilings, asJSON bool, stdout io.Writer, runErr error) error {
-	run, err := st.Run(ctx, runID)
+func finishEvolve(ctx context.Context, g globalFlags, l *launch.Launcher, runID, reportDir string, asJSON bool, stdout io.Writer, runErr error) error {
+	run, err := l.Store.Run(ctx, runID)
 	if err != nil {
 		return errors.Join(runErr, err)
 	}
-	nodes, err := st.Nodes(ctx, runID)
+	nodes, err := l.Store.Nodes(ctx, runID)
 	if err != nil {
 		return errors.Join(runErr, err)
 	}
@@ -272,7 +257,7 @@ func finishEvolve(ctx context.Context, g globalFlags, st *store.SQLite, runID, r
 	if reportDir == "" {
 		reportDir = filepath.Join(filepath.Dir(g.db), "runs", runID)
 	}
-	path, rerr := engine.WriteReport(ctx, st, runID, reportDir, ceil)
+	path, rerr := l.Report(ctx, runID, reportDir)
 	if asJSON {
 		out := struct {
 			search.Summary

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/engine"
+	"github.com/kevolve/kevolve-mcp/search/launch"
 	"github.com/kevolve/kevolve-mcp/search/operator"
 	"github.com/kevolve/kevolve-mcp/search/store"
 )
@@ -56,10 +57,8 @@ func recordRun(ctx context.Context, a *app, st *store.SQLite, op search.Operator
 	if o.Problem, o.StartCode, err = engine.ResolveProblem(ctx, a.registry(), spec); err != nil {
 		return nil, err
 	}
-	if o.Config.Policy.Draft < 0 {
-		o.Config.Policy.Draft = 0
-	}
-	return (&engine.Engine{Store: st, Operator: op}).Create(ctx, o)
+	launch.ApplyDefaults(&o)
+	return launch.NewEngine(st, nil, op, nil, 0, nil).Create(ctx, o)
 }
 
 // switchOperator lets --resume change the operator within its kind (a new

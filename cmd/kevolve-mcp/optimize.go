@@ -15,7 +15,7 @@ import (
 	"github.com/kevolve/kevolve-mcp/harness/target"
 	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/engine"
-	"github.com/kevolve/kevolve-mcp/search/harnesseval"
+	"github.com/kevolve/kevolve-mcp/search/launch"
 	"github.com/kevolve/kevolve-mcp/search/operator"
 	"github.com/kevolve/kevolve-mcp/search/optimize"
 	"github.com/kevolve/kevolve-mcp/search/store"
@@ -99,16 +99,17 @@ func optimizeRun(c *cli, oo *optimizeOptions, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ev, err := a.evaluator()
+	if err := oo.fleet.validate(c); err != nil {
+		return err
+	}
+	// The model is profiled and verified on this host's device, so its
+	// target is this host's even when a fleet runs the searches.
+	p, err := a.launcher(st, stderr, false).PrepareSuite(ctx, optimizeRequest(oo))
 	if err != nil {
 		return err
 	}
 	o := oo.o
-	// The model is profiled and verified on this host's device, so its
-	// target is this host's even when a fleet runs the searches.
-	if o.Target, err = resolveTarget(ctx, ev, o.Target, false); err != nil {
-		return err
-	}
+	o.Target, o.Ceilings = p.Target, p.Adapter.Ceilings
 	tg := target.MustGet(target.Name(o.Target))
 	if o.Language == "" {
 		o.Language = tg.DefaultLanguage()
@@ -116,30 +117,15 @@ func optimizeRun(c *cli, oo *optimizeOptions, stdout, stderr io.Writer) error {
 	if tg.GPU() && !oo.compile {
 		o.Compile = true
 	}
-	devices := a.devices.Get(ctx, false).DeviceNames(o.Target)
-	if err := oo.fleet.validate(c); err != nil {
-		return err
-	}
-	adapter := &harnesseval.Adapter{Ev: ev, Timeout: oo.evalTO}
-	var evaluator search.Evaluator = adapter
 	if oo.fleet.enabled() {
 		fe, stop, err := oo.fleet.startFleet(ctx, a, c, search.Problem{Target: o.Target}, filepath.Join(filepath.Dir(c.g.db), "fleet"), stderr)
 		if err != nil {
 			return err
 		}
 		defer stop()
-		evaluator = fe
+		p.Eval = fe
 	}
-	if ceil, err := ceilingsFor(ctx, a, oo.calibrate, stderr); err == nil {
-		adapter.Ceilings, o.Ceilings = &ceil, &ceil
-	} else {
-		fmt.Fprintf(stderr, "no speed-of-light figures (ranking by share alone): %v\n", err)
-	}
-	op, err := operatorWithContext(ctx, a, oo.operator, &oo.ops, o.Target, devices, adapter.Ceilings, nil)
-	if err != nil {
-		return err
-	}
-	o.Tuner = op.Name() == "tuner"
+	o.Tuner = p.Operator.Name() == "tuner"
 	o.DataDir = filepath.Dir(c.g.db)
 	if o.ReportDir == "" {
 		// Beside the run reports: runs/<model file's name>.
@@ -150,13 +136,11 @@ func optimizeRun(c *cli, oo *optimizeOptions, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	r := &suite.Runner{Engine: &engine.Engine{Store: st, Eval: evaluator, Operator: op, Log: c.logger, Parallel: parallel},
-		Budget: suite.Budgeter{Total: oo.budget, Chunk: oo.chunk, Epsilon: 0.1, Plateau: 8}, Policy: oo.policy, Devices: devices,
-		OnTurn: func(s suite.State) {
-			fmt.Fprintf(stderr, "optimize: %s: %d evaluations, best %.2fx\n", filepath.Base(s.Name), s.Used, s.BestFitness)
-		}}
+	r := p.Runner(p.Budget, parallel, func(s suite.State) {
+		fmt.Fprintf(stderr, "optimize: %s: %d evaluations, best %.2fx\n", filepath.Base(s.Name), s.Used, s.BestFitness)
+	})
 	fmt.Fprintf(stderr, "optimize %s on %s: profiling...\n", o.Model, o.Target)
-	sum, err := optimize.Run(ctx, ev, a.db, r, o)
+	sum, err := optimize.Run(ctx, p.Adapter.Ev, a.db, r, o)
 	if err != nil {
 		return err
 	}
@@ -164,6 +148,15 @@ func optimizeRun(c *cli, oo *optimizeOptions, stdout, stderr io.Writer) error {
 		return printJSON(stdout, sum)
 	}
 	return writeOptimizeTable(stdout, sum)
+}
+
+// optimizeRequest is optimize's flags as a launch request: one suite over
+// the model's hot regions, with the suite's stopping rules.
+func optimizeRequest(oo *optimizeOptions) launch.SuiteRequest {
+	r := launch.Request{Spec: engine.ProblemSpec{Target: oo.o.Target, Language: oo.o.Language}, Operator: oo.operator, Op: oo.ops.settings(),
+		Eval: launch.EvalSettings{Timeout: oo.evalTO, Calibrate: oo.calibrate}}
+	r.Start.Policy, r.Start.Budget.Evals, r.Start.Config.Policy.Draft = oo.policy, oo.budget, launch.DraftUnset
+	return launch.SuiteRequest{Request: r, Chunk: oo.chunk}
 }
 
 func writeOptimizeTable(w io.Writer, s *optimize.Summary) error {
@@ -205,7 +198,9 @@ func modelService(a *app, d tools.Deps) *optimize.Service {
 				return &c
 			}
 			return nil
-		}}
+		},
+		// The model runs on this host's device: auto is its GPU (or CPU).
+		ResolveTarget: a.launcher(nil, nil, false).ResolveTarget}
 	if st, err := store.New(context.Background(), a.db); err == nil {
 		svc.Store = st
 	}

@@ -8,9 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/kevolve/kevolve-mcp/search/engine"
-	"github.com/kevolve/kevolve-mcp/search/harnesseval"
-	"github.com/kevolve/kevolve-mcp/search/store"
+	"github.com/kevolve/kevolve-mcp/search/launch"
 	"github.com/kevolve/kevolve-mcp/search/suite"
 )
 
@@ -28,45 +26,25 @@ func registerSuiteFlags(fs *pflag.FlagSet, f *suiteFlags) {
 }
 
 // evolveSuite runs a suite: --budget is the whole suite's, --sol-eps and
-// --plateau stop a problem (defaults 0.1 and 8 here), and its leftover
-// goes to the problems with the most headroom (search/suite).
-func evolveSuite(ctx context.Context, c *cli, a *app, eo *evolveOptions, st *store.SQLite, fs *pflag.FlagSet, stdout, stderr io.Writer) error {
+// --plateau stop a problem (defaults launch.SuiteEpsilon and SuitePlateau),
+// and its leftover goes to the problems with the most headroom (search/suite).
+func evolveSuite(ctx context.Context, a *app, l *launch.Launcher, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.Writer) error {
 	sp, err := suite.ParseSpec(eo.suite.spec)
 	if err != nil {
 		return err
 	}
-	ev, err := a.evaluator()
+	p, err := l.PrepareSuite(ctx, suiteRequest(eo, fs))
 	if err != nil {
 		return err
 	}
-	rep := a.devices.Get(ctx, false)
-	target, err := resolveTarget(ctx, ev, eo.target, eo.fleet.remote())
-	if err != nil {
-		return err
-	}
-	probs, skipped, err := suite.Resolve(ctx, a.registry(), sp, target, eo.spec.Language, corpusRoot())
+	probs, skipped, err := suite.Resolve(ctx, a.registry(), sp, p.Target, eo.spec.Language, corpusRoot())
 	for _, s := range skipped {
 		fmt.Fprintf(stderr, "suite: skipped %s\n", s)
 	}
 	if err != nil {
 		return err
 	}
-	devices := rep.DeviceNames(target)
-	adapter := &harnesseval.Adapter{Ev: ev, Timeout: eo.evalTO, KernelPolicy: eo.kernelPolicy}
-	if ceil, err := ceilingsFor(ctx, a, eo.calibrate, stderr); err == nil {
-		adapter.Ceilings = &ceil
-	}
-	op, err := operatorWithContext(ctx, a, eo.operator, &eo.ops, target, devices, adapter.Ceilings, nil)
-	if err != nil {
-		return err
-	}
-	b := suite.Budgeter{Total: eo.start.Budget.Evals, Chunk: eo.suite.chunk, Epsilon: eo.start.Budget.SOLEpsilon, Plateau: eo.start.Budget.Plateau}
-	if !fs.Changed("sol-eps") {
-		b.Epsilon = 0.1
-	}
-	if !fs.Changed("plateau") {
-		b.Plateau = 8
-	}
+	b := p.Budget
 	if !fs.Changed("budget") {
 		b.Total = 12 * len(probs)
 	}
@@ -74,25 +52,16 @@ func evolveSuite(ctx context.Context, c *cli, a *app, eo *evolveOptions, st *sto
 	if id == "" {
 		id = "s-" + time.Now().UTC().Format("20060102-150405")
 	}
-	cfg := eo.start.Config
-	if cfg.Policy.Draft < 0 {
-		cfg.Policy.Draft = 0
-	}
-	r := &suite.Runner{Engine: &engine.Engine{Store: st, Eval: adapter, Operator: op, Log: c.logger}, Budget: b, Policy: eo.start.Policy,
-		Config: cfg, Baseline: eo.start.Baseline, Seed: eo.start.Seed, Devices: devices,
-		OnTurn: func(s suite.State) {
-			fmt.Fprintf(stderr, "suite %s: %s: %d evaluations, best %.2fx%s\n", id, s.Name, s.Used, s.BestFitness, map[bool]string{true: " (" + s.Stopped + ")", false: ""}[s.Stopped != ""])
-		}}
-	fmt.Fprintf(stderr, "suite %s: %d problems on %s, %d evaluations, operator %s (resume with --suite-id %s)\n", id, len(probs), target, b.Total, op.Name(), id)
+	op := p.Operator
+	r := p.Runner(b, 0, func(s suite.State) {
+		fmt.Fprintf(stderr, "suite %s: %s: %d evaluations, best %.2fx%s\n", id, s.Name, s.Used, s.BestFitness, map[bool]string{true: " (" + s.Stopped + ")", false: ""}[s.Stopped != ""])
+	})
+	fmt.Fprintf(stderr, "suite %s: %d problems on %s, %d evaluations, operator %s (resume with --suite-id %s)\n", id, len(probs), p.Target, b.Total, op.Name(), id)
 	report, err := r.Run(ctx, id, probs)
 	if report == nil {
 		return err
 	}
-	for _, row := range report.Rows {
-		if row.RunID != "" {
-			writeBack(context.WithoutCancel(ctx), a, st, row.RunID, &eo.ops, stderr)
-		}
-	}
+	p.Finish(context.WithoutCancel(ctx), report)
 	if eo.asJSON {
 		out := struct {
 			Suite string `json:"suite"`
@@ -107,4 +76,17 @@ func evolveSuite(ctx context.Context, c *cli, a *app, eo *evolveOptions, st *sto
 		return terr
 	}
 	return err
+}
+
+// suiteRequest is evolve --suite's flags as a launch request: the suite's
+// stopping rules apply where --sol-eps and --plateau were not given.
+func suiteRequest(eo *evolveOptions, fs *pflag.FlagSet) launch.SuiteRequest {
+	r := launch.SuiteRequest{Request: evolveRequest(eo), Chunk: eo.suite.chunk}
+	if fs.Changed("sol-eps") {
+		r.Epsilon = &eo.start.Budget.SOLEpsilon
+	}
+	if fs.Changed("plateau") {
+		r.Plateau = &eo.start.Budget.Plateau
+	}
+	return r
 }

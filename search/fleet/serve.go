@@ -15,7 +15,7 @@ import (
 	"github.com/kevolve/kevolve-mcp/harness/lease"
 	"github.com/kevolve/kevolve-mcp/harness/sol"
 	"github.com/kevolve/kevolve-mcp/harness/toolchain"
-	"github.com/kevolve/kevolve-mcp/search/harnesseval"
+	"github.com/kevolve/kevolve-mcp/search/launch"
 )
 
 // WorkerOptions are `kevolve-mcp worker`'s settings.
@@ -118,6 +118,6 @@ func ServeWorker(ctx context.Context, o WorkerOptions) error {
 		return fmt.Errorf("worker: the evaluation service did not start: %w", werr)
 	}
 	w := &Worker{Coordinator: o.Coordinator, Token: o.Token, Name: o.Name, Devices: devs, Log: o.Log, Drain: o.Drain,
-		Runner: &HarnessRunner{Adapter: &harnesseval.Adapter{Ev: ev, Ceilings: o.Ceilings}, Dir: filepath.Join(o.CacheDir, "fleet")}}
+		Runner: &HarnessRunner{Adapter: launch.NewAdapter(ev, o.Ceilings, launch.EvalSettings{}), Dir: filepath.Join(o.CacheDir, "fleet")}}
 	return w.Run(ctx)
 }

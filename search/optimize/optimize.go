@@ -22,6 +22,7 @@ import (
 	"github.com/kevolve/kevolve-mcp/corpus/extract"
 	"github.com/kevolve/kevolve-mcp/harness"
 	"github.com/kevolve/kevolve-mcp/harness/sol"
+	"github.com/kevolve/kevolve-mcp/harness/target"
 	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/deploy"
 	"github.com/kevolve/kevolve-mcp/search/engine"
@@ -152,8 +153,8 @@ func profileRanked(ctx context.Context, jobs Jobs, db *sql.DB, o *Options) (*Sum
 	if o.MinShare == 0 {
 		o.MinShare = 0.02
 	}
-	if o.Language == "" {
-		o.Language = map[bool]string{true: "cuda", false: "c"}[o.Target == "nvidia"]
+	if t, ok := target.Get(target.Name(o.Target)); ok && o.Language == "" {
+		o.Language = t.DefaultLanguage() // the one target table's: hip on amd, too
 	}
 	abs, err := filepath.Abs(o.Model)
 	if err != nil {

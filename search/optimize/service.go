@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 
 	"github.com/kevolve/kevolve-mcp/harness/sol"
+	"github.com/kevolve/kevolve-mcp/harness/target"
 	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/deploy"
 )
@@ -20,16 +22,30 @@ type Service struct {
 	DataDir string
 	// Ceilings, when set, gives the device's ceilings for the SOL ranking.
 	Ceilings func(ctx context.Context) *sol.Ceilings
+	// ResolveTarget turns a target word (auto included) into this host's
+	// target, as a search's is resolved, so a GPU host profiles for its
+	// GPU and names its start kernels; nil leaves the word as given.
+	ResolveTarget func(ctx context.Context, s string) (string, error)
 }
 
 var errNoService = errors.New("the model flow needs the Python worker and the database: start the server with both")
 
-func (s *Service) options(ctx context.Context, model, target, export string) Options {
-	o := Options{Model: model, Target: target, DataDir: s.DataDir, Export: export}
+func (s *Service) options(ctx context.Context, model, tgt, export string) (Options, error) {
+	o := Options{Model: model, Target: tgt, DataDir: s.DataDir, Export: export}
+	if s.ResolveTarget != nil {
+		t, err := s.ResolveTarget(ctx, tgt)
+		if err != nil {
+			return o, fmt.Errorf("target %q: %w", tgt, err)
+		}
+		o.Target = t
+	}
+	if t, ok := target.Get(target.Name(o.Target)); ok {
+		o.Language = t.DefaultLanguage()
+	}
 	if s.Ceilings != nil {
 		o.Ceilings = s.Ceilings(ctx)
 	}
-	return o
+	return o, nil
 }
 
 // Profile ranks a model's operators and extracts its hot regions.
@@ -37,7 +53,10 @@ func (s *Service) Profile(ctx context.Context, model, target string, minShare fl
 	if s == nil || s.Jobs == nil || s.DB == nil {
 		return nil, errNoService
 	}
-	o := s.options(ctx, model, target, "")
+	o, err := s.options(ctx, model, target, "")
+	if err != nil {
+		return nil, err
+	}
 	o.MinShare = minShare
 	return ProfileModel(ctx, s.Jobs, s.DB, o)
 }
@@ -55,7 +74,10 @@ func (s *Service) Verify(ctx context.Context, model, target, export string, comp
 	if s == nil || s.Jobs == nil || s.DB == nil {
 		return nil, errNoService
 	}
-	o := s.options(ctx, model, target, export)
+	o, err := s.options(ctx, model, target, export)
+	if err != nil {
+		return nil, err
+	}
 	o.Compile = compile
 	return VerifyModel(ctx, s.Jobs, s.DB, o)
 }

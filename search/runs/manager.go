@@ -17,6 +17,7 @@ import (
 	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/engine"
 	"github.com/kevolve/kevolve-mcp/search/fleet"
+	"github.com/kevolve/kevolve-mcp/search/launch"
 )
 
 // Options are the manager's dependencies, injected by the server's wiring.
@@ -36,9 +37,14 @@ type Options struct {
 	// Devices names the devices a run on target uses, for its record and
 	// report (nil = not recorded).
 	Devices func(ctx context.Context, target string) []string
-	// Operator returns a server-side operator by name (the tuner, later
-	// the LLM operators); nil allows only mcp runs.
-	Operator func(name string) (search.Operator, error)
+	// Launch is the host's search/launch wiring: server-side operators
+	// get their full context from it (device, knowledge, earlier runs'
+	// kernels), new runs are seeded from memory and finished runs written
+	// back. The fields above, when set, take the place of its own; nil
+	// allows only mcp runs.
+	Launch *launch.Launcher
+	// Op are the operator and memory settings every run gets.
+	Op launch.OperatorSettings
 	// Report writes a run's report and returns its path (nil = none).
 	Report func(ctx context.Context, st search.Store, runID string) (string, error)
 	// WorkDir holds inline problems and start kernels given as source.
@@ -171,7 +177,7 @@ func (m *Manager) launch(runID string, op search.Operator, ev search.Evaluator, 
 	if d.agent != nil {
 		parallel = 1 // the client proposes one node at a time
 	}
-	eng := &engine.Engine{Store: st, Eval: ev, Operator: op, Log: m.log.With("run", runID), Parallel: max(parallel, 1)}
+	eng := launch.NewEngine(st, ev, op, m.log.With("run", runID), max(parallel, 1), nil)
 	m.active[runID] = d
 	m.wg.Add(1)
 	go func() {
@@ -195,6 +201,7 @@ func (m *Manager) launch(runID string, op search.Operator, ev search.Evaluator, 
 		close(d.done)
 		m.changed.notify()
 		m.writeReport(runID)
+		m.finish(runID)
 	}()
 	return d, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/engine"
+	"github.com/kevolve/kevolve-mcp/search/launch"
 )
 
 // Resume continues a paused run in this server (or takes over one marked
@@ -68,14 +69,14 @@ func (m *Manager) resume(ctx context.Context, run *search.Run, budget *search.Bu
 	case run.Status == search.RunDone && budget == nil:
 		return nil, fmt.Errorf("run %s is done (%s): give a larger budget to continue it", id, run.StopReason)
 	}
-	op, err := m.operator(run.Operator)
+	if run.Operator != OperatorName && m.o.Launch == nil {
+		return nil, fmt.Errorf("operator %q is not available in this server: use evolve_start to propose kernels yourself", run.Operator)
+	}
+	p, err := m.launcher().PrepareResume(ctx, run, launch.Request{Operator: run.Operator, Op: m.o.Op})
 	if err != nil {
 		return nil, err
 	}
-	ev, err := m.evaluator(ctx)
-	if err != nil {
-		return nil, err
-	}
+	op, ev := m.clientOperator(p.Operator), p.Eval
 	if err := m.rematerialize(ctx, run); err != nil {
 		return nil, err
 	}

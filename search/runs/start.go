@@ -14,6 +14,7 @@ import (
 	"github.com/kevolve/kevolve-mcp/harness/target"
 	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/engine"
+	"github.com/kevolve/kevolve-mcp/search/launch"
 )
 
 // StartRequest describes a new run.
@@ -50,40 +51,27 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (*search.Run, err
 	if req.Operator == "" {
 		req.Operator = OperatorName
 	}
-	op, err := m.operator(req.Operator)
-	if err != nil {
-		return nil, err
+	if req.Operator != OperatorName && m.o.Launch == nil {
+		return nil, fmt.Errorf("operator %q is not available in this server: use evolve_start to propose kernels yourself", req.Operator)
 	}
-	ev, err := m.evaluator(ctx)
-	if err != nil {
-		return nil, err
+	if m.o.Resolve == nil && (m.o.Launch == nil || m.o.Launch.Resolve == nil) {
+		return nil, errors.New("this server cannot resolve problems")
 	}
 	spec, err := m.spec(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	if m.o.Resolve == nil {
-		return nil, errors.New("this server cannot resolve problems")
-	}
-	prob, start, err := m.o.Resolve(ctx, spec)
+	p, err := m.launcher().Prepare(ctx, m.request(req, spec))
 	if err != nil {
 		return nil, err
 	}
-	o := engine.StartOptions{Problem: prob, StartCode: start, Policy: req.Policy, Baseline: req.Baseline, Budget: req.Budget, Seed: req.Seed}
-	if m.o.Devices != nil {
-		o.Devices = m.o.Devices(ctx, prob.Target)
-	}
-	o.Config.Memory = req.Memory
-	o.Config.Policy.Draft = max(req.Draft, 0)
-	if req.Draft < 0 && req.Policy == "evolve" {
-		o.Config.Policy.Draft = 4 // one per island, as the CLI does
-	}
-	eng := &engine.Engine{Store: &watchedStore{Store: m.o.Store, changed: m.changed}, Eval: ev, Operator: op, Log: m.log}
-	run, err := eng.Create(ctx, o)
+	op := m.clientOperator(p.Operator)
+	p.Operator = op
+	run, err := p.Create(ctx, p.Engine(&watchedStore{Store: m.o.Store, changed: m.changed}, 1, nil))
 	if err != nil {
 		return nil, err
 	}
-	d, err := m.launch(run.ID, op, ev, false, nil, m.parallel(req.Parallel, prob.Target))
+	d, err := m.launch(run.ID, op, p.Eval, false, nil, m.parallel(req.Parallel, p.Start.Problem.Target))
 	if err != nil {
 		return nil, err
 	}
@@ -93,16 +81,21 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (*search.Run, err
 	return m.o.Store.Run(ctx, run.ID)
 }
 
-// operator returns a fresh operator for one drive: the agent operator for
-// mcp runs, a server-side one otherwise.
-func (m *Manager) operator(name string) (search.Operator, error) {
-	if name == OperatorName {
-		return newAgentOperator(m.changed), nil
+// request is a start request as search/launch takes it (the target in
+// spec already resolved).
+func (m *Manager) request(req StartRequest, spec engine.ProblemSpec) launch.Request {
+	o := engine.StartOptions{Policy: req.Policy, Baseline: req.Baseline, Budget: req.Budget, Seed: req.Seed}
+	o.Config.Memory, o.Config.Policy.Draft = req.Memory, req.Draft
+	return launch.Request{Spec: spec, Start: o, Operator: req.Operator, Op: m.o.Op}
+}
+
+// clientOperator is op, or for mcp runs (op nil) a fresh agent operator
+// the client plays.
+func (m *Manager) clientOperator(op search.Operator) search.Operator {
+	if op == nil {
+		return newAgentOperator(m.changed)
 	}
-	if m.o.Operator == nil {
-		return nil, fmt.Errorf("operator %q is not available in this server: use evolve_start to propose kernels yourself", name)
-	}
-	return m.o.Operator(name)
+	return op
 }
 
 func (m *Manager) evaluator(ctx context.Context) (search.Evaluator, error) {
@@ -193,6 +186,9 @@ func (m *Manager) inline(src, kind string) (string, error) {
 func (m *Manager) resolveTarget(ctx context.Context, s string) (string, error) {
 	if m.o.ResolveTarget != nil {
 		return m.o.ResolveTarget(ctx, s)
+	}
+	if m.o.Launch != nil && m.o.Launch.ResolveTarget != nil {
+		return m.o.Launch.ResolveTarget(ctx, s)
 	}
 	n, err := target.Parse(s)
 	if err != nil {

@@ -1,0 +1,117 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/kevolve/kevolve-mcp/retrieval"
+	"github.com/kevolve/kevolve-mcp/search"
+	searchctx "github.com/kevolve/kevolve-mcp/search/context"
+	"github.com/kevolve/kevolve-mcp/search/engine"
+	"github.com/kevolve/kevolve-mcp/search/launch"
+)
+
+// knowledge is a retriever the parity test can recognize in a context.
+type knowledge struct{}
+
+func (*knowledge) Search(context.Context, retrieval.Query) (*retrieval.Response, error) {
+	return &retrieval.Response{}, nil
+}
+
+// TestLaunchParity: the same search asked for on the command line (a
+// launch request, as `evolve` builds it from its flags) and over MCP (the
+// evolve tool's start request) stores the same run configuration and gives
+// the operator the same context, for every operator kind.
+func TestLaunchParity(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "op.sh") // a scripted cmd: operator (never asked: the budget is the root's)
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	api := httptest.NewServer(http.NotFoundHandler()) // a scripted OpenAI-compatible endpoint
+	defer api.Close()
+	for _, op := range []string{"tuner", "cmd:" + script, "claude", "openai:parity-model@" + api.URL + "/v1"} {
+		t.Run(op, func(t *testing.T) {
+			f := newFixture(t, 0)
+			kb := &knowledge{}
+			l := &launch.Launcher{Store: f.st, KnowledgeDir: filepath.Join(f.work, "knowledge"), Server: []string{"kevolve-mcp", "--stdio"},
+				Evaluator: func(context.Context) (search.Evaluator, error) { return f.ev, nil },
+				Knowledge: func(context.Context) (searchctx.Retriever, error) { return kb, nil },
+				ResolveTarget: func(_ context.Context, s string) (string, error) {
+					if s == "" || s == "auto" {
+						return "cpu", nil
+					}
+					return s, nil
+				},
+				Resolve: func(_ context.Context, s engine.ProblemSpec) (search.Problem, string, error) {
+					return search.Problem{Name: s.Name, ReferencePath: f.ref, Target: s.Target, Language: "c"}, kernel(1), nil
+				},
+				Devices: func(context.Context, string) []string { return []string{"cpu0"} }}
+			m, err := New(Options{Store: f.st, WorkDir: f.work, Launch: l})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			ctx := context.Background()
+			budget := search.Budget{Evals: 1}
+			cli := launch.Request{Spec: engine.ProblemSpec{Name: "test/speed", Target: "auto"}, Operator: op,
+				Start: engine.StartOptions{Policy: "evolve", Baseline: "eager", Budget: budget, Seed: 7}}
+			cli.Start.Config.Policy.Draft = launch.DraftUnset
+			mcp := StartRequest{Problem: "test/speed", Target: "auto", Policy: "evolve", Baseline: "eager", Operator: op,
+				Budget: budget, Seed: 7, Draft: launch.DraftUnset}
+
+			pc, err := l.Prepare(ctx, cli)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec, err := m.spec(ctx, mcp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pm, err := m.launcher().Prepare(ctx, m.request(mcp, spec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(pc.OperatorEnv, pm.OperatorEnv) {
+				t.Errorf("operator context differs:\nCLI %+v\nMCP %+v", pc.OperatorEnv, pm.OperatorEnv)
+			}
+			if op != "tuner" && (pc.OperatorEnv == nil || pc.OperatorEnv.Context.Retriever != kb || pc.OperatorEnv.Context.Device.Name != "cpu") {
+				t.Errorf("%s got no knowledge or device in its context: %+v", op, pc.OperatorEnv)
+			}
+
+			cliRun, err := pc.Create(ctx, pc.Engine(nil, 1, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			mcpRun, err := m.Start(ctx, mcp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, want := runConfig(t, f, mcpRun.ID), runConfig(t, f, cliRun.ID)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("stored run configuration differs:\nMCP %+v\nCLI %+v", got, want)
+			}
+			var cfg engine.Config
+			if err := json.Unmarshal(got.Config, &cfg); err != nil || cfg.Policy.Draft != 4 {
+				t.Errorf("evolve's draft default = %d (%v), want 4 (one per default island)", cfg.Policy.Draft, err)
+			}
+		})
+	}
+}
+
+// runConfig is what a run was asked to do, without what its drive wrote.
+func runConfig(t *testing.T, f *fixture, id string) search.Run {
+	t.Helper()
+	r, err := f.st.Run(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return search.Run{Problem: r.Problem, Policy: r.Policy, Operator: r.Operator, Baseline: r.Baseline,
+		Budget: r.Budget, Config: r.Config, Seed: r.Seed, Devices: r.Devices}
+}
