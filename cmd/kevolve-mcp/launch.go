@@ -8,7 +8,6 @@ import (
 
 	"github.com/kevolve/kevolve-mcp/harness/sol"
 	"github.com/kevolve/kevolve-mcp/search"
-	searchctx "github.com/kevolve/kevolve-mcp/search/context"
 	"github.com/kevolve/kevolve-mcp/search/engine"
 	"github.com/kevolve/kevolve-mcp/search/launch"
 )
@@ -32,13 +31,7 @@ func (a *app) launcher(st search.Store, w io.Writer, remote bool) *launch.Launch
 			}
 			return &c, nil
 		},
-		Knowledge: func(ctx context.Context) (searchctx.Retriever, error) {
-			ix, err := a.knowledge(ctx)
-			if err != nil {
-				return nil, err // never a typed nil in the interface
-			}
-			return ix, nil
-		},
+		Knowledge:    a.knowledge,
 		KnowledgeDir: userKnowledgeDir(a.g),
 		Server:       a.serverCommand(),
 		ResolveTarget: func(ctx context.Context, s string) (string, error) {

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kevolve/kevolve-mcp/retrieval"
-	searchctx "github.com/kevolve/kevolve-mcp/search/context"
 	"github.com/kevolve/kevolve-mcp/search/launch"
 )
 
@@ -23,7 +22,7 @@ type operatorFlags struct {
 }
 
 func registerOperatorFlags(fs *pflag.FlagSet, f *operatorFlags) {
-	fs.IntVar(&f.contextTokens, "context-tokens", searchctx.DefaultBudget, "token budget of the context given to a model or agent operator")
+	fs.IntVar(&f.contextTokens, "context-tokens", launch.DefaultContextTokens, "token budget of the context given to a model or agent operator")
 	fs.Float64Var(&f.novelty, "novelty", 0, "reject proposals at least this similar to an existing kernel (0 = 0.98; 1.01 = off)")
 	fs.DurationVar(&f.deadline, "op-deadline", 0, "limit per proposal of a model or agent operator (default: cmd 15m, openai 5m)")
 	fs.StringVar(&f.workDir, "op-workdir", "", "where cmd: operators get their per-proposal directories (default: the temp dir)")

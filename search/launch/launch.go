@@ -8,8 +8,8 @@ import (
 
 	"github.com/kevolve/kevolve-mcp/harness"
 	"github.com/kevolve/kevolve-mcp/harness/sol"
+	"github.com/kevolve/kevolve-mcp/retrieval"
 	"github.com/kevolve/kevolve-mcp/search"
-	searchctx "github.com/kevolve/kevolve-mcp/search/context"
 	"github.com/kevolve/kevolve-mcp/search/engine"
 	"github.com/kevolve/kevolve-mcp/search/harnesseval"
 	"github.com/kevolve/kevolve-mcp/search/memory"
@@ -32,7 +32,7 @@ type Launcher struct {
 	Ceilings func(ctx context.Context, calibrate bool) (*sol.Ceilings, error)
 	// Knowledge opens (and refreshes) the knowledge index the operators
 	// retrieve from; write-back calls it again to index the new kernel.
-	Knowledge func(ctx context.Context) (searchctx.Retriever, error)
+	Knowledge func(ctx context.Context) (*retrieval.Index, error)
 	// KnowledgeDir is where a run's best kernel is written as knowledge.
 	KnowledgeDir string
 	// Server is this program's MCP command line for an agent's config.

@@ -16,6 +16,10 @@ import (
 // evolve_submit): Prepare builds no operator for it.
 const ClientOperator = "mcp"
 
+// DefaultContextTokens is a model or agent operator's context budget when
+// a request gives none.
+const DefaultContextTokens = searchctx.DefaultBudget
+
 // OperatorSettings are a request's settings for model and agent operators
 // and for the cross-run memory.
 type OperatorSettings struct {
@@ -75,8 +79,8 @@ func (l *Launcher) operatorEnv(ctx context.Context, in OperatorInput) operator.E
 	if l.Knowledge == nil {
 		return env
 	}
-	if ix, err := l.Knowledge(ctx); err == nil {
-		env.Context.Retriever = ix
+	if ix, err := l.Knowledge(ctx); err == nil && ix != nil {
+		env.Context.Retriever = ix // never a typed nil in the interface
 	} else {
 		l.note("operator %s: no knowledge in its context: %v", in.Name, err)
 	}

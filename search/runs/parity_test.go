@@ -17,13 +17,6 @@ import (
 	"github.com/kevolve/kevolve-mcp/search/launch"
 )
 
-// knowledge is a retriever the parity test can recognize in a context.
-type knowledge struct{}
-
-func (*knowledge) Search(context.Context, retrieval.Query) (*retrieval.Response, error) {
-	return &retrieval.Response{}, nil
-}
-
 // TestLaunchParity: the same search asked for on the command line (a
 // launch request, as `evolve` builds it from its flags) and over MCP (the
 // evolve tool's start request) stores the same run configuration and gives
@@ -39,10 +32,10 @@ func TestLaunchParity(t *testing.T) {
 	for _, op := range []string{"tuner", "cmd:" + script, "claude", "openai:parity-model@" + api.URL + "/v1"} {
 		t.Run(op, func(t *testing.T) {
 			f := newFixture(t, 0)
-			kb := &knowledge{}
+			kb := knowledgeIndex(t, f)
 			l := &launch.Launcher{Store: f.st, KnowledgeDir: filepath.Join(f.work, "knowledge"), Server: []string{"kevolve-mcp", "--stdio"},
 				Evaluator: func(context.Context) (search.Evaluator, error) { return f.ev, nil },
-				Knowledge: func(context.Context) (searchctx.Retriever, error) { return kb, nil },
+				Knowledge: func(context.Context) (*retrieval.Index, error) { return kb, nil },
 				ResolveTarget: func(_ context.Context, s string) (string, error) {
 					if s == "" || s == "auto" {
 						return "cpu", nil
@@ -81,7 +74,7 @@ func TestLaunchParity(t *testing.T) {
 			if !reflect.DeepEqual(pc.OperatorEnv, pm.OperatorEnv) {
 				t.Errorf("operator context differs:\nCLI %+v\nMCP %+v", pc.OperatorEnv, pm.OperatorEnv)
 			}
-			if op != "tuner" && (pc.OperatorEnv == nil || pc.OperatorEnv.Context.Retriever != kb || pc.OperatorEnv.Context.Device.Name != "cpu") {
+			if op != "tuner" && (pc.OperatorEnv == nil || pc.OperatorEnv.Context.Retriever != searchctx.Retriever(kb) || pc.OperatorEnv.Context.Device.Name != "cpu") {
 				t.Errorf("%s got no knowledge or device in its context: %+v", op, pc.OperatorEnv)
 			}
 
@@ -114,4 +107,22 @@ func runConfig(t *testing.T, f *fixture, id string) search.Run {
 	}
 	return search.Run{Problem: r.Problem, Policy: r.Policy, Operator: r.Operator, Baseline: r.Baseline,
 		Budget: r.Budget, Config: r.Config, Seed: r.Seed, Devices: r.Devices}
+}
+
+// knowledgeIndex is a real knowledge index (one document, no embedder)
+// the parity test can recognize in an operator's context.
+func knowledgeIndex(t *testing.T, f *fixture) *retrieval.Index {
+	t.Helper()
+	dir := filepath.Join(f.work, "kb")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "softmax.md"), []byte("# Softmax\nSubtract the row max first.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := retrieval.OpenSources(context.Background(), f.st.DB(), nil, retrieval.DirSource(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ix
 }
