@@ -18,8 +18,6 @@ import (
 	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/engine"
 	"github.com/kevolve/kevolve-mcp/search/launch"
-	"github.com/kevolve/kevolve-mcp/search/operator"
-	"github.com/kevolve/kevolve-mcp/search/policy"
 	"github.com/kevolve/kevolve-mcp/search/store"
 )
 
@@ -79,7 +77,7 @@ is a checkpoint: a killed run continues with --resume RUN.
 	f.StringVar(&eo.spec.Language, "language", "", "start kernel kind: c, cuda or triton (default c on cpu, cuda on nvidia)")
 	f.StringVar(&eo.spec.ShapeSet, "shapes", "", "shape set: small or large (default small on cpu, large on a GPU)")
 	f.StringVar(&o.Policy, "policy", "greedy", "selection policy: greedy, uct or evolve")
-	f.StringVar(&eo.operator, "operator", "tuner", "operator: "+operator.Spelled())
+	f.StringVar(&eo.operator, "operator", "tuner", "operator: "+launch.OperatorUsage())
 	registerOperatorFlags(f, &eo.ops)
 	registerSuiteFlags(f, &eo.suite)
 	f.IntVar(&o.Budget.Evals, "budget", 30, "evaluations, the start kernel's included")
@@ -104,8 +102,8 @@ is a checkpoint: a killed run continues with --resume RUN.
 	_ = cmd.RegisterFlagCompletionFunc("problem", completeReference)
 	_ = cmd.RegisterFlagCompletionFunc("target", fixedCompletion("auto", "cpu", "nvidia"))
 	_ = cmd.RegisterFlagCompletionFunc("language", fixedCompletion("c", "cuda", "triton"))
-	_ = cmd.RegisterFlagCompletionFunc("policy", fixedCompletion(policy.Names...))
-	_ = cmd.RegisterFlagCompletionFunc("operator", fixedCompletion(operator.Prefixes()...))
+	_ = cmd.RegisterFlagCompletionFunc("policy", fixedCompletion(launch.Policies()...))
+	_ = cmd.RegisterFlagCompletionFunc("operator", fixedCompletion(launch.OperatorPrefixes()...))
 	_ = cmd.RegisterFlagCompletionFunc("baseline", fixedCompletion("eager", "compile"))
 	_ = cmd.RegisterFlagCompletionFunc("resume", completeRunID(c))
 	_ = cmd.MarkFlagFilename("start", "py")
@@ -118,8 +116,7 @@ func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.W
 	if err := eo.fleet.validate(c); err != nil {
 		return err
 	}
-	op, err := operator.ByName(eo.operator)
-	if err != nil {
+	if err := launch.CheckOperator(eo.operator); err != nil {
 		return err
 	}
 	ctx, a, db, cleanup, err := c.openSession()
@@ -133,17 +130,17 @@ func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.W
 	}
 	l := a.launcher(st, stderr, eo.fleet.remote())
 	if eo.suite.spec != "" {
-		if err := operator.Preflight(ctx, eo.operator); err != nil {
+		if err := launch.Preflight(ctx, eo.operator); err != nil {
 			return err
 		}
 		return evolveSuite(ctx, a, l, eo, fs, stdout, stderr)
 	}
-	if err := preflight(ctx, a, st, op, eo, stderr); err != nil {
+	if err := preflight(ctx, l, st, eo, stderr); err != nil {
 		return err
 	}
 	var run *search.Run
 	if eo.resume != "" {
-		if run, err = resumedRun(ctx, st, eo.resume, eo.operator, stderr); err != nil {
+		if run, err = resumedRun(ctx, l, st, eo.resume, eo.operator, stderr); err != nil {
 			return err
 		}
 	}
@@ -209,7 +206,7 @@ func prepareEvolve(ctx context.Context, l *launch.Launcher, eo *evolveOptions, r
 
 // resumedRun finds the run --resume names and records a switch of
 // operator within its kind.
-func resumedRun(ctx context.Context, st *store.SQLite, ref, op string, stderr io.Writer) (*search.Run, error) {
+func resumedRun(ctx context.Context, l *launch.Launcher, st *store.SQLite, ref, op string, stderr io.Writer) (*search.Run, error) {
 	id, err := st.ResolveRunID(ctx, ref)
 	if err != nil {
 		return nil, err
@@ -218,7 +215,7 @@ func resumedRun(ctx context.Context, st *store.SQLite, ref, op string, stderr io
 	if err != nil {
 		return nil, err
 	}
-	return run, switchOperator(ctx, st, run, op, stderr)
+	return run, switchOperator(ctx, l, run, op, stderr)
 }
 
 // resumeBudget is the resumed run's budget with the limits given on this

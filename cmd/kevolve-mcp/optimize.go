@@ -16,7 +16,6 @@ import (
 	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/engine"
 	"github.com/kevolve/kevolve-mcp/search/launch"
-	"github.com/kevolve/kevolve-mcp/search/operator"
 	"github.com/kevolve/kevolve-mcp/search/optimize"
 	"github.com/kevolve/kevolve-mcp/search/store"
 	"github.com/kevolve/kevolve-mcp/search/suite"
@@ -68,7 +67,7 @@ the kevolve_kernels package: import it and call kevolve_kernels.patch(model).`,
 	f.StringVar(&oo.o.Model, "model", "", "KernelBench-format model `file`")
 	f.StringVar(&oo.o.Target, "target", "auto", "nvidia, amd, cpu or auto")
 	f.StringVar(&oo.o.Language, "language", "", "kernel language: c, cuda, hip or triton (default: the target's first: cuda on nvidia, hip on amd, c on cpu)")
-	f.StringVar(&oo.operator, "operator", "tuner", "operator: "+operator.Spelled())
+	f.StringVar(&oo.operator, "operator", "tuner", "operator: "+launch.OperatorUsage())
 	registerOperatorFlags(f, &oo.ops)
 	f.IntVar(&oo.budget, "budget", 24, "evaluations for the whole job")
 	f.DurationVar(&oo.o.SearchTime, "time", 0, "wall-clock bound on the search, e.g. 30m (deploy and verify follow)")
