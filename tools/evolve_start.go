@@ -10,6 +10,7 @@ import (
 
 	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/engine"
+	"github.com/kevolve/kevolve-mcp/search/launch"
 	"github.com/kevolve/kevolve-mcp/search/runs"
 )
 
@@ -56,7 +57,7 @@ func startRequest(in RunSpecInput, operator string, defaultEvals int) (runs.Star
 		return r, fmt.Sprintf("memory %q: use inherit, compare or clean_slate", in.Memory)
 	}
 	if in.Draft == 0 {
-		r.Draft = -1
+		r.Draft = launch.DraftUnset // the policy's default (search/launch)
 	}
 	r.Budget = search.Budget{Evals: in.Budget, Time: time.Duration(in.TimeS * float64(time.Second)), Plateau: in.Plateau, TargetSpeedup: in.TargetSpeedup}
 	if r.Budget.Evals == 0 && r.Budget.Time == 0 && r.Budget.Plateau == 0 {
