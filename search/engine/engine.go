@@ -6,9 +6,10 @@
 // except those that were in flight (one per slot: Engine.Parallel runs
 // several pipelines at once, parallel.go).
 //
-// A server drives runs the same way the CLI does:
+// A server drives runs the same way the CLI does (search/launch puts the
+// engine together for both):
 //
-//	eng := &engine.Engine{Store: st, Eval: adapter, Operator: op, OnProgress: notify}
+//	eng := launch.NewEngine(st, adapter, op, log, parallel, notify)
 //	run, err := eng.Create(ctx, opts)          // run id at once; the run is paused, its root pending
 //	go eng.Drive(serverCtx, run.ID)            // cancelling serverCtx pauses the run
 //	st.Events(ctx, run.ID, afterSeq, limit)    // the feed a status long poll waits on
