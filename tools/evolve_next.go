@@ -14,7 +14,7 @@ import (
 type EvolveNextInput struct {
 	RunID       string  `json:"run_id" jsonschema:"The run, from evolve_start."`
 	WaitS       float64 `json:"wait_s,omitempty" jsonschema:"Seconds to wait for the run to be ready (default 40, at most 45); state busy means ask again."`
-	IncludeCode bool    `json:"include_code,omitempty" jsonschema:"Inline the parent's code and the reference (task.parent.code, task.problem.reference) beside their URIs. Pass true for a parent you have not read."`
+	IncludeCode bool    `json:"include_code,omitempty" jsonschema:"Inline the parent's code and the reference beside their URIs (for a parent you have not read)."`
 }
 
 // EvolveNext returns the evolve_next tool.

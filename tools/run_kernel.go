@@ -23,13 +23,13 @@ type RunKernelInput struct {
 	CandidateSource string  `json:"candidate_source,omitempty" jsonschema:"The candidate as inline source; it may use kevolve's load_cuda/load_hip/load_c (fast builds), Triton or load_inline."`
 	Target          string  `json:"target,omitempty" jsonschema:"nvidia, amd, cpu or auto (default: the best device found)."`
 	Device          string  `json:"device,omitempty" jsonschema:"A device index or UUID from device_info (default: any free one)."`
-	TimeoutS        float64 `json:"timeout_s,omitempty" jsonschema:"The answer's deadline in seconds (default 180), a wait for a busy device aside; a loaded host's CPU waits are granted on top, at most a tenth of it. Past it the verdict is timeout, with the stages reached (stage_s) and what they had done (partial)."`
+	TimeoutS        float64 `json:"timeout_s,omitempty" jsonschema:"The answer's deadline in seconds (default 180; a busy device's wait aside, host load adds at most a tenth). Past it: timeout, with stage_s and partial."`
 	Trials          int     `json:"trials,omitempty" jsonschema:"Correctness trials, each on fresh random inputs (default 5)."`
 	Seed            int64   `json:"seed,omitempty" jsonschema:"Base seed of weights and inputs (default 42)."`
 	SkipTiming      bool    `json:"skip_timing,omitempty" jsonschema:"Check correctness and integrity only; no timing."`
 	Retime          bool    `json:"retime,omitempty" jsonschema:"Measure again instead of answering from the cache of identical requests."`
 	Shapes          string  `json:"shapes,omitempty" jsonschema:"Corpus shape set: large (fills a GPU) or small (seconds on a CPU). Default: large on a GPU, small on the CPU."`
-	KernelPolicy    string  `json:"kernel_policy,omitempty" jsonschema:"default: beside its own kernels a candidate may call some heavy reference ops through a library (noted), and a plain-torch rewrite passes noted no_own_kernel; kernelbench: KernelBench's rule, no kernel of its own is integrity_violation; strict: every heavy op in its own kernels."`
+	KernelPolicy    string  `json:"kernel_policy,omitempty" jsonschema:"default: library calls beside its own kernels allowed, a plain-torch rewrite passes (noted no_own_kernel); kernelbench: a kernel of its own required; strict: every heavy op in its own kernels."`
 }
 
 // Problem resolves the problem the arguments name.
@@ -55,8 +55,7 @@ func runKernelDescription(ev *harness.Evaluator) string {
 		"Returns verdict (" + strings.Join(problem.Verdicts, ", ") + "), the failing stage, " + checks + " by name with details, " +
 		"median/p10/p90/CV of the candidate, the eager reference and torch.compile, speedup_vs_eager and speedup_vs_compile, " +
 		"the speed-of-light bound on that device (t_sol_s, pct_of_sol, sol_score), fitness, memory peaks, notes, warnings and the trimmed log. " +
-		"A timeout answers within timeout_s plus at most 10% (a build slowed by the host's load: up to 2x, stated in notes), with seconds per stage reached (stage_s) and partial: trials done, timing so far. " +
-		"With a progress token, each stage is sent as a progress notification. " +
+		"A timeout answers within timeout_s plus at most 10% (a build slowed by host load: up to 2x, noted) with stage_s and partial figures; a progress token gets each stage. " +
 		"Calling the reference's own op, mutating inputs, caching outputs or timing below the speed of light is an integrity_violation. " +
 		"Identical requests are answered from a cache unless retime. " +
 		"Resource " + checksURI + " lists each check (name, stage, verdict, meaning) and the dtype tolerances."

@@ -19,7 +19,7 @@ type SolAnalysisInput struct {
 	Dtype      string  `json:"dtype,omitempty" jsonschema:"Dtype of the FLOP ceiling (bf16, fp16, fp32, tf32, fp8); default: the heaviest matmul's, else the largest tensors'."`
 	Device     string  `json:"device,omitempty" jsonschema:"Datasheet key (h100, h100-sxm, mi300x, a100-80gb...); default: this machine's, with measured ceilings where calibrated."`
 	Shapes     string  `json:"shapes,omitempty" jsonschema:"Shape set (KEVOLVE_SHAPES), e.g. large or small."`
-	Candidate  string  `json:"candidate,omitempty" jsonschema:"A ModelNew file to check and time first (as run_kernel does, on target); its median and the eager reference's are used. Or give candidate_s."`
+	Candidate  string  `json:"candidate,omitempty" jsonschema:"A ModelNew file, checked and timed first as run_kernel does; or give candidate_s."`
 	Target     string  `json:"target,omitempty" jsonschema:"Where to time candidate: nvidia, cpu or auto."`
 	CandidateS float64 `json:"candidate_s,omitempty" jsonschema:"The candidate's measured median in seconds (e.g. from run_kernel)."`
 	ReferenceS float64 `json:"reference_s,omitempty" jsonschema:"The eager reference's median in seconds (T_b in sol_score)."`
