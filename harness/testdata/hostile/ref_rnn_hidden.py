@@ -1,12 +1,15 @@
 # KernelBench level-3 34_VanillaRNNHidden in small: a hidden state kept on
 # the model, replaced by every call. Both models must be called in step (the
-# same number of calls from the same constructed state) to compare.
+# same number of calls from the same constructed state) to compare. Sizes
+# that make a call take milliseconds: the judge's outside bound is loose for
+# sub-millisecond calls on a loaded 2-core host (an honest 0.37 ms call read
+# 16.6 ms from outside: timer_tampered).
 import torch
 import torch.nn as nn
 
-batch_size = 8
-input_size = 32
-hidden_size = 64
+batch_size = 64
+input_size = 256
+hidden_size = 1024
 output_size = 16
 
 

@@ -3,7 +3,7 @@
 import torch
 import torch.nn as nn
 
-batch_size = 8
+batch_size = 64
 
 
 class ModelNew(nn.Module):
