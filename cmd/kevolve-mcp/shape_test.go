@@ -26,7 +26,7 @@ var (
 		"quiet_iters": true, "median_all_s": true, "paced": true, "why": true,
 		"noisy": true, "noisy_why": true, "frozen": true, "reused": true, "age_s": true, "measurements": true,
 	}
-	opaqueKeys = map[string]bool{"stage_s": true, "stage_peak_rss_bytes": true, "steps": true, "partial": true}
+	opaqueKeys = map[string]bool{"stage_s": true, "phase_s": true, "stage_peak_rss_bytes": true, "steps": true, "partial": true}
 )
 
 // shape reduces a decoded JSON value to what a transcript pins. Objects keep

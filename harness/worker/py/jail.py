@@ -152,13 +152,21 @@ def _shadow(folder, keep, binder, mode, size=None, readonly=True):
                 held.append((n, fd, p))
     opts = "mode=%o" % mode + (",size=%d" % size if size else "")
     _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, opts)
+    shown = 0
     for n, fd, p in held:
         target = os.path.join(folder, n)
         if fd is None:
             _copy_link(p, target)
-        else:
+            shown += 1
+            continue
+        try:
             binder.bind(fd, target, readonly)
-    return len(held)
+            shown += 1
+        except FileNotFoundError:
+            # Removed since it was listed (another program's temp file: on a
+            # busy host /tmp changes all the time): nothing left to show.
+            pass
+    return shown
 
 
 def _needed_below(folder, needs):
@@ -196,6 +204,7 @@ def enter_view(needs, writable, tmp_bytes, shm_bytes):
     if _libc.unshare(CLONE_NEWNS) != 0:
         return False, _err("unshare(CLONE_NEWNS)")
     binder = _Binder()
+    rw = []
     try:
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
         for p in writable:
@@ -220,13 +229,23 @@ def enter_view(needs, writable, tmp_bytes, shm_bytes):
             n_tmp = _shadow("/tmp", None, binder, 0o1777, tmp_bytes)
         if os.path.isdir("/dev/shm"):
             _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=%d" % shm_bytes)
+    except OSError as e:
+        # Whatever was laid out stays; the writable folders are still bound
+        # back on top (below), or the job could not write its own folder
+        # under a read-only parent and would die before its first stage.
+        failed = "the job's view: %s" % (e.strerror or e)
+    else:
+        failed = None
+    try:
         for p, fd in rw:
             if fd is not None:
                 binder.bind(fd, p, False)
     except OSError as e:
-        return False, "the job's view: %s" % (e.strerror or e)
+        failed = failed or "the job's view: its writable folders: %s" % (e.strerror or e)
     finally:
         binder.close()
+    if failed:
+        return False, failed
     detail = "private /tmp (%s, the host's %d entries read-only) and /dev/shm (%s)" % (_gib(tmp_bytes), n_tmp, _gib(shm_bytes))
     if hidden:
         detail += "; %s shown only where the job needs it" % ", ".join(hidden)

@@ -1,0 +1,29 @@
+package worker
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// An entry of a folder the view shadows that disappears between being
+// listed and bound back (a test's temp folder in /tmp on a busy CI host) is
+// left out of the view; before, the view stopped half made, the job's own
+// folder stayed under a read-only parent, and the job exited with code 1
+// before its first stage ("Read-only file system" on judge/log.txt).
+func TestJailShadowSurvivesVanishingEntries(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the view's mount namespace needs root")
+	}
+	pyDir, err := filepath.Abs("py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(testPython(t), filepath.Join("testdata", "jail_vanishing.py"), pyDir).CombinedOutput()
+	got := strings.TrimSpace(string(out))
+	if err != nil || got != "shown 1 ['kept']" {
+		t.Fatalf("shadowing a folder whose entry vanished: %v: %q, want \"shown 1 ['kept']\"", err, got)
+	}
+}
