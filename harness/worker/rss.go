@@ -87,3 +87,40 @@ func anonResident(pid int) int64 {
 	}
 	return (res - shared) * pageSize
 }
+
+// treeAnonPSS is the tree's anonymous memory with each page shared
+// between processes counted once (Pss_Anon of /proc/PID/smaps_rollup,
+// split among its sharers), or fallback where the kernel gives none.
+// treeRSS counts an anonymous page once per process that maps it: the
+// evaluation's judge and its PID namespace's init are forked from the
+// child after torch's import, so its ~0.4 GB of anonymous memory read
+// three times and an honest job under a 1 GiB limit was killed before its
+// first stage. Reading smaps_rollup walks the page tables (milliseconds
+// for a large process), so it only confirms a treeRSS over the limit.
+func treeAnonPSS(pid int, fallback int64) int64 {
+	var total int64
+	for _, p := range treePIDs(pid) {
+		kb, ok := pssAnonKB(p)
+		if !ok {
+			return fallback
+		}
+		total += kb << 10
+	}
+	return total
+}
+
+// pssAnonKB reads Pss_Anon (kB) of a process; false where absent (a
+// kernel before 5.x, or the process gone).
+func pssAnonKB(pid int) (int64, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Pss_Anon:"); ok {
+			n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}

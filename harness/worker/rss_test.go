@@ -37,6 +37,56 @@ func TestTreeRSSCountsDescendants(t *testing.T) {
 	}
 }
 
+// A process that touched 300 MiB and then forked two children (as the
+// evaluation child forks its judge and its PID namespace's init) holds
+// 300 MiB, not 900: treeRSS counts the shared pages in each process, the
+// PSS figure once.
+func TestTreeAnonPSSCountsForkedPagesOnce(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	cmd := exec.Command(py, "-c", `
+import os, time
+x = bytearray(300 << 20)
+for _ in range(2):
+    if os.fork() == 0:
+        time.sleep(60)
+        os._exit(0)
+print("ready", flush=True)
+time.sleep(60)
+`)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { killTree(cmd.Process.Pid); cmd.Process.Kill(); cmd.Wait() }()
+	buf := make([]byte, 6)
+	if _, err := out.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	var rss int64
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if len(treePIDs(cmd.Process.Pid)) == 3 {
+			rss = treeRSS(cmd.Process.Pid)
+			break
+		}
+	}
+	if rss < 800<<20 {
+		t.Skipf("treeRSS %d MiB: this kernel does not count the forked pages in each process", rss>>20)
+	}
+	pss := treeAnonPSS(cmd.Process.Pid, -1)
+	if pss == -1 {
+		t.Skip("no Pss_Anon in /proc/PID/smaps_rollup here")
+	}
+	if pss < 290<<20 || pss > 400<<20 {
+		t.Fatalf("treeAnonPSS %d MiB for 300 MiB shared by 3 processes (treeRSS %d MiB)", pss>>20, rss>>20)
+	}
+}
+
 func TestReadBoard(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {

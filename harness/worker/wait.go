@@ -65,6 +65,9 @@ func (r *jobRun) checkLimits() *Outcome {
 		return nil
 	}
 	if rss := treeRSS(r.pid); rss > r.job.RSSLimit {
+		if rss = treeAnonPSS(r.pid, rss); rss <= r.job.RSSLimit {
+			return nil
+		}
 		r.out.RSSExceeded = rss
 		r.kill()
 		r.waitExit()
