@@ -2,7 +2,7 @@ package search
 
 import "testing"
 
-func TestBestPrefersQuietTiming(t *testing.T) {
+func TestBestRanksByFitness(t *testing.T) {
 	node := func(id int64, fitness float64, noisy bool) *Node {
 		return &Node{ID: id, State: NodeDone, Result: &Result{Verdict: VerdictPass, Fitness: fitness, Noisy: noisy}}
 	}
@@ -13,8 +13,7 @@ func TestBestPrefersQuietTiming(t *testing.T) {
 	}{
 		{"highest fitness", []*Node{node(1, 1.2, false), node(2, 3, false)}, 2},
 		{"earliest on ties", []*Node{node(1, 2, false), node(2, 2, false)}, 1},
-		{"a quiet node beats a noisy one of higher fitness", []*Node{node(1, 1.1, false), node(2, 30, true)}, 1},
-		{"noisy nodes ranked by fitness when none is quiet", []*Node{node(1, 4, true), node(2, 9, true)}, 2},
+		{"noisy nodes ranked by fitness like the others", []*Node{node(1, 1.1, false), node(2, 30, true)}, 2},
 		{"a noisy node beats a quiet one of no fitness", []*Node{node(1, 0, false), node(2, 2, true)}, 2},
 		{"none with a positive fitness", []*Node{node(1, 0, false)}, 0},
 	}

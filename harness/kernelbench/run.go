@@ -74,15 +74,15 @@ type Summary struct {
 	// held a device in its device phase (the mean over the devices used),
 	// DeviceHeldS those holds summed: near 1, the device limits the sweep;
 	// far below, the host's CPU (builds) or the sweep's shape does.
-	DeviceBusyShare      float64 `json:"device_busy_share,omitempty"`
-	DeviceHeldS          float64 `json:"device_held_s,omitempty"`
+	DeviceBusyShare float64 `json:"device_busy_share,omitempty"`
+	DeviceHeldS     float64 `json:"device_held_s,omitempty"`
 	// EvalsPerMinute is the pairs evaluated (not resumed) a minute of the
 	// wall; DevicePhaseMedianS the median seconds one held its device and
 	// TimedMedianS the median of its correctness and timing stages: the
 	// device phase's overhead is their ratio (issue 34).
-	EvalsPerMinute     float64 `json:"evals_per_minute,omitempty"`
-	DevicePhaseMedianS float64 `json:"device_phase_median_s,omitempty"`
-	TimedMedianS       float64 `json:"timed_median_s,omitempty"`
+	EvalsPerMinute       float64 `json:"evals_per_minute,omitempty"`
+	DevicePhaseMedianS   float64 `json:"device_phase_median_s,omitempty"`
+	TimedMedianS         float64 `json:"timed_median_s,omitempty"`
 	Interrupted          bool    `json:"interrupted,omitempty"`
 	ReferenceAsCandidate bool    `json:"reference_as_candidate,omitempty"`
 }
