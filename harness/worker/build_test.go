@@ -2,10 +2,7 @@ package worker
 
 import (
 	"context"
-	"os/exec"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -71,14 +68,7 @@ func TestBuildGrantUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	cpu := firstAllowedCPU(t)
-	for i := 0; i < spinners; i++ {
-		c := exec.Command("taskset", "-c", strconv.Itoa(cpu), "sh", "-c", "while :; do :; done")
-		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := c.Start(); err != nil {
-			t.Skipf("taskset: %v", err)
-		}
-		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
-	}
+	startSpinners(t, cpu, spinners)
 	build := []string{"load_candidate"}
 	cases := []struct {
 		name    string

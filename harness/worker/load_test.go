@@ -29,14 +29,7 @@ func TestDeadlineGrantsTheLoadNotAHang(t *testing.T) {
 		t.Fatal(err)
 	}
 	cpu := firstAllowedCPU(t)
-	for i := 0; i < spinners; i++ {
-		c := exec.Command("taskset", "-c", strconv.Itoa(cpu), "sh", "-c", "while :; do :; done")
-		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := c.Start(); err != nil {
-			t.Skipf("taskset: %v", err)
-		}
-		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
-	}
+	startSpinners(t, cpu, spinners)
 	const timeout = 2 * time.Second
 	cases := []struct {
 		name string
@@ -77,4 +70,18 @@ func firstAllowedCPU(t *testing.T) int {
 	}
 	n, _ := strconv.Atoi(string(m[1]))
 	return n
+}
+
+// startSpinners keeps n busy shells on cpu until the test ends (skipping
+// it where taskset cannot pin them): a loaded CPU of the test's making.
+func startSpinners(t *testing.T, cpu, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		c := exec.Command("taskset", "-c", strconv.Itoa(cpu), "sh", "-c", "while :; do :; done")
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := c.Start(); err != nil {
+			t.Skipf("taskset: %v", err)
+		}
+		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	}
 }
