@@ -308,20 +308,8 @@ class Undisturbed:
 
 def process_wait_ns():
     """Nanoseconds every thread of this process has waited runnable for a
-    CPU so far (/proc/self/task/*/schedstat); 0 where the kernel does not
-    count it."""
-    total = 0
-    try:
-        tids = os.listdir("/proc/self/task")
-    except OSError:
-        return 0
-    for t in tids:
-        try:
-            with open("/proc/self/task/%s/schedstat" % t) as f:
-                total += int(f.read().split()[1])
-        except (OSError, ValueError, IndexError):
-            pass
-    return total
+    CPU so far (_threads_schedstat); 0 where the kernel does not count it."""
+    return int(sum(w for _, w in _threads_schedstat().values()) * 1e9)
 
 
 def runqueue_wait_s():
