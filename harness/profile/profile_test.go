@@ -271,9 +271,12 @@ func TestProfileCPU(t *testing.T) {
 	}
 	// The per-call time is the un-profiled calls' (not set-up or profiler
 	// start-up); counters are read or said to be missing, with the reason;
-	// a diagnosis is always given, on timings alone if need be.
+	// a diagnosis is always given, on timings alone if need be. The least
+	// call bounds the median and the mean from below; the median may exceed
+	// the mean (CI read min 65.6, median 103.3, mean 99.8 ms on a loaded
+	// host: a few fast calls pull the mean under the median).
 	cp := rep.CPU
-	if cp.CallsTimed < 5 || cp.WallMinUs <= 0 || cp.WallMinUs > cp.WallUsPerIter || cp.WallUsPerIter > cp.WallMeanUs*1.0001 {
+	if cp.CallsTimed < 5 || cp.WallMinUs <= 0 || cp.WallMinUs > cp.WallUsPerIter || cp.WallMinUs > cp.WallMeanUs*1.0001 {
 		t.Errorf("per-call timing: min %.1f median %.1f mean %.1f µs over %d calls", cp.WallMinUs, cp.WallUsPerIter, cp.WallMeanUs, cp.CallsTimed)
 	}
 	if !cp.HardwareCounters && cp.CountersUnavailable == "" {
