@@ -54,22 +54,56 @@ func (e *Evaluator) costPut(ctx context.Context, r *evalRun, res *EvalResult) {
 	if e.cfg.DB == nil || res.Cached {
 		return
 	}
-	c := costOf(res)
-	_, err := e.cfg.DB.ExecContext(ctx, `INSERT OR REPLACE INTO eval_cost (ref_hash, cand_hash, target, build_s, device_s, wall_s) VALUES (?, ?, ?, ?, ?, ?)`,
-		contentHash(r.refCode), contentHash(r.candCode), string(r.tgt), c.BuildS, c.DeviceS, c.WallS)
-	if err != nil {
+	if err := RecordCost(ctx, e.cfg.DB, r.refCode, r.candCode, string(r.tgt), costOf(res)); err != nil {
 		e.log.Warn("eval cost write", "err", err)
 	}
+}
+
+// RecordCost keeps c as the latest cost of the pair on target: the one
+// write of eval_cost (the Evaluator's own evaluations; tests that seed
+// costs go through it too, so they write the rows the Evaluator would).
+func RecordCost(ctx context.Context, db Execer, refCode, candCode, target string, c Cost) error {
+	_, err := db.ExecContext(ctx, `INSERT OR REPLACE INTO eval_cost (ref_hash, cand_hash, target, build_s, device_s, wall_s) VALUES (?, ?, ?, ?, ?, ?)`,
+		contentHash(refCode), contentHash(candCode), target, c.BuildS, c.DeviceS, c.WallS)
+	if err != nil {
+		return fmt.Errorf("record eval cost: %w", err)
+	}
+	return nil
+}
+
+// CostReader looks up what the latest evaluation of a pair took: the
+// Evaluator, and the evaluators a scheduler holds (a kernelbench sweep's,
+// a suite's engine's, the fleet's), each reading through LookupCost.
+type CostReader interface {
+	StoredCost(ctx context.Context, refCode, candCode, target string) (Cost, bool)
+}
+
+// Execer is a database, a connection or a transaction to write on.
+type Execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// RowQuerier is a database, a connection or a transaction to read from:
+// the fleet's queue looks costs up inside its claim's transaction.
+type RowQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // StoredCost is what the latest evaluation of these programs on target
 // took ("" or "auto": on any target); ok is false where none was kept.
 func (e *Evaluator) StoredCost(ctx context.Context, refCode, candCode, target string) (c Cost, ok bool) {
-	if e.cfg.DB == nil {
+	if e == nil || e.cfg.DB == nil {
 		return Cost{}, false
 	}
+	return LookupCost(ctx, e.cfg.DB, refCode, candCode, target)
+}
+
+// LookupCost is the one read of eval_cost, for whoever holds the database
+// but no Evaluator (the fleet's coordinator). A database without the table
+// (no Evaluator ever opened it) has no costs: ok is false.
+func LookupCost(ctx context.Context, db RowQuerier, refCode, candCode, target string) (c Cost, ok bool) {
 	anyTarget := target == "" || target == "auto"
-	err := e.cfg.DB.QueryRowContext(ctx, `SELECT build_s, device_s, wall_s FROM eval_cost
+	err := db.QueryRowContext(ctx, `SELECT build_s, device_s, wall_s FROM eval_cost
 		WHERE ref_hash = ? AND cand_hash = ? AND (target = ? OR ?) ORDER BY updated_at DESC LIMIT 1`,
 		contentHash(refCode), contentHash(candCode), target, anyTarget).Scan(&c.BuildS, &c.DeviceS, &c.WallS)
 	return c, err == nil

@@ -6,28 +6,17 @@ import (
 	"github.com/kevolve/kevolve-mcp/harness"
 )
 
-// CostReader is an Evaluator that remembers what earlier evaluations of a
-// pair took (the harness's eval_cost table); a sweep starts the costliest
-// first by it.
-type CostReader interface {
-	StoredCost(ctx context.Context, refCode, candCode, target string) (harness.Cost, bool)
-}
+var _ harness.CostReader = HarnessEvaluator{}
 
 // StoredCost is the harness's measured cost of a pair.
 func (h HarnessEvaluator) StoredCost(ctx context.Context, refCode, candCode, target string) (harness.Cost, bool) {
 	return h.Ev.StoredCost(ctx, refCode, candCode, target)
 }
 
-// measuredCost reads the sweep's stored costs, nil where its evaluator
-// keeps none. A pair's cost is its build and device seconds: the work
-// that sets when it ends.
-func (s *sweep) measuredCost(ctx context.Context) costFunc {
-	cr, ok := s.ev.(CostReader)
-	if !ok {
-		return nil
-	}
-	return func(_ Pair, ref, cand string) (float64, bool) {
-		c, ok := cr.StoredCost(ctx, ref, cand, s.opt.Target)
-		return c.BuildS + c.DeviceS, ok
-	}
+// costReader is the sweep's evaluator as a reader of stored costs (the
+// harness's eval_cost table), nil where it keeps none: the sweep starts the
+// costliest pairs first by it.
+func (s *sweep) costReader() harness.CostReader {
+	cr, _ := s.ev.(harness.CostReader)
+	return cr
 }

@@ -225,7 +225,7 @@ func (s *sweep) all(ctx context.Context, pairs []Pair) []Record {
 		}()
 	}
 feed:
-	for _, i := range dispatchOrder(pairs, s.measuredCost(ctx)) {
+	for _, i := range dispatchOrder(ctx, pairs, s.costReader(), s.opt.Target) {
 		select {
 		case idx <- i:
 		case <-ctx.Done():

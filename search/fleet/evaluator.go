@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kevolve/kevolve-mcp/harness"
 	"github.com/kevolve/kevolve-mcp/harness/problem"
 	"github.com/kevolve/kevolve-mcp/harness/spec"
 	"github.com/kevolve/kevolve-mcp/harness/target"
@@ -37,7 +38,17 @@ type Evaluator struct {
 	Log *slog.Logger
 }
 
-var _ search.Evaluator = (*Evaluator)(nil)
+var (
+	_ search.Evaluator   = (*Evaluator)(nil)
+	_ harness.CostReader = (*Evaluator)(nil)
+)
+
+// StoredCost is what the latest evaluation of the pair took on target, read
+// from the coordinator's database as the queue reads it: a suite whose
+// engine evaluates through the fleet orders its turns by it.
+func (e *Evaluator) StoredCost(ctx context.Context, refCode, candCode, target string) (harness.Cost, bool) {
+	return storedCosts{e.Queue.DB()}.StoredCost(ctx, refCode, candCode, target)
+}
 
 func (e *Evaluator) kinds(p search.Problem) []Kind {
 	if len(e.Kinds) == 0 {

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kevolve/kevolve-mcp/harness"
 	"github.com/kevolve/kevolve-mcp/search"
 )
 
@@ -298,8 +299,9 @@ func (k Kind) Matches(d Device) bool {
 
 // Claim atomically hands the worker up to one queued job per free job slot
 // (a device index in free, as often as the device has room: never more
-// than its Jobs), oldest first, each matched on the device's target and
-// arch.
+// than its Jobs), each matched on the device's target and arch: the
+// costliest first by the stored costs of earlier evaluations
+// (costliestFirst), the oldest first among equals.
 func (q *Queue) Claim(ctx context.Context, workerID string, free []int) ([]Job, error) {
 	var out []Job
 	err := q.withTx(ctx, func(tx execer) error {
@@ -324,30 +326,6 @@ func (q *Queue) Claim(ctx context.Context, workerID string, free []int) ([]Job, 
 		for _, d := range devs {
 			byIndex[d.Index] = d
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT id, kind, problem, reference, code, timeout_s, skip_timing, claims FROM fleet_jobs WHERE state = 'queued' ORDER BY created_at, id LIMIT 500`)
-		if err != nil {
-			return err
-		}
-		type cand struct {
-			job  Job
-			kind string
-		}
-		var cands []cand
-		for rows.Next() {
-			var c cand
-			var prob string
-			if err := rows.Scan(&c.job.ID, &c.kind, &prob, &c.job.Reference, &c.job.Code, &c.job.TimeoutS, &c.job.SkipTiming, &c.job.Attempt); err != nil {
-				rows.Close()
-				return err
-			}
-			json.Unmarshal([]byte(c.kind), &c.job.Kind)
-			json.Unmarshal([]byte(prob), &c.job.Problem)
-			cands = append(cands, c)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
 		// room: the jobs each offered device may still take.
 		room, slots := map[int]int{}, 0
 		for _, idx := range free {
@@ -356,8 +334,23 @@ func (q *Queue) Claim(ctx context.Context, workerID string, free []int) ([]Job, 
 				slots++
 			}
 		}
+		if slots == 0 {
+			return nil
+		}
+		queued, err := queuedJobs(ctx, tx)
+		if err != nil {
+			return err
+		}
+		runnable := func(k Kind) bool {
+			for idx := range room {
+				if k.Matches(byIndex[idx]) {
+					return true
+				}
+			}
+			return false
+		}
 		taken := 0
-		for _, c := range cands {
+		for _, c := range costliestFirst(ctx, tx, queued, runnable) {
 			if taken == slots {
 				break
 			}
@@ -365,14 +358,14 @@ func (q *Queue) Claim(ctx context.Context, workerID string, free []int) ([]Job, 
 			// worker's devices before they stack on one.
 			dev := -1
 			for _, idx := range free {
-				if d := byIndex[idx]; room[idx] > 0 && c.job.Kind.Matches(d) && (dev < 0 || room[idx] > room[dev]) {
+				if d := byIndex[idx]; room[idx] > 0 && c.Kind.Matches(d) && (dev < 0 || room[idx] > room[dev]) {
 					dev = idx
 				}
 			}
 			if dev < 0 {
 				continue
 			}
-			j := c.job
+			j := c
 			j.Device, j.LeaseToken, j.Attempt = dev, randomID("l-"), j.Attempt+1
 			res, err := tx.ExecContext(ctx, `UPDATE fleet_jobs SET state = 'claimed', worker_id = ?, device = ?, lease_token = ?, lease_expires = ?, claims = claims + 1
 				WHERE id = ? AND state = 'queued'`, workerID, dev, j.LeaseToken, now+q.Lease.Seconds(), j.ID)
@@ -398,6 +391,68 @@ func (q *Queue) Claim(ctx context.Context, workerID string, free []int) ([]Job, 
 		q.signal()
 	}
 	return out, nil
+}
+
+// queuedJobs reads the oldest queued jobs (Attempt: their claims so far).
+func queuedJobs(ctx context.Context, tx execer) ([]Job, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT id, kind, problem, reference, code, timeout_s, skip_timing, claims FROM fleet_jobs WHERE state = 'queued' ORDER BY created_at, id LIMIT 500`)
+	if err != nil {
+		return nil, fmt.Errorf("queued jobs: %w", err)
+	}
+	defer rows.Close()
+	var out []Job
+	for rows.Next() {
+		var j Job
+		var kind, prob string
+		if err := rows.Scan(&j.ID, &kind, &prob, &j.Reference, &j.Code, &j.TimeoutS, &j.SkipTiming, &j.Attempt); err != nil {
+			return nil, fmt.Errorf("queued jobs: %w", err)
+		}
+		json.Unmarshal([]byte(kind), &j.Kind)
+		json.Unmarshal([]byte(prob), &j.Problem)
+		out = append(out, j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("queued jobs: %w", err)
+	}
+	return out, nil
+}
+
+// costliestFirst orders the jobs a worker could run (runnable) by
+// harness.OrderCost, the rule kernelbench run and suites use: the build and
+// device seconds the harness stored for the job's reference, code and
+// target (the problem's target is the kind's: Evaluator.Evaluate sets it),
+// else the code's words; oldest first among equals. A job holds its whole
+// key when it is queued, so no stand-in is needed. Jobs the worker cannot
+// run are left out (they are not looked up); only the oldest queued jobs
+// queuedJobs read are ordered, so a long queue still drains oldest first.
+//
+// The costs are read inside the claim's transaction (tx): a database
+// limited to one connection must not wait on itself. A database without
+// eval_cost (no harness Evaluator ever opened it) ranks by words alone.
+func costliestFirst(ctx context.Context, tx harness.RowQuerier, jobs []Job, runnable func(Kind) bool) []Job {
+	var cands []Job
+	for _, j := range jobs {
+		if runnable(j.Kind) {
+			cands = append(cands, j)
+		}
+	}
+	cr := storedCosts{tx}
+	cost := make([]float64, len(cands))
+	for i, j := range cands {
+		cost[i] = harness.OrderCost(ctx, cr, j.Reference, j.Code, j.Problem.Target)
+	}
+	out := make([]Job, len(cands))
+	for i, k := range harness.CostliestFirst(cost) {
+		out[i] = cands[k]
+	}
+	return out
+}
+
+// storedCosts reads eval_cost on a database, connection or transaction.
+type storedCosts struct{ db harness.RowQuerier }
+
+func (s storedCosts) StoredCost(ctx context.Context, refCode, candCode, target string) (harness.Cost, bool) {
+	return harness.LookupCost(ctx, s.db, refCode, candCode, target)
 }
 
 // Touch records that the worker was heard from.

@@ -37,7 +37,16 @@ type Adapter struct {
 	KernelPolicy string
 }
 
-var _ search.FreshEvaluator = (*Adapter)(nil)
+var (
+	_ search.FreshEvaluator = (*Adapter)(nil)
+	_ harness.CostReader    = (*Adapter)(nil)
+)
+
+// StoredCost is what the latest evaluation of the pair took on target (its
+// evaluator's eval_cost): a suite orders its problems' turns by it.
+func (a *Adapter) StoredCost(ctx context.Context, refCode, candCode, target string) (harness.Cost, bool) {
+	return a.Ev.StoredCost(ctx, refCode, candCode, target)
+}
 
 // Evaluate runs code as the candidate against p's reference.
 func (a *Adapter) Evaluate(ctx context.Context, p search.Problem, code string) (*search.Result, error) {

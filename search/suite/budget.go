@@ -21,6 +21,10 @@ type State struct {
 	// failures); it gets nothing more.
 	Exhausted bool   `json:"exhausted,omitempty"`
 	Stopped   string `json:"stopped,omitempty"` // why the budgeter stopped it
+	// CostS is the seconds the problem's evaluations are expected to take
+	// (Runner.turnCosts): among problems equally served, the costliest
+	// gets its turn first.
+	CostS float64 `json:"-"`
 }
 
 // Headroom is t_best/t_SOL (how many times slower than the speed of
@@ -92,8 +96,9 @@ func (b Budgeter) stopWhy(s State) string {
 // Next marks stopped problems and returns the one to run next and how
 // many evaluations to give it; ok is false when the budget is spent or
 // every problem has stopped. Problems under their fair share go first
-// (the least served first); after that, what stopped problems left goes
-// to the problem with the most headroom.
+// (the least served first; among equals the costliest, then the first);
+// after that, what stopped problems left goes to the problem with the most
+// headroom.
 func (b Budgeter) Next(states []State) (i, evals int, ok bool) {
 	chunk := b.Chunk
 	if chunk <= 0 {
@@ -112,7 +117,7 @@ func (b Budgeter) Next(states []State) (i, evals int, ok bool) {
 	}
 	best := -1
 	for k, s := range states {
-		if s.Stopped == "" && s.Used < b.shareOf(states, k) && (best < 0 || s.Used < states[best].Used) {
+		if s.Stopped == "" && s.Used < b.shareOf(states, k) && (best < 0 || servedBefore(s, states[best])) {
 			best = k
 		}
 	}
@@ -128,6 +133,20 @@ func (b Budgeter) Next(states []State) (i, evals int, ok bool) {
 		return -1, 0, false
 	}
 	return best, min(chunk, left), true
+}
+
+// servedBefore says whether s gets its turn before t when both are under
+// their share: the less served first, then the costlier (a tie keeps the
+// suite's order), the sweep's and the fleet's rule
+// (harness.CostliestFirst). Turns run one at a time (a turn's evaluations
+// spread over the devices), so this does not shorten a round; it starts
+// the slowest problems' work first, as a sweep or the fleet would, so a
+// suite stopped mid-round has had their turns.
+func servedBefore(s, t State) bool {
+	if s.Used != t.Used {
+		return s.Used < t.Used
+	}
+	return s.CostS > t.CostS
 }
 
 // Saved is the evaluations the SOL rule saved against the fixed

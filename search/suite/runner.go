@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kevolve/kevolve-mcp/harness"
+	"github.com/kevolve/kevolve-mcp/harness/problem"
 	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/engine"
 )
@@ -67,6 +69,7 @@ func (r *Runner) Run(ctx context.Context, suiteID string, problems []Problem) (*
 			return nil, err
 		}
 	}
+	r.turnCosts(ctx, problems, states)
 	for {
 		if err := ctx.Err(); err != nil {
 			return r.report(ctx, ids, states), err
@@ -99,6 +102,33 @@ func (r *Runner) Run(ctx context.Context, suiteID string, problems []Problem) (*
 		}
 	}
 	return r.report(ctx, ids, states), nil
+}
+
+// turnCosts sets each problem's CostS, which orders the turns of problems
+// equally served: harness.OrderCost of its reference and start kernel on
+// its target, from the engine's evaluator's stored costs where it keeps
+// them (an Adapter's eval_cost, or the fleet's), else from the start
+// kernel's words.
+//
+// Why the start kernel: when the suite schedules a turn, the candidates the
+// turn will evaluate are not proposed yet; the one program of the problem
+// known then is the start kernel, which every run evaluates first (its
+// root) against the problem's reference, so a suite that ran before, or an
+// evaluation of the same pair elsewhere, stored its cost under exactly that
+// key. Its descendants run on the same reference and inputs, so it stands
+// for the problem's evaluations (for KernelBench, whose start is the
+// reference renamed, it is the reference's own cost).
+func (r *Runner) turnCosts(ctx context.Context, problems []Problem, states []State) {
+	cr, _ := r.Engine.Eval.(harness.CostReader)
+	for i, p := range problems {
+		var ref []byte
+		if cr != nil {
+			// Unreadable: no stored cost, words alone; the run's first
+			// evaluation reports why.
+			ref, _ = problem.ReadFile("reference", p.Problem.ReferencePath)
+		}
+		states[i].CostS = harness.OrderCost(ctx, cr, string(ref), p.Start, p.Problem.Target)
+	}
 }
 
 // refresh derives a problem's state from its run's nodes.
