@@ -48,6 +48,7 @@ func (e *Evaluator) convert(ctx context.Context, r *evalRun, out *worker.Outcome
 	}
 	if e.unreported(r, res, out) {
 		addPartial(r, res, out)
+		processLimit(res, out)
 		return res, nil, nil
 	}
 	u := unseal(out.Result, out.Judge)
@@ -80,7 +81,24 @@ func (e *Evaluator) convert(ctx context.Context, r *evalRun, out *worker.Outcome
 	addDevicePhase(res, out)
 	addBuildGrant(res, out)
 	applyJudge(res, out.Judge, judgeOff())
+	processLimit(res, out)
 	return res, pr.Work, nil
+}
+
+// processLimit fails a job whose cgroup refused a fork or a thread at its
+// pids.max: an honest job never comes near it (cgroup.py's pids_max), so
+// one that did started processes or threads without bound. A pass
+// becomes a runtime_error; any other verdict stands, with the check.
+func processLimit(res *EvalResult, out *worker.Outcome) {
+	cg := out.Cgroup
+	if cg == nil || cg.ForksRefused == 0 {
+		return
+	}
+	res.Checks = append(res.Checks, Check{Name: "process_limit", Passed: false,
+		Detail: fmt.Sprintf("the job's processes and threads reached its cgroup's pids.max (%d): %d fork(s) or thread start(s) refused; what it started is killed with the job", cg.PidsMax, cg.ForksRefused)})
+	if res.Verdict == VerdictPass {
+		res.Verdict = VerdictRuntimeError
+	}
 }
 
 // unreported gives the verdict of a child that reported no result: killed
@@ -114,6 +132,18 @@ func (e *Evaluator) unreported(r *evalRun, res *EvalResult, out *worker.Outcome)
 		res.Stage = out.Stage
 		res.Checks = append(res.Checks, Check{Name: "result_forged", Passed: false,
 			Detail: fmt.Sprintf("the evaluation process ended (code %d) in stage %q before the harness reported a result, yet a result file was there: it was not the harness's", out.Code, out.Stage)})
+	case out.Result == nil && out.Cgroup != nil && out.Cgroup.OOMKills > 0:
+		// Killed by the kernel at the job's cgroup's memory limit: what its
+		// processes hold and what they wrote to its tmpfs /tmp and /dev/shm.
+		res.Verdict = VerdictRuntimeError
+		res.Stage = out.Stage
+		who := runningSide(out.Board)
+		if who == "" {
+			who = "evaluation process"
+		}
+		res.Checks = append(res.Checks, Check{Name: "out_of_memory", Passed: false,
+			Detail: fmt.Sprintf("the %s ran out of memory in stage %s: the job's cgroup reached its memory limit of %s (its processes' memory and what they wrote to its /tmp and /dev/shm, peak %s) and the kernel's OOM killer ended it",
+				who, out.Stage, gib(out.Cgroup.MemLimit), gib(out.Cgroup.MemPeak))})
 	case out.Result == nil:
 		res.Verdict = VerdictCrash
 		res.Stage = out.Stage

@@ -33,6 +33,7 @@ var Layers = []Layer{
 	{Name: "view", Without: "candidate code sees and writes the host's /tmp and /dev/shm (what it leaves there outlives the job, uncounted) and, where the Python environment sits in a closed home, runs as root: the uid drop needs the environment reachable"},
 	{Name: "netns", Without: "candidate code can reach the network (exfiltrate what it reads, fetch code); Landlock's TCP rule still denies TCP where its ABI is 4 or later"},
 	{Name: "pidns", Without: "a process the candidate starts with clone(CLONE_PARENT) or setsid leaves its tree: it outlives the job and runs while the judge times the reference"},
+	{Name: "cgroup", Without: "nothing bounds the processes and threads a candidate starts (a fork bomb fills the host's process table) nor counts what it writes to its /tmp and /dev/shm against its memory limit (RLIMIT_AS sees no write()); its processes are killed by PID namespace and parent links only (a GPU job, which has no PID namespace, by parent links alone), and the jail has no CPU account of its own"},
 	{Name: "uid", Without: "a server running as root runs candidates as uid 0 (with no capabilities): root-owned files that only their owner may read (/etc/shadow, ~root) are readable to them"},
 	{Name: "capabilities", Without: "a root candidate keeps every capability: it can undo the other layers"},
 	{Name: "no_new_privs", Without: "setuid programs can give candidate code privileges back; Landlock and seccomp cannot be entered unprivileged"},

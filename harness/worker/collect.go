@@ -47,6 +47,9 @@ func (r *jobRun) finish(reported bool) *Outcome {
 }
 
 func setExit(out *Outcome, ev event) {
+	if ev.Cgroup != nil {
+		out.Cgroup = ev.Cgroup
+	}
 	if ev.Signal != nil {
 		out.Signal = syscall.Signal(*ev.Signal)
 	} else if ev.Code != nil {

@@ -26,6 +26,10 @@ type event struct {
 	Message string `json:"message"`
 	Reused  bool   `json:"reused"` // "started": an idle child took the job
 	Idle    bool   `json:"idle"`   // "done": the child stays for another job
+	// Cgroup is what the job's cgroup counted: in "exit" the parent's
+	// reading before it removed the cgroup, in "done" the job's process's
+	// own (for this job of a kept child).
+	Cgroup *CgroupUse `json:"cgroup"`
 
 	// Figures are a progress event's partial figures, an object whose keys
 	// name what they measure (evaluate: "candidate": timing stats so far).

@@ -129,6 +129,22 @@ type Outcome struct {
 	// so the host, not the candidate, ran its time out.
 	Build            BuildGrant
 	BuildLoadTimeout bool
+	// Cgroup is what the job's cgroup counted (worker.py's cgroup.py), nil
+	// where it had none: from the parent's "exit" event where Run waited
+	// for the exit (a killed or dead child), else from the child's "done".
+	Cgroup *CgroupUse
+}
+
+// CgroupUse is what a job's cgroup counted: forks its pids.max refused,
+// processes the kernel's OOM killer ended at its memory limit (which
+// counts the job's tmpfs /tmp and /dev/shm), and its CPU time.
+type CgroupUse struct {
+	ForksRefused int     `json:"forks_refused"`
+	PidsMax      int     `json:"pids_max"`
+	OOMKills     int     `json:"oom_kills"`
+	MemLimit     int64   `json:"mem_limit"` // 0: none
+	MemPeak      int64   `json:"mem_peak"`
+	CPUSeconds   float64 `json:"cpu_s"`
 }
 
 // judgeSize bounds the judge's report read back.

@@ -236,6 +236,7 @@ func (r *jobRun) logHold(rel func()) func() {
 func (r *jobRun) delivered(ev event) (*Outcome, error) {
 	r.out.Code = 0
 	r.doneAt = time.Now()
+	r.out.Cgroup = ev.Cgroup
 	if r.pid == 0 {
 		// The child writes "done" itself and the parent writes "started":
 		// a quick child can be read first. Which child it was, and whether

@@ -10,6 +10,10 @@ they are applied (each needs the privileges the next ones take away):
   netns         an empty network namespace (no network unless asked for)
   pidns         the job's process is pid 1 of a PID namespace of its own
                 (jail.fork_jailed: forked so by the worker, reported here)
+  cgroup        the job's process (and all it starts) in a cgroup of its
+                own: pids.max, the job's memory limit counting its tmpfs,
+                killed and removed as one at its end (cgroup.py: made and
+                joined by the worker, reported here)
   uid           root drops to an unprivileged uid (65534), where the Python
                 environment and the job folder are reachable by it
   capabilities  every capability dropped (bounding, ambient, effective)
@@ -382,11 +386,12 @@ def _build_caches(work_dir, uid_dropped, builder):
 
 
 def enter(work_dir, need_reachable=(), extra_write=(), network=False, view=None, pidns=None, builder=False, job_write=(),
-          keep_uid=""):
+          keep_uid="", cgroup=None):
     """Applies every layer this host allows; returns {"active": [...],
     "missing": {layer: why}, "detail": {layer: what}}. view: (ok, detail)
     of the mount namespace the worker entered before (jail.enter_view);
-    pidns: (ok, detail) of the PID namespace it forked this process into.
+    pidns: (ok, detail) of the PID namespace it forked this process into;
+    cgroup: (ok, detail) of the cgroup this process joined (cgroup.join).
     builder: the harness's own build step (kevolve._prepare), which keeps
     the server's uid to write the shared precompiled headers; Landlock
     still confines its writes to them and its job folder. job_write: the
@@ -410,6 +415,8 @@ def enter(work_dir, need_reachable=(), extra_write=(), network=False, view=None,
         layer("netns", *_netns())
     if pidns is not None:
         layer("pidns", *pidns)
+    if cgroup is not None:
+        layer("cgroup", *cgroup)
     root = os.geteuid() == 0
     if root:
         _drop_bounding()
@@ -450,7 +457,9 @@ def probe():
     a temporary folder, and checks that a write outside it fails; prints
     the report as JSON."""
     import tempfile
+    import cgroup
     import jail
+    cgroup.prepare(clean=False)  # this process names the probe's cgroup, as the worker names its jobs'
     base = tempfile.mkdtemp(prefix="kevolve-sandbox-probe-")
     work, judge = os.path.join(base, "work"), os.path.join(base, "judge")
     os.makedirs(work)
@@ -470,6 +479,7 @@ def probe():
             break
         chunks.append(b)
     os.waitpid(pid, 0)
+    cgroup.release(cgroup.handle(pid), wait_s=2.0)
     import shutil
     shutil.rmtree(base, ignore_errors=True)
     rep = json.loads(b"".join(chunks) or b"{}")
@@ -495,17 +505,20 @@ def _gpu_jobs_gap(rep):
 def _probe_child(base, work, judge, w, jail):
     rep = {}
     try:
+        import cgroup
         set_subreaper()  # as a job's child does; not inherited by fork
         here = os.path.dirname(os.path.abspath(__file__))
         view = jail.enter_view(jail.default_needs([here]), [base], 1 << 30, 1 << 30)
+        cg, cg_why = cgroup.make(os.getpid(), 1 << 30)
         pid, why = jail.fork_jailed()
         if pid not in (None, 0):
             _, status = os.waitpid(pid, 0)
             os._exit(0)
+        cg_rep = cgroup.join(cg) if cg is not None else (False, cg_why)
         ok, proc = jail.enter_own_proc()
         pidns = (ok, why + "; " + proc)
         set_subreaper()
-        rep = enter(work, need_reachable=[sys.executable, here], view=view, pidns=pidns)
+        rep = enter(work, need_reachable=[sys.executable, here], view=view, pidns=pidns, cgroup=cg_rep)
         _gpu_jobs_gap(rep)
         for name, path in (("judge_dir", os.path.join(judge, "x")), ("work_dir", os.path.join(work, "x"))):
             try:

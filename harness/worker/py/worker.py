@@ -16,7 +16,10 @@ fds). Before the job function runs, the child enters the sandbox
 seccomp), unless the job's module sets SANDBOX_SELF = True and calls
 ctx.enter_sandbox() itself (after forking what must stay outside it). The
 parent and each child are subreapers: what a job starts is killed when it
-ends (kill_descendants, and the parent's sweep of orphans).
+ends (kill_descendants, and the parent's sweep of orphans). Where the host
+lets it, the job's process is in a cgroup of its own (cgroup.py: pids.max,
+the job's memory limit counting its tmpfs); when the parent reaps a child
+it kills whatever is left in the child's cgroup and removes it.
 
 Protocol (JSON lines). Requests arrive on stdin; events leave on fd 3 (the
 child inherits fd 3 for its own small progress/gate events; each is one
@@ -48,11 +51,16 @@ Lines are split scanning each byte once ("args" inline is still accepted).
   <- {"event":"ungate","id":N}   (child) done with the device: the next job's
                                  device phase may start while this child
                                  writes its result and tears its context down
-  <- {"event":"done","id":N,"pid":P,"idle":B}  (child) result.json is complete;
+  <- {"event":"done","id":N,"pid":P,"idle":B[,"cgroup":{...}]}  (child) result.json is complete;
                                  the exit (CUDA teardown: 0.1-0.2 s) still
                                  follows, or, with idle, the child waits on
                                  its grant pipe for another job (reuse)
-  <- {"event":"exit","id":N,"pid":P,"code":C,"signal":S}
+  <- {"event":"exit","id":N,"pid":P,"code":C,"signal":S[,"cgroup":{...}]}
+                                 cgroup: what the job's cgroup counted
+                                 (cgroup.counters: forks refused, OOM
+                                 kills), read by the parent before it
+                                 removed it; in "done", the child's own
+                                 reading for that job
   <- {"event":"error","id":N,"message":M}
 """
 import gc
@@ -393,6 +401,10 @@ _VIEW = None
 # The PID namespace the job's process was forked into (jail.fork_jailed):
 # (ok, detail), None before.
 _PIDNS = None
+# The job's cgroup (cgroup.py), joined by the job's process: its handle
+# (None without one) and (ok, detail) for the sandbox's report.
+_CGROUP = None
+_CGROUP_REPORT = None
 
 
 # Why a GPU job runs without the view, the PID namespace and the uid drop:
@@ -431,15 +443,23 @@ def _enter_pidns(req):
     global _PIDNS
     if _sandbox_off(req):
         return
+    import cgroup
     import jail
+    # The job's cgroup, made while this process is root; the judge, forked
+    # before, stays outside it.
+    cg, cg_why = cgroup.make(os.getpid(), int(req.get("mem_limit") or 0))
     if _gpu_job(req):
         _PIDNS = (False, GPU_JAIL_GAP)
+        _join_cgroup(cg, cg_why)  # no namespace: this process runs the jobs
         return
     pid, why = jail.fork_jailed()
     if pid is None:
         _PIDNS = (False, why)
+        _join_cgroup(cg, cg_why)
         return
     if pid == 0:
+        # First, before it starts anything: all it starts is born in it.
+        _join_cgroup(cg, cg_why)
         ok, proc = jail.enter_own_proc()
         _PIDNS = (ok, why + "; " + proc)
         _set_pdeathsig()
@@ -459,6 +479,19 @@ def _enter_pidns(req):
         signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+
+
+def _join_cgroup(cg, why):
+    """Moves this process (the job's) into its cgroup (cgroup.make's
+    handle, None where none was made, and why)."""
+    global _CGROUP, _CGROUP_REPORT
+    if cg is None:
+        _CGROUP_REPORT = (False, why)
+        return
+    import cgroup
+    ok, detail = cgroup.join(cg)
+    _CGROUP = cg if ok else None
+    _CGROUP_REPORT = (ok, detail)
 
 
 def _sandbox_off(req=None):
@@ -513,10 +546,11 @@ def _enter_sandbox(work_dir, extra_write, network, builder=False, job_write=()):
         extra_write = list(extra_write) + _profile_dirs()
         view = _VIEW or (False, "the worker entered no view")
         pidns = _PIDNS or (False, "the worker forked no PID namespace")
+        cg = _CGROUP_REPORT or (False, "the worker made no cgroup")
         keep_uid = "" if view[0] or not _GPU_JOB else GPU_JAIL_GAP
         return sandbox.enter(work_dir, need_reachable=need, extra_write=extra_write, network=network, view=view, pidns=pidns,
                              builder=builder, job_write=list(job_write) + _profile_dirs(),
-                             keep_uid=keep_uid)
+                             keep_uid=keep_uid, cgroup=cg)
     except BaseException as e:  # noqa: BLE001 - report, never fail the job for it
         return {"active": [], "missing": {"all": "sandbox failed: %r" % (e,)}, "detail": {}}
 
@@ -625,10 +659,14 @@ def _sweep_jail(helpers):
     and /dev/shm; returns how many processes there were (0: none). In the
     job's own PID namespace that is every process of it, wherever its
     parent link points (kill(-1) from its init); without one, this
-    process's descendants (it is their subreaper), helpers spared."""
+    process's descendants (it is their subreaper) and whatever else is in
+    its cgroup, helpers spared."""
     import jail
     swept = jail.sweep()
     n = kill_descendants(helpers) if swept is None else int(swept)
+    if swept is None and _CGROUP is not None:
+        import cgroup
+        n += cgroup.kill(_CGROUP, spare={os.getpid()} | set(helpers))
     if _VIEW and _VIEW[0]:
         jail.empty_scratch()
     return n
@@ -652,6 +690,8 @@ def _run_job(req, grant_r, index):
     """Runs one job in this child; returns (exit code, may serve another)."""
     code = 1
     ctx = None
+    import cgroup
+    counted = cgroup.counters(_CGROUP)  # a kept child's cgroup counted its earlier jobs too
     try:
         job_dir = req["job_dir"]
         files = _job_files(job_dir)
@@ -696,7 +736,10 @@ def _run_job(req, grant_r, index):
         # to tear the CUDA context down; idle says the child stays for
         # another job instead (run_child waits for it).
         import jail
-        child_emit({"event": "done", "id": req["id"], "pid": jail.host_pid(), "idle": again})
+        ev = {"event": "done", "id": req["id"], "pid": jail.host_pid(), "idle": again}
+        if _CGROUP is not None:
+            ev["cgroup"] = cgroup.since(_CGROUP, counted)  # the job process's word; the parent's "exit" has its own
+        child_emit(ev)
     # A child that is not kept leaves through os._exit: it never runs the
     # parent's atexit handlers, and does not wait for threads a candidate
     # may have left running (such a job is never reusable).
@@ -766,6 +809,37 @@ def handle(line, children, by_id):
         emit({"event": "error", "id": req.get("id"), "message": "unknown op %r" % op})
 
 
+def _cgroup_prepare():
+    """Finds where jobs' cgroups go (inherited by every child) and removes
+    those a crashed worker left; returns how many."""
+    try:
+        import cgroup
+        return cgroup.prepare()
+    except Exception:  # noqa: BLE001 - a host without cgroups runs jobs as before
+        return 0
+
+
+def _release_cgroup(pid, pending):
+    """The reaped child pid's cgroup: what it counted (for the "exit"
+    event), then whatever is left in it killed and the folder removed; one
+    whose killed processes have not left yet goes to pending. None when the
+    child had none."""
+    try:
+        import cgroup
+        cg = cgroup.handle(pid)
+        use, gone = cgroup.release(cg)
+        if not gone:
+            pending.append(cg)
+        return use
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _retry_cgroups(pending, wait_s=0.0):
+    import cgroup
+    pending[:] = [cg for cg in pending if not cgroup.release(cg, wait_s=wait_s)[1]]
+
+
 def _make_device_nodes():
     """Lets the NVIDIA driver create its device files (/dev/nvidia-uvm and
     the like) while this process still may. The driver makes them on its
@@ -801,7 +875,11 @@ def main():
     scanned = 0  # bytes of buf already searched for a newline
     children = {}  # pid -> (id, grant_w)
     by_id = {}  # id -> pid
+    cgroups = []  # reaped children's cgroups with a process still leaving
     _set_subreaper()
+    stale = _cgroup_prepare()
+    if stale:
+        versions["cgroups_stale_removed"] = stale
     nodes = _make_device_nodes()
     if nodes:
         versions["device_nodes"] = nodes
@@ -857,12 +935,18 @@ def main():
                 ev["signal"] = os.WTERMSIG(status)
             else:
                 ev["code"] = os.WEXITSTATUS(status)
+            use = _release_cgroup(pid, cgroups)
+            if use is not None:
+                ev["cgroup"] = use
             emit(ev)
         now = time.monotonic()
         if swept or now - last_sweep > 1.0:
             last_sweep = now
             _sweep_orphans(children)
+            if cgroups:
+                _retry_cgroups(cgroups)
     _sweep_orphans({})
+    _retry_cgroups(cgroups, wait_s=2.0)
 
 
 if __name__ == "__main__":
