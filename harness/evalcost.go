@@ -43,25 +43,34 @@ func contentHash(code string) string {
 	return hex.EncodeToString(h[:])
 }
 
-// costOf reads an evaluation's cost from its stage seconds.
-func costOf(res *EvalResult) Cost {
+// CostOf reads what an evaluation took from its stage seconds: the cost
+// to keep for it, the one rule for the Evaluator's own results and for the
+// results the fleet's coordinator receives from workers (which evaluate
+// without a database). ok is false for a cached answer: it measured
+// nothing, and the evaluation it repeats kept its cost already.
+func CostOf(res *EvalResult) (c Cost, ok bool) {
+	if res == nil || res.Cached {
+		return Cost{}, false
+	}
 	s := res.StageS
-	return Cost{BuildS: s[StagePrepareBuild] + s["load_candidate"], DeviceS: s[StageDeviceHeld], WallS: res.WallS}
+	return Cost{BuildS: s[StagePrepareBuild] + s["load_candidate"], DeviceS: s[StageDeviceHeld], WallS: res.WallS}, true
 }
 
 // costPut keeps what a fresh evaluation took.
 func (e *Evaluator) costPut(ctx context.Context, r *evalRun, res *EvalResult) {
-	if e.cfg.DB == nil || res.Cached {
+	c, ok := CostOf(res)
+	if e.cfg.DB == nil || !ok {
 		return
 	}
-	if err := RecordCost(ctx, e.cfg.DB, r.refCode, r.candCode, string(r.tgt), costOf(res)); err != nil {
+	if err := RecordCost(ctx, e.cfg.DB, r.refCode, r.candCode, string(r.tgt), c); err != nil {
 		e.log.Warn("eval cost write", "err", err)
 	}
 }
 
 // RecordCost keeps c as the latest cost of the pair on target: the one
-// write of eval_cost (the Evaluator's own evaluations; tests that seed
-// costs go through it too, so they write the rows the Evaluator would).
+// write of eval_cost (the Evaluator's own evaluations, and the fleet's
+// coordinator for the results workers send; tests that seed costs go
+// through it too, so they write the rows the Evaluator would).
 func RecordCost(ctx context.Context, db Execer, refCode, candCode, target string, c Cost) error {
 	_, err := db.ExecContext(ctx, `INSERT OR REPLACE INTO eval_cost (ref_hash, cand_hash, target, build_s, device_s, wall_s) VALUES (?, ?, ?, ?, ?, ?)`,
 		contentHash(refCode), contentHash(candCode), target, c.BuildS, c.DeviceS, c.WallS)

@@ -33,7 +33,7 @@ func TestStoredCostOfAnEvaluation(t *testing.T) {
 			if ok != c.ok {
 				t.Fatalf("stored %v, want %v", ok, c.ok)
 			}
-			want := costOf(res)
+			want, _ := CostOf(res)
 			if ok && (got.WallS != want.WallS || got.DeviceS != want.DeviceS || got.BuildS != want.BuildS || got.DeviceS <= 0 || got.BuildS <= 0) {
 				t.Fatalf("stored %+v, want %+v", got, want)
 			}

@@ -421,10 +421,12 @@ func queuedJobs(ctx context.Context, tx execer) ([]Job, error) {
 // harness.OrderCost, the rule kernelbench run and suites use: the build and
 // device seconds the harness stored for the job's reference, code and
 // target (the problem's target is the kind's: Evaluator.Evaluate sets it),
-// else the code's words; oldest first among equals. A job holds its whole
-// key when it is queued, so no stand-in is needed. Jobs the worker cannot
-// run are left out (they are not looked up); only the oldest queued jobs
-// queuedJobs read are ordered, so a long queue still drains oldest first.
+// whether a harness Evaluator on this database or Complete (recordCost: a
+// worker's result) stored them, else the code's words; oldest first among
+// equals. A job holds its whole key when it is queued, so no stand-in is
+// needed. Jobs the worker cannot run are left out (they are not looked
+// up); only the oldest queued jobs queuedJobs read are ordered, so a long
+// queue still drains oldest first.
 //
 // The costs are read inside the claim's transaction (tx): a database
 // limited to one connection must not wait on itself. A database without
@@ -504,7 +506,9 @@ func (q *Queue) Heartbeat(ctx context.Context, workerID string, held []JobLease)
 // report is recorded; once a job is done every later report is ignored,
 // so results are idempotent by job id, and a rejected report changes
 // nothing but the job's count of them. A report with Error puts the job
-// back in the queue (up to MaxErrors times, then the job fails).
+// back in the queue (up to MaxErrors times, then the job fails). An
+// accepted result keeps its evaluation's cost for later claims
+// (recordCost).
 func (q *Queue) Complete(ctx context.Context, r ResultRequest) (ResultResponse, error) {
 	var resp ResultResponse
 	err := q.withTx(ctx, func(tx execer) error {
@@ -565,6 +569,7 @@ func (q *Queue) Complete(ctx context.Context, r ResultRequest) (ResultResponse, 
 		if _, err := tx.ExecContext(ctx, `UPDATE fleet_workers SET jobs_done = jobs_done + 1 WHERE id = ?`, r.WorkerID); err != nil {
 			return err
 		}
+		recordCost(ctx, tx, r.JobID, r.Result)
 		resp = ResultResponse{Accepted: true}
 		return logJob(ctx, tx, now, r.JobID, r.WorkerID, "done", r.Result.Verdict)
 	})
@@ -575,6 +580,57 @@ func (q *Queue) Complete(ctx context.Context, r ResultRequest) (ResultResponse, 
 		q.signal()
 	}
 	return resp, nil
+}
+
+// recordCost keeps what an accepted result's evaluation took in the
+// harness's eval_cost, so later claims of the same reference, code and
+// target start it in its place (costliestFirst): workers evaluate without a
+// database, so the coordinator is the only one that can keep the fleet's
+// own costs. The cost is harness.CostOf of the harness result the worker
+// sent whole (Result.Raw), the rule the harness applies to its own
+// evaluations, written by harness.RecordCost under the key Claim looks up:
+// the job's reference and code, and its problem's target (where that is
+// "" or "auto", which Claim matches on any target, the target the
+// evaluation ran on, as the harness keys its own rows).
+//
+// A result that carries no harness result, or one that does not read as
+// one (no verdict, a negative second), keeps nothing, nor does a cached
+// answer. Written in Complete's transaction, and best effort: a cost only
+// orders work, so it never refuses a result, and a database without
+// eval_cost (no harness Evaluator ever opened it) keeps none.
+func recordCost(ctx context.Context, tx execer, jobID string, res *search.Result) {
+	c, ranOn, ok := resultCost(res)
+	if !ok {
+		return
+	}
+	var ref, code, prob string
+	if err := tx.QueryRowContext(ctx, `SELECT reference, code, problem FROM fleet_jobs WHERE id = ?`, jobID).Scan(&ref, &code, &prob); err != nil {
+		return
+	}
+	var p search.Problem
+	json.Unmarshal([]byte(prob), &p) // as queuedJobs reads it for Claim
+	target := p.Target
+	if (target == "" || target == "auto") && ranOn != "" {
+		target = ranOn
+	}
+	harness.RecordCost(ctx, tx, ref, code, target, c)
+}
+
+// resultCost is the cost of the evaluation behind res and the target it
+// ran on; ok is false where res carries none to keep (see recordCost).
+func resultCost(res *search.Result) (c harness.Cost, target string, ok bool) {
+	if res == nil || len(res.Raw) == 0 {
+		return harness.Cost{}, "", false
+	}
+	var hr harness.EvalResult
+	if err := json.Unmarshal(res.Raw, &hr); err != nil || hr.Verdict == "" {
+		return harness.Cost{}, "", false
+	}
+	c, ok = harness.CostOf(&hr)
+	if !ok || !(c.BuildS >= 0 && c.DeviceS >= 0 && c.WallS >= 0) {
+		return harness.Cost{}, "", false
+	}
+	return c, hr.Target, true
 }
 
 // Release gives claimed jobs back to the queue without counting a lost
