@@ -93,6 +93,17 @@ var hostileCases = []hostileCase{
 	{"judge_ctypes_patch", "ref_normalize.py", "judge_ctypes_patch.py", VerdictIncorrect, "judge", false},
 	{"judge_timing_stats", "ref_normalize.py", "judge_timing_stats.py", VerdictIntegrityViolation, "timer_tampered", false},
 	{"judge_forges_done", "ref_normalize.py", "judge_forges_done.py", VerdictIntegrityViolation, "judge_missing", false},
+	// The statistics rewritten as above, and the previous output returned
+	// whenever the same input tensor comes again: the judge's loop from
+	// outside must not be one a replay shortens.
+	{"judge_timing_stats_outside_replay", "ref_normalize.py", "replays_outside_loop.py", VerdictIntegrityViolation, "timer_tampered", false},
+	// The statistics rewritten, and the harness's server of the outside
+	// timing in the candidate's process replaced: no calls made, a slow
+	// empty round trip to subtract.
+	{"judge_timing_stats_outside_skipped", "ref_normalize.py", "skips_outside_calls.py", VerdictIntegrityViolation, "timer_tampered", false},
+	// And the judge's checked batch answered at once, its outputs left to
+	// a thread to write later.
+	{"judge_checked_batch_skipped", "ref_normalize.py", "skips_checked_batch.py", VerdictIncorrect, "judge", false},
 	// A jagged problem (shapes change with the seed): a cache keyed by
 	// pointer and shape, and a replay of the previous output once timed.
 	{"jagged_cache_by_pointer", "ref_jagged_sum.py", "jagged_seen.py", VerdictIntegrityViolation, "memoization", false},

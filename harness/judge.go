@@ -32,8 +32,11 @@ type JudgeReport struct {
 	Trials  int           `json:"trials,omitempty"`
 	RefTime *JudgeTime    `json:"reference_s,omitempty"`
 	Outside *JudgeOutside `json:"outside,omitempty"`
-	Bounds  *JudgeBounds  `json:"bounds,omitempty"`
-	Notes   []string      `json:"notes,omitempty"`
+	// Verified is the candidate's time over the calls whose outputs the
+	// judge checked (nothing skipped or replayed there).
+	Verified *JudgeVerified `json:"verified,omitempty"`
+	Bounds   *JudgeBounds   `json:"bounds,omitempty"`
+	Notes    []string       `json:"notes,omitempty"`
 	// Unbounded says why the judge, of its own finding, bounded no timing
 	// (jagged inputs); the result's timings then stand with a warning.
 	Unbounded string `json:"unbounded,omitempty"`
@@ -105,6 +108,21 @@ type JudgeOutside struct {
 	// Paced: the calls were made one request each (the judge's second
 	// opinion after every batch disagreed with the in-process median).
 	Paced      bool    `json:"paced,omitempty"`
+	RoundTripS float64 `json:"round_trip_s"`
+}
+
+// JudgeVerified is the candidate's time over the judge's checked batches
+// (evaluate_judge_batch.py): Calls calls a batch, each on fresh inputs of
+// the judge's seed sent with the timed request, every output compared
+// with the reference; the best of Batches. PerCallS and BasisS as in
+// JudgeOutside. Nothing there can be skipped, replayed or computed ahead,
+// so it bounds the in-process median as the outside batches do, on the
+// CPU (on a GPU it is not measured yet).
+type JudgeVerified struct {
+	Calls      int     `json:"calls"`
+	Batches    int     `json:"batches"`
+	PerCallS   float64 `json:"per_call_s"`
+	BasisS     float64 `json:"basis_s"`
 	RoundTripS float64 `json:"round_trip_s"`
 }
 
@@ -222,6 +240,10 @@ func outOfBounds(res *EvalResult, rep *JudgeReport) string {
 	// Stats.MedianAllS beside it; the outside loop cannot pick those).
 	cand := max(res.Candidate.MedianS, res.Candidate.MedianAllS)
 	if cand < b.CandMinS {
+		if v := rep.Verified; v != nil && b.CandFactor*v.BasisS >= b.CandMinS {
+			return fmt.Sprintf("the candidate's in-process median %.4g s is under %.2g x its per-call time in the judge's checked batch %.4g s (%d calls, each on fresh inputs of the judge's, every output compared): the timing was not the kernel's",
+				cand, b.CandFactor, v.BasisS, v.Calls)
+		}
 		how := "calls"
 		if rep.Outside.Paced {
 			how = "calls, one at a time"
@@ -243,6 +265,9 @@ func judgeSummary(rep *JudgeReport) string {
 		if rep.RefTime.Reused {
 			s += fmt.Sprintf(" (kept from an earlier job, measured %.0f s before, the best of %d measurements)", rep.RefTime.AgeS, rep.RefTime.Measurements)
 		}
+	}
+	if v := rep.Verified; v != nil {
+		s += fmt.Sprintf("; checked batch %.4g s per call (%d calls on fresh inputs, every output compared, best of %d)", v.BasisS, v.Calls, v.Batches)
 	}
 	for _, n := range rep.Notes {
 		s += "; " + n

@@ -34,16 +34,19 @@ A kept child keeps its judge: forked at the child's first job, before its
 CUDA context, it serves the child's later jobs (a "job" message names each
 job's folder; the judge reads the job's arguments from there itself)."""
 import json
+import math
 import os
 import random
 import signal
 import socket
 import sys
+import threading
 import time
 
 import torch
 
 import evaluate_construct as construct
+import evaluate_judge_batch as batch
 import evaluate_devstate as devstate
 import evaluate_judge_wire as wire
 from evaluate_common import clone_tree, flatten, load_module, tensors_of, to_device
@@ -95,6 +98,23 @@ OUTSIDE_REPEATS = 1
 # C epilogue at 12.7 ms a call in every back-to-back batch for seconds.
 OUTSIDE_PACED_CALLS = 40
 OUTSIDE_PACED_S = 0.5
+# The checked batches (evaluate_judge_batch): the batches above take the
+# candidate's process at its word that it made k calls on the inputs it
+# holds; these give every call fresh inputs with the timed request and
+# check every output. p calls sized to BATCH_TARGET_S by the in-process
+# median (a false one only costs memory and the reference's time, both
+# capped: the inputs and outputs of the p calls within BATCH_BYTES, the
+# judge's reference runs for them within BATCH_REF_S), the best of up to
+# BATCH_REPEATS batches.
+BATCH_TARGET_S = 0.005
+BATCH_MAX_CALLS = 256
+BATCH_BYTES = 64 << 20
+BATCH_REF_S = 0.3
+BATCH_REPEATS = 3
+# The empty round trip a batch subtracts is the candidate's process's own
+# answer: at most this many times the judge's own round trip over a
+# socket pair of its own, so a slow "nop" cannot cancel the calls' time.
+ROUND_TRIP_MULT = 4.0
 # The judge's timing of the reference: the in-process timer's cap and
 # minimum iterations (the same method), kept across a kept child's jobs
 # (evaluate_judge_reftime).
@@ -255,6 +275,8 @@ class Job:
             self._verify(chan, msg, rep)
         except _Timeout as e:
             rep.update(status="failed", check="judge_timeout", detail=str(e))
+        except _Incorrect as e:
+            rep.update(status="incorrect", check=e.check, detail=e.detail)
         except _Unverifiable as e:
             rep.update(status="unverifiable", detail=str(e))
         except _Failed as e:
@@ -328,7 +350,7 @@ class Job:
         if timing:
             chan.need("the outside timing")
             t2 = time.perf_counter()
-            self._bound_candidate(chan, msg, rep)
+            self._bound_candidate(chan, msg, rep, fpr)
             phases["outside_timing"] = round(time.perf_counter() - t2, 4)
         # After the outside timing (it calls the candidate on the last
         # shown inputs): the shapes the candidate was never shown.
@@ -472,12 +494,14 @@ class Job:
         del x
         return {k: st[k] for k in ("median_s", "p10_s", "p90_s", "iters", "cv", "cv_raw", "quiet_iters", "median_all_s") if k in st}
 
-    def _bound_candidate(self, chan, msg, rep):
+    def _bound_candidate(self, chan, msg, rep, fpr):
         """The outside bound on the candidate's per-call time, remeasured
         (up to twice) when the in-process median the candidate's process
         reports is under it: load on the host inflates an outside time,
-        never deflates it."""
+        never deflates it. The verified calls' bound beside it (a batch's
+        calls are the candidate's process's word; theirs are checked)."""
         reported = _num(msg.get("candidate_median_s"))
+        verified = self._checked_batch(chan, fpr, rep, reported)
         out = None
         for _ in range(3):
             t0 = time.perf_counter()
@@ -501,12 +525,88 @@ class Job:
             cand_min = min(cand_min, GPU_MIN_KERNEL_S)
             rep.setdefault("notes", []).append(
                 "calls of %.3g s are paced by the host: the outside time bounds the candidate's only below %.0e s" % (out["per_call_s"], GPU_MIN_KERNEL_S))
+        if verified is not None:
+            cand_min = max(cand_min, CAND_FACTOR[self.device.type] * verified["basis_s"])
         rep["bounds"] = {"ref_max_s": REF_FACTOR[self.device.type] * rep["reference_s"]["median_s"],
                          "cand_min_s": cand_min,
                          "cand_factor": CAND_FACTOR[self.device.type], "ref_factor": REF_FACTOR[self.device.type]}
         if self.device.type == "cuda" and out["basis_s"] < 0.25 * out["per_call_s"]:
             rep["notes"] = rep.get("notes", []) + ["the candidate's calls are bound by host-side launch time (%.3g of %.3g s per call): "
                             "the outside time bounds its device time loosely" % (out["launch_per_call_s"], out["per_call_s"])]
+
+
+    def _checked_batch(self, chan, fpr, rep, reported):
+        """The candidate's per-call time over checked batches
+        (evaluate_judge_batch): up to BATCH_REPEATS batches of p calls, each
+        on fresh inputs of the judge's seed that come with the timed
+        request, every output compared. rep["verified"]; None where the
+        batch does not apply (a GPU: unmeasured there yet; a stateful
+        reference; inputs or outputs that do not stack)."""
+        if self.device.type != "cpu" or self.stateful:
+            return None
+        tol = self.args.get("tolerance") or None
+        x0, ref0 = self._fresh(self.rng.randrange(1, 1 << 62), fpr)
+        set_bytes = sum(t.numel() * t.element_size() for t in tensors_of(x0) + tensors_of(ref0))
+        ref_s = rep["reference_s"]["median_s"]
+        p = min(BATCH_MAX_CALLS, max(1, int(BATCH_BYTES // max(set_bytes, 1))), max(1, int(BATCH_REF_S / max(ref_s, 1e-7))),
+                max(1, math.ceil(BATCH_TARGET_S / max(reported or 0.0, 1e-7))))
+        sets = [(x0, ref0)] + [self._fresh(self.rng.randrange(1, 1 << 62), fpr) for _ in range(p - 1)]
+        try:
+            batch.same_outputs([ref for _, ref in sets])
+            slot_list = batch.slots(ref0, p)
+        except batch.Unbatchable as e:
+            rep.setdefault("notes", []).append("no checked batch: %s" % e)
+            return None
+        tree, enc = wire.encode(slot_list)  # the slots move into shared memory in place: the judge reads what is written
+        chan.request({"op": "batch_slots", "slots": tree, "tensors": enc.tensors}, enc.fds)
+        rt = min(chan._round_trip() for _ in range(3))
+        best, t0, n = None, time.perf_counter(), 0
+        try:
+            while n == 0 or self._batch_again(chan, best, reported, n, time.perf_counter() - t0):
+                if n > 0:
+                    sets = [self._fresh(self.rng.randrange(1, 1 << 62), fpr) for _ in range(p)]
+                try:
+                    batch.same_outputs([ref0] + [ref for _, ref in sets])
+                    stacked = batch.stack([x for x, _ in sets])
+                except batch.Unbatchable as e:
+                    rep.setdefault("notes", []).append("no checked batch: %s" % e)
+                    break
+                batch.fill(slot_list)
+                m = chan.batch(stacked, p, rt)
+                snap = [t.clone() for t in slot_list]  # at once: nothing written after the answer counts
+                for i, (_, ref) in enumerate(sets):
+                    ok, name, detail = _compare_all(tensors_of(ref), batch.read(snap, i), tol)
+                    if not ok:
+                        raise _Incorrect(name, "call %d of the judge's checked batch of %d (its own inputs, the outputs as they "
+                                               "stood when the answer came): %s" % (i, p, detail))
+                del sets, stacked, snap
+                n += 1
+                m["calls"] = p
+                best = m if best is None or m["basis_s"] < best["basis_s"] else best
+        finally:
+            chan.request({"op": "batch_slots", "slots": {"v": None}, "tensors": []})
+        if best is None:
+            return None
+        v = {"calls": p, "batches": n, "per_call_s": best["total_s"] / p, "basis_s": best["basis_s"] / p, "round_trip_s": rt}
+        rep["verified"] = v
+        return v
+
+
+    def _batch_again(self, chan, best, reported, n, spent):
+        """Another checked batch only while the best so far disagrees with
+        the in-process median (load inflates a batch, never deflates it),
+        up to BATCH_REPEATS, and while the budget has room for it."""
+        if n >= BATCH_REPEATS or chan.left() < 3 * spent / n + 1:
+            return False
+        return reported is None or reported < CAND_FACTOR[self.device.type] * best["basis_s"] / best["calls"]
+
+
+class _Incorrect(Exception):
+    """A verified call's outputs did not match the judge's reference."""
+
+    def __init__(self, check, detail):
+        super().__init__(detail)
+        self.check, self.detail = check, detail
 
 
 class _Timeout(Exception):
@@ -539,6 +639,7 @@ class Channel:
         # the process that forked this judge and every process of the PID
         # namespace it made (_tree), never a pid the candidate names.
         self.jail = os.getppid()
+        self._self_rt = None  # self_round_trip
 
     def request(self, msg, fds=(), want_reply=True):
         wire.send(self.sock, msg, fds)
@@ -573,6 +674,19 @@ class Channel:
             return dec.dec(rep.get("outputs"))
         finally:
             dec.close()
+
+    def batch(self, stacked, p, rt):
+        """One checked batch's request (Job._checked_batch), the inputs in
+        it, timed as a batch of the outside loop is: the wall time less the
+        round trip, and on the CPU at most the jail's CPU time."""
+        tree, enc = wire.encode(stacked)  # before the clock: the judge's copy into shared memory is not the candidate's
+        c0 = _cpu_ns(self.jail)
+        t0 = time.perf_counter()
+        self.request({"op": "batch", "inputs": tree, "tensors": enc.tensors, "p": p}, enc.fds)
+        t1 = time.perf_counter()
+        cpu = (_cpu_ns(self.jail) - c0) / 1e9
+        total = max(t1 - t0 - rt, 1e-9)
+        return {"total_s": total, "basis_s": total if self.device.type == "cuda" else min(total, cpu)}
 
     def outside(self, reported=None):
         """The candidate's calls as the judge's clock sees them: k calls in
@@ -629,9 +743,10 @@ class Channel:
             calls.append(self._request_basis("time"))
         if len(calls) < 5:
             return None
-        basis = max(min(m["basis_s"] for m in calls) - min(m["basis_s"] for m in nops), 1e-9)
+        cap = ROUND_TRIP_MULT * self.self_round_trip()  # as in _round_trip
+        basis = max(min(m["basis_s"] for m in calls) - min(min(m["basis_s"] for m in nops), cap), 1e-9)
         best = min(calls, key=lambda m: m["basis_s"])
-        rt = min(m["total_s"] for m in nops)
+        rt = min(min(m["total_s"] for m in nops), cap)
         return {"per_call_s": max(best["total_s"] - rt, 1e-9), "basis_s": basis, "launch_per_call_s": 0.0,
                 "launch_cpu_share": best["cpu_share"], "calls": len(calls), "round_trip_s": rt, "paced": True}
 
@@ -657,9 +772,42 @@ class Channel:
             raise _Timeout("the evaluation's time budget ran out before %s of the judge's verification" % what)
 
     def _round_trip(self):
+        """The candidate's process's empty round trip, at most
+        ROUND_TRIP_MULT times the judge's own (it is subtracted from the
+        calls' time: a slow answer must not cancel them)."""
         t0 = time.perf_counter()
         self.request({"op": "nop"})
-        return time.perf_counter() - t0
+        return min(time.perf_counter() - t0, ROUND_TRIP_MULT * self.self_round_trip())
+
+    def self_round_trip(self):
+        """An empty round trip over a socket pair of the judge's own, to a
+        thread of its own, through the same wire code: the least of five,
+        measured once per verification."""
+        if self._self_rt is None:
+            a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+
+            def echo():
+                while True:
+                    msg, _fds = wire.recv(b)
+                    if msg is None:
+                        return
+                    wire.send(b, {"ok": True})
+
+            th = threading.Thread(target=echo, daemon=True)
+            th.start()
+            best = float("inf")
+            try:
+                for _ in range(5):
+                    t0 = time.perf_counter()
+                    wire.send(a, {"op": "nop"})
+                    wire.recv(a)
+                    best = min(best, time.perf_counter() - t0)
+            finally:
+                a.close()
+                th.join(timeout=1)
+                b.close()
+            self._self_rt = best
+        return self._self_rt
 
     def _batch(self, k, rt):
         cuda = self.device.type == "cuda"
@@ -752,7 +900,6 @@ def _compare_all(ref_out, outs, tol):
     refs, got = flatten(ref_out), flatten(outs)
     if len(refs) != len(got):
         return False, "output_type", "the candidate returned %d outputs, the reference %d" % (len(got), len(refs))
-    import math
     for i, (r, o) in enumerate(zip(refs, got)):
         if isinstance(r, torch.Tensor):
             if not isinstance(o, torch.Tensor):

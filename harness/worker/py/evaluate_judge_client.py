@@ -14,6 +14,7 @@ import time
 import torch
 
 import evaluate_judge
+import evaluate_judge_batch as batch
 import evaluate_judge_wire as wire
 from evaluate_common import release
 
@@ -161,7 +162,7 @@ def _serve(sock, model, device, rebuild=None):
     """Answers the judge's requests until it reports what it wrote.
     rebuild: ModelNew constructed again, for a stateful reference's
     in-step trials (evaluate_stateful); None where it is not stateful."""
-    held = {"inputs": None, "outputs": None, "enc": None, "model": model, "rebuild": rebuild}
+    held = {"inputs": None, "outputs": None, "enc": None, "model": model, "rebuild": rebuild, "slots": None}
     while True:
         msg, fds = wire.recv(sock)
         if msg is None:
@@ -170,7 +171,7 @@ def _serve(sock, model, device, rebuild=None):
         if op == "written":
             return msg.get("judge")
         if op == "end":
-            held.update(inputs=None, outputs=None, enc=None, model=None, rebuild=None)
+            held.update(inputs=None, outputs=None, enc=None, model=None, rebuild=None, slots=None)
             continue
         try:
             reply, out_fds = _answer(op, msg, fds, held, held["model"], device)
@@ -194,18 +195,13 @@ def _answer(op, msg, fds, held, model, device):
         held["model"] = held["rebuild"]()
         return {"ok": True}, []
     if op == "release":
-        held.update(inputs=None, outputs=None, enc=None)
+        held.update(inputs=None, outputs=None, enc=None, slots=None)
         if device.type == "cuda":
             torch.cuda.ipc_collect()
         return {"ok": True}, []
     if op == "run":
         held.update(inputs=None, outputs=None, enc=None)
-        dec = wire.Decoder(msg.get("tensors"), list(fds), device)
-        try:
-            x = dec.dec(msg.get("inputs"))
-        finally:
-            dec.fds = []  # closed by the caller
-        held["inputs"] = x
+        x = held["inputs"] = _decode(msg, fds, device, "inputs")
         out = _call(model, x, device)
         tree, enc = wire.encode(out)
         held["outputs"], held["enc"] = out, enc
@@ -220,11 +216,41 @@ def _answer(op, msg, fds, held, model, device):
         if device.type == "cuda" and msg.get("sync", True):
             torch.cuda.synchronize(device)
         return {"ok": True}, []
+    if op == "batch_slots":
+        held["slots"] = _decode(msg, fds, device, "slots")
+        return {"ok": True}, []
+    if op == "batch":
+        return _batch(msg, fds, held, model, device)
     if op == "sync":
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         return {"ok": True}, []
     return {"ok": False, "error": "unknown op %r" % (op,)}, []
+
+
+def _decode(msg, fds, device, key):
+    dec = wire.Decoder(msg.get("tensors"), list(fds), device)
+    try:
+        return dec.dec(msg.get(key))
+    finally:
+        dec.fds = []  # closed by the caller
+
+
+def _batch(msg, fds, held, model, device):
+    """The judge's checked batch (evaluate_judge_batch): p calls, call i on
+    row i of the inputs that came with this request, its outputs written
+    to row i of the staged slots, before the answer."""
+    slots = held["slots"]
+    if slots is None:
+        return {"ok": False, "error": "no slots staged for the batch"}, []
+    x = _decode(msg, fds, device, "inputs")
+    p = int(msg.get("p") or 0)
+    with torch.no_grad():
+        for i in range(p):
+            batch.write(slots, i, model(*batch.row(x, i)))
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return {"ok": True}, []
 
 
 def _call(model, x, device):
