@@ -101,6 +101,19 @@ func processLimit(res *EvalResult, out *worker.Outcome) {
 	}
 }
 
+// outOfMemory is the verdict of a job killed for its memory: which
+// program ran (the board says) in which stage, and why.
+func outOfMemory(res *EvalResult, out *worker.Outcome, why string) {
+	res.Verdict = VerdictRuntimeError
+	res.Stage = out.Stage
+	who := runningSide(out.Board)
+	if who == "" {
+		who = "evaluation process"
+	}
+	res.Checks = append(res.Checks, Check{Name: "out_of_memory", Passed: false,
+		Detail: fmt.Sprintf("the %s ran out of memory in stage %s: %s", who, out.Stage, why)})
+}
+
 // unreported gives the verdict of a child that reported no result: killed
 // by the host memory limit or the deadline, ended after something else
 // wrote its result file, or dead. False if the child reported one.
@@ -108,15 +121,8 @@ func (e *Evaluator) unreported(r *evalRun, res *EvalResult, out *worker.Outcome)
 	switch {
 	case out.RSSExceeded > 0:
 		// Killed by the host memory limit: the board says which program ran.
-		res.Verdict = VerdictRuntimeError
-		res.Stage = out.Stage
-		who := runningSide(out.Board)
-		if who == "" {
-			who = "evaluation process"
-		}
-		res.Checks = append(res.Checks, Check{Name: "out_of_memory", Passed: false,
-			Detail: fmt.Sprintf("the %s ran out of memory in stage %s: host memory: the evaluation process reached %s resident, over its limit of %s, and was killed; peak device memory: not recorded (the process was killed)",
-				who, out.Stage, gib(out.RSSExceeded), gib(e.cfg.HostMemLimit))})
+		outOfMemory(res, out, fmt.Sprintf("host memory: the evaluation process reached %s resident, over its limit of %s, and was killed; peak device memory: not recorded (the process was killed)",
+			gib(out.RSSExceeded), gib(e.cfg.HostMemLimit)))
 		res.Memory = &MemoryUse{ProcessPeakRSS: out.RSSExceeded}
 	case out.TimedOut:
 		res.Verdict = VerdictTimeout
@@ -135,15 +141,8 @@ func (e *Evaluator) unreported(r *evalRun, res *EvalResult, out *worker.Outcome)
 	case out.Result == nil && out.Cgroup != nil && out.Cgroup.OOMKills > 0:
 		// Killed by the kernel at the job's cgroup's memory limit: what its
 		// processes hold and what they wrote to its tmpfs /tmp and /dev/shm.
-		res.Verdict = VerdictRuntimeError
-		res.Stage = out.Stage
-		who := runningSide(out.Board)
-		if who == "" {
-			who = "evaluation process"
-		}
-		res.Checks = append(res.Checks, Check{Name: "out_of_memory", Passed: false,
-			Detail: fmt.Sprintf("the %s ran out of memory in stage %s: the job's cgroup reached its memory limit of %s (its processes' memory and what they wrote to its /tmp and /dev/shm, peak %s) and the kernel's OOM killer ended it",
-				who, out.Stage, gib(out.Cgroup.MemLimit), gib(out.Cgroup.MemPeak))})
+		outOfMemory(res, out, fmt.Sprintf("the job's cgroup reached its memory limit of %s (its processes' memory and what they wrote to its /tmp and /dev/shm, peak %s) and the kernel's OOM killer ended it",
+			gib(out.Cgroup.MemLimit), gib(out.Cgroup.MemPeak)))
 	case out.Result == nil:
 		res.Verdict = VerdictCrash
 		res.Stage = out.Stage

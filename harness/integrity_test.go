@@ -101,9 +101,9 @@ var hostileCases = []hostileCase{
 	// timing in the candidate's process replaced: no calls made, a slow
 	// empty round trip to subtract.
 	{"judge_timing_stats_outside_skipped", "ref_normalize.py", "skips_outside_calls.py", VerdictIntegrityViolation, "timer_tampered", false},
-	// And the judge's checked batch answered at once, its outputs left to
+	// And the judge's checked calls answered at once, their outputs left to
 	// a thread to write later.
-	{"judge_checked_batch_skipped", "ref_normalize.py", "skips_checked_batch.py", VerdictIncorrect, "judge", false},
+	{"judge_checked_calls_skipped", "ref_normalize.py", "skips_checked_calls.py", VerdictIncorrect, "judge", false},
 	// A jagged problem (shapes change with the seed): a cache keyed by
 	// pointer and shape, and a replay of the previous output once timed.
 	{"jagged_cache_by_pointer", "ref_jagged_sum.py", "jagged_seen.py", VerdictIntegrityViolation, "memoization", false},

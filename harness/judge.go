@@ -111,16 +111,16 @@ type JudgeOutside struct {
 	RoundTripS float64 `json:"round_trip_s"`
 }
 
-// JudgeVerified is the candidate's time over the judge's checked batches
-// (evaluate_judge_batch.py): Calls calls a batch, each on fresh inputs of
-// the judge's seed sent with the timed request, every output compared
-// with the reference; the best of Batches. PerCallS and BasisS as in
-// JudgeOutside. Nothing there can be skipped, replayed or computed ahead,
-// so it bounds the in-process median as the outside batches do, on the
-// CPU (on a GPU it is not measured yet).
+// JudgeVerified is the candidate's time over the judge's checked calls
+// (evaluate_judge_batch.py): Calls calls, one request each, each on a
+// fresh input set of the judge's seed written just before it with the
+// candidate's processes stopped, each output read when the answer came and
+// compared with the reference; the least of them (PerCallS and BasisS as
+// in JudgeOutside). Nothing there can be skipped, replayed or computed
+// ahead, so it bounds the in-process median as the outside batches do, on
+// the CPU (on a GPU it is not measured yet).
 type JudgeVerified struct {
 	Calls      int     `json:"calls"`
-	Batches    int     `json:"batches"`
 	PerCallS   float64 `json:"per_call_s"`
 	BasisS     float64 `json:"basis_s"`
 	RoundTripS float64 `json:"round_trip_s"`
@@ -134,6 +134,9 @@ type JudgeBounds struct {
 	RefMaxS    float64 `json:"ref_max_s"`
 	CandFactor float64 `json:"cand_factor"`
 	RefFactor  float64 `json:"ref_factor"`
+	// CheckedFactor is CandFactor's counterpart for the checked calls
+	// (JudgeVerified): looser, since each is a call started cold.
+	CheckedFactor float64 `json:"checked_factor,omitempty"`
 }
 
 // judgeOff: KEVOLVE_JUDGE=off runs evaluations without the judge, for
@@ -240,9 +243,9 @@ func outOfBounds(res *EvalResult, rep *JudgeReport) string {
 	// Stats.MedianAllS beside it; the outside loop cannot pick those).
 	cand := max(res.Candidate.MedianS, res.Candidate.MedianAllS)
 	if cand < b.CandMinS {
-		if v := rep.Verified; v != nil && b.CandFactor*v.BasisS >= b.CandMinS {
-			return fmt.Sprintf("the candidate's in-process median %.4g s is under %.2g x its per-call time in the judge's checked batch %.4g s (%d calls, each on fresh inputs of the judge's, every output compared): the timing was not the kernel's",
-				cand, b.CandFactor, v.BasisS, v.Calls)
+		if v := rep.Verified; v != nil && b.CheckedFactor*v.BasisS >= b.CandMinS {
+			return fmt.Sprintf("the candidate's in-process median %.4g s is under %.2g x its least per-call time in the judge's checked calls %.4g s (%d calls, each on fresh inputs of the judge's, every output compared): the timing was not the kernel's",
+				cand, b.CheckedFactor, v.BasisS, v.Calls)
 		}
 		how := "calls"
 		if rep.Outside.Paced {
@@ -267,7 +270,7 @@ func judgeSummary(rep *JudgeReport) string {
 		}
 	}
 	if v := rep.Verified; v != nil {
-		s += fmt.Sprintf("; checked batch %.4g s per call (%d calls on fresh inputs, every output compared, best of %d)", v.BasisS, v.Calls, v.Batches)
+		s += fmt.Sprintf("; checked calls %.4g s (the least of %d, each on fresh inputs, every output compared)", v.BasisS, v.Calls)
 	}
 	for _, n := range rep.Notes {
 		s += "; " + n

@@ -1,21 +1,24 @@
-"""The judge's checked batch: P calls of the candidate, timed from outside,
-every one of them on a fresh input set of the judge's secret seed, every
-output written where the judge reads it and compared with the reference.
+"""The judge's checked calls: calls of the candidate timed from outside,
+one request each, each on a fresh input set of the judge's secret seed,
+each output written where the judge reads it and compared with the
+reference.
 
 Why: the outside batches (Channel.outside) take the candidate's process at
 its word that it made k calls on the inputs it holds. Code in that process
 is the candidate's to rewrite: it can replay the held input's output, or
-make no call at all and answer at once. A checked batch cannot be
-shortened that way: its inputs arrive with the timed request (nothing to
-compute ahead), each call has its own set (nothing to replay), and an
-output slot left unwritten when the answer comes still holds the judge's
-fill (a wrong output, so an incorrect verdict).
+make no call at all and answer at once. A checked call cannot be shortened
+that way: its inputs are written just before its request while the
+candidate's processes are stopped (nothing to compute ahead), every call
+has its own values (nothing to replay), and an output slot left unwritten
+when the answer comes still holds the judge's fill (a wrong output, so an
+incorrect verdict).
 
-Layout on the wire: each input tensor position is one tensor of P rows
-(row i is call i's), each output tensor position one slot tensor of P rows,
-staged once; the judge refills the slots and sends new inputs per repeat.
-Both sides use these functions: the judge to stack, fill and read; the
-candidate's process (evaluate_judge_client) to index and write."""
+Layout: each input tensor position is one tensor of p rows (row i is call
+i's), each output tensor position one slot tensor of p rows, shared once
+(the candidate's process maps and touches every page then, zeros in the
+inputs, so no call pays a first touch). Both sides use these functions:
+the judge to stack, load, fill and read; the candidate's process
+(evaluate_judge_client) to index and write."""
 import torch
 
 from evaluate_common import flatten, tensors_of
@@ -52,6 +55,26 @@ def same_outputs(refs):
             raise Unbatchable("the reference's output shapes change with the input values")
 
 
+def blank(tree):
+    """Zeroes a stacked tree's tensors (shared before their values are)."""
+    for t in tensors_of(tree):
+        t.zero_()
+
+
+def load(stacked, i, x):
+    """Row i of each stacked tensor gets input set x's tensor."""
+    for dst, src in zip(tensors_of(stacked), tensors_of(x)):
+        dst[i].copy_(src)
+
+
+def touch(tree):
+    """Maps every page of the tree's tensors into this process (a read of
+    each), so no call of the batch pays a first touch."""
+    for t in tensors_of(tree):
+        if t.numel():
+            t.sum()
+
+
 def row(tree, i):
     """Call i's inputs from a stacked tree."""
     if isinstance(tree, torch.Tensor):
@@ -74,16 +97,18 @@ def slots(ref_out, p):
     return out
 
 
-def fill(slot_list):
-    """What no correct output holds: NaN where the type has it, else the
-    type's least value (the judge's compare then fails an unwritten slot)."""
+def fill(slot_list, i=None):
+    """What no correct output holds, in row i (every row when None): NaN
+    where the type has it, else the type's least value (the judge's
+    compare then fails an unwritten slot)."""
     for s in slot_list:
+        r = s if i is None else s[i]
         if s.dtype.is_floating_point or s.dtype.is_complex:
-            s.fill_(float("nan"))
+            r.fill_(float("nan"))
         elif s.dtype == torch.bool:
-            s.fill_(False)
+            r.fill_(False)
         else:
-            s.fill_(torch.iinfo(s.dtype).min)
+            r.fill_(torch.iinfo(s.dtype).min)
 
 
 def write(slot_list, i, out):
@@ -97,6 +122,6 @@ def write(slot_list, i, out):
         s[i].copy_(t)
 
 
-def read(snapshot, i):
-    """Call i's outputs from a snapshot of the slots."""
-    return [s[i] for s in snapshot]
+def read(slot_list, i):
+    """A copy of call i's outputs as the slots hold them now."""
+    return [s[i].clone() for s in slot_list]

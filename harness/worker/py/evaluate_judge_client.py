@@ -171,7 +171,7 @@ def _serve(sock, model, device, rebuild=None):
         if op == "written":
             return msg.get("judge")
         if op == "end":
-            held.update(inputs=None, outputs=None, enc=None, model=None, rebuild=None, slots=None)
+            held.update(inputs=None, outputs=None, enc=None, model=None, rebuild=None, slots=None, batch_inputs=None)
             continue
         try:
             reply, out_fds = _answer(op, msg, fds, held, held["model"], device)
@@ -195,7 +195,7 @@ def _answer(op, msg, fds, held, model, device):
         held["model"] = held["rebuild"]()
         return {"ok": True}, []
     if op == "release":
-        held.update(inputs=None, outputs=None, enc=None, slots=None)
+        held.update(inputs=None, outputs=None, enc=None, slots=None, batch_inputs=None)
         if device.type == "cuda":
             torch.cuda.ipc_collect()
         return {"ok": True}, []
@@ -216,11 +216,14 @@ def _answer(op, msg, fds, held, model, device):
         if device.type == "cuda" and msg.get("sync", True):
             torch.cuda.synchronize(device)
         return {"ok": True}, []
-    if op == "batch_slots":
-        held["slots"] = _decode(msg, fds, device, "slots")
+    if op == "batch_stage":
+        staged = _decode(msg, fds, device, "staged")
+        held["slots"], held["batch_inputs"] = staged if staged is not None else (None, None)
+        if staged is not None:
+            batch.touch(staged)
         return {"ok": True}, []
-    if op == "batch":
-        return _batch(msg, fds, held, model, device)
+    if op == "checked":
+        return _checked(msg, held, model, device)
     if op == "sync":
         if device.type == "cuda":
             torch.cuda.synchronize(device)
@@ -236,18 +239,16 @@ def _decode(msg, fds, device, key):
         dec.fds = []  # closed by the caller
 
 
-def _batch(msg, fds, held, model, device):
-    """The judge's checked batch (evaluate_judge_batch): p calls, call i on
-    row i of the inputs that came with this request, its outputs written
-    to row i of the staged slots, before the answer."""
-    slots = held["slots"]
-    if slots is None:
-        return {"ok": False, "error": "no slots staged for the batch"}, []
-    x = _decode(msg, fds, device, "inputs")
-    p = int(msg.get("p") or 0)
+def _checked(msg, held, model, device):
+    """One of the judge's checked calls (evaluate_judge_batch): ModelNew on
+    row i of the staged inputs (the judge wrote their values just before),
+    its outputs written to row i of the staged slots before the answer."""
+    slots, x = held["slots"], held.get("batch_inputs")
+    i = int(msg.get("i", -1))
+    if slots is None or x is None or not 0 <= i < len(slots[0]):
+        return {"ok": False, "error": "no checked call %d staged" % i}, []
     with torch.no_grad():
-        for i in range(p):
-            batch.write(slots, i, model(*batch.row(x, i)))
+        batch.write(slots, i, model(*batch.row(x, i)))
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     return {"ok": True}, []

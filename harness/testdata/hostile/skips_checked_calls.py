@@ -1,6 +1,6 @@
 # Hostile: as skips_outside_calls (the statistics rewritten, no timed call
-# made from outside), and the judge's checked batch answered at once too:
-# its outputs are left for a thread to write after the answer. What the
+# made from outside), and the judge's checked calls answered at once too:
+# their outputs are left for a thread to write after the answer. What the
 # judge reads when the answer comes is what it compares.
 import statistics
 import sys
@@ -25,13 +25,13 @@ statistics.median.__code__ = _fake_median.__code__
 
 _client = sys.modules.get("evaluate_judge_client")
 if _client is not None:
-    _real, _batch = _client._answer, _client._batch
+    _real, _checked = _client._answer, _client._checked
 
     def _answer(op, msg, fds, held, model, device):
         if op == "time":
             return {"ok": True}, []
-        if op == "batch":
-            threading.Thread(target=_batch, args=(msg, fds, held, model, device), daemon=True).start()
+        if op == "checked":
+            threading.Thread(target=_checked, args=(msg, held, model, device), daemon=True).start()
             return {"ok": True}, []
         return _real(op, msg, fds, held, model, device)
 
