@@ -476,7 +476,12 @@ def _enter_pidns(req):
             os._exit(1)
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        signal.signal(sig, signal.SIG_DFL)
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):
+            # SIGKILL's disposition cannot be set (OSError): a keeper that
+            # tried exited 1 instead of dying by it, and a job killed at its
+            # deadline read as "signal 0" when the keeper woke before the
+            # kill of its group reached it (CI: TestWorkerJobs/timeout).
+            signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
 
