@@ -162,7 +162,8 @@ def _serve(sock, model, device, rebuild=None):
     """Answers the judge's requests until it reports what it wrote.
     rebuild: ModelNew constructed again, for a stateful reference's
     in-step trials (evaluate_stateful); None where it is not stateful."""
-    held = {"inputs": None, "outputs": None, "enc": None, "model": model, "rebuild": rebuild, "slots": None}
+    held = {"inputs": None, "outputs": None, "enc": None, "model": model, "rebuild": rebuild, "slots": None,
+            "batch_inputs": None}
     while True:
         msg, fds = wire.recv(sock)
         if msg is None:
@@ -243,7 +244,7 @@ def _checked(msg, held, model, device):
     """One of the judge's checked calls (evaluate_judge_batch): ModelNew on
     row i of the staged inputs (the judge wrote their values just before),
     its outputs written to row i of the staged slots before the answer."""
-    slots, x = held["slots"], held.get("batch_inputs")
+    slots, x = held["slots"], held["batch_inputs"]
     i = int(msg.get("i", -1))
     if slots is None or x is None or not 0 <= i < len(slots[0]):
         return {"ok": False, "error": "no checked call %d staged" % i}, []
