@@ -109,6 +109,10 @@ type JudgeOutside struct {
 	// opinion after every batch disagreed with the in-process median).
 	Paced      bool    `json:"paced,omitempty"`
 	RoundTripS float64 `json:"round_trip_s"`
+	// HostExternalShare (CPU): per outside timing, the share of the host's
+	// CPUs that programs other than the evaluation's and the judge's kept
+	// busy meanwhile; the bound loosens only where every one was loaded.
+	HostExternalShare []float64 `json:"host_external_share,omitempty"`
 }
 
 // JudgeVerified is the candidate's time over the judge's checked calls
