@@ -5,6 +5,7 @@ package harness
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/kevolve/kevolve-mcp/harness/target"
 	"github.com/kevolve/kevolve-mcp/harness/worker"
@@ -104,6 +105,12 @@ func (e *Evaluator) workerJob(ctx context.Context, r *evalRun, progress func(str
 		r.compileWaived = !r.compileClaimed
 	}
 	r.env = r.lease.Env() // pins the child to its device before its first GPU call
+	if r.tgt != target.CPU {
+		// How many jobs may keep device memory beside this one: the
+		// child empties its cache on hand-back unless all of them could
+		// keep as much (evaluate.py _holders).
+		r.env["KEVOLVE_DEVICE_HOLDERS"] = strconv.Itoa(r.lease.MaxHolders())
+	}
 	if r.req.Shapes != "" {
 		r.env["KEVOLVE_SHAPES"] = r.req.Shapes
 	}

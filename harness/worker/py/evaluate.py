@@ -258,9 +258,22 @@ def _dump_profile(prof):
 # (a candidate keeping tensors in globals) keeps the device until it exits:
 # the next evaluation's device phase would otherwise start short of memory.
 HAND_BACK_MAX_BYTES = 1 << 30
-# Free memory beyond twice what this child holds that lets it hand the
-# device back without emptying its cache first.
+# Free memory beyond what this child holds, times the jobs its device takes
+# at once (_holders), that lets it hand the device back without emptying its
+# cache first: every one of them may keep as much. With twice, 24 jobs on one
+# H200 (a fleet worker on one GPU of a 64-core host) kept 4-16 GiB each
+# until a reference ran out of memory with 217 MiB free, and 38 of 136
+# evaluations ended runtime_error.
 HAND_BACK_MARGIN = 8 << 30
+
+
+def _holders():
+    """The jobs the pool places on this device at once
+    (KEVOLVE_DEVICE_HOLDERS, set by the Go side), at least 2."""
+    try:
+        return max(2, int(os.environ.get("KEVOLVE_DEVICE_HOLDERS") or 2))
+    except ValueError:
+        return 2
 
 
 def _hand_back_device(ctx, st, verdict):
@@ -281,7 +294,7 @@ def _hand_back_device(ctx, st, verdict):
             # The exit frees everything anyway; freeing it now only pays
             # where the next evaluation could otherwise run short.
             free, _total = torch.cuda.mem_get_info(device)
-            if free < 2 * torch.cuda.memory_reserved(device) + HAND_BACK_MARGIN:
+            if free < _holders() * torch.cuda.memory_reserved(device) + HAND_BACK_MARGIN:
                 release(device, force=True)
                 if torch.cuda.memory_reserved(device) > HAND_BACK_MAX_BYTES:
                     return
