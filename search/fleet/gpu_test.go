@@ -251,43 +251,42 @@ func TestGPUFleetThroughput(t *testing.T) {
 			}
 		}
 	}
-	// KEVOLVE_FLEET_GPU_SETS picks the sets (default all three), so a
-	// device call too short for all of them can run them in turns.
+	// KEVOLVE_FLEET_GPU_SETS picks the sets and their order (default all
+	// three, in process first), so a device call too short for all of them
+	// can run them in turns, and the order's own effect (the GPUs warm from
+	// the set before) can be seen by reversing it.
 	sets := os.Getenv("KEVOLVE_FLEET_GPU_SETS")
 	if sets == "" {
 		sets = "inproc,all,one"
 	}
-	want := map[string]bool{}
-	for _, s := range strings.Split(sets, ",") {
-		want[strings.TrimSpace(s)] = true
-	}
 	rate := func(n int, d time.Duration) float64 { return float64(n) / d.Hours() }
 	rates := map[string]float64{}
-	t.Logf("problems %d, budget %d each, parallel %d each, warm pass %s", len(gpuProblems()), gpuBudget(), gpuParallel(),
-		map[bool]string{true: "wave", false: "one"}[warmWave()])
-	if want["inproc"] {
-		os.MkdirAll(filepath.Join(base, "inproc"), 0o755)
-		var busy0 map[string]time.Duration
-		n, d := searchSet(t, &harnesseval.Adapter{Ev: ev}, filepath.Join(base, "inproc", "k.db"), func() { busy0 = ev.DeviceBusy() })
-		// The lease pool's own count of the device phases (profiles
-		// included), over the timed part.
-		share, busy := harness.DeviceShare(busy0, ev.DeviceBusy(), d)
-		t.Logf("in-process lease pool: devices held %.0f%% of the wall on average (%s held in all)", 100*share, busy.Round(time.Second))
-		record("in-process", n, d)
-		rates["inproc"] = rate(n, d)
-	}
-	ev.Close()
-	for _, set := range []struct {
-		key, label string
-		slots      int
-	}{{"all", "local:1 worker, all GPUs", 0}, {"one", "local:1 worker, one GPU", 1}} {
-		if !want[set.key] {
-			continue
+	t.Logf("problems %d, budget %d each, parallel %d each, warm pass %s, sets %s", len(gpuProblems()), gpuBudget(), gpuParallel(),
+		map[bool]string{true: "wave", false: "one"}[warmWave()], sets)
+	fleetSlots := map[string]int{"all": 0, "one": 1}
+	fleetLabels := map[string]string{"all": "local:1 worker, all GPUs", "one": "local:1 worker, one GPU"}
+	defer ev.Close()
+	for _, key := range strings.Split(sets, ",") {
+		key = strings.TrimSpace(key)
+		os.MkdirAll(filepath.Join(base, key), 0o755)
+		switch key {
+		case "inproc":
+			var busy0 map[string]time.Duration
+			n, d := searchSet(t, &harnesseval.Adapter{Ev: ev}, filepath.Join(base, "inproc", "k.db"), func() { busy0 = ev.DeviceBusy() })
+			// The lease pool's own count of the device phases (profiles
+			// included), over the timed part.
+			share, busy := harness.DeviceShare(busy0, ev.DeviceBusy(), d)
+			t.Logf("in-process lease pool: devices held %.0f%% of the wall on average (%s held in all)", 100*share, busy.Round(time.Second))
+			record("in-process", n, d)
+			rates["inproc"] = rate(n, d)
+			ev.Close() // its children leave the GPUs to the sets after it
+		case "all", "one":
+			n, d := fleetSet(t, filepath.Join(base, key), fleetSlots[key])
+			record(fleetLabels[key], n, d)
+			rates[key] = rate(n, d)
+		default:
+			t.Fatalf("KEVOLVE_FLEET_GPU_SETS: unknown set %q (inproc, all, one)", key)
 		}
-		os.MkdirAll(filepath.Join(base, set.key), 0o755)
-		n, d := fleetSet(t, filepath.Join(base, set.key), set.slots)
-		record(set.label, n, d)
-		rates[set.key] = rate(n, d)
 	}
 	for _, k := range []string{"inproc", "all", "one"} {
 		if r, ok := rates[k]; ok {
