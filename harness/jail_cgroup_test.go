@@ -46,6 +46,9 @@ func TestJailCgroup(t *testing.T) {
 		// Never run a fork bomb without pids.max (the candidate refuses too).
 		t.Skipf("no job cgroup on this host: %s", probe.Missing["cgroup"])
 	}
+	if !strings.Contains(probe.Detail["cgroup"], "pids.max") {
+		t.Skipf("the job cgroup here has no pids.max (TestJailCgroupV2Core covers its core): %s", probe.Detail["cgroup"])
+	}
 	ev, err := NewEvaluator(EvalConfig{Python: py, CacheDir: cache, CPUMemLimit: cgroupTestMem,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
@@ -332,4 +335,73 @@ func staleCgroup(t *testing.T) (string, *exec.Cmd) {
 		t.Fatal(err)
 	}
 	return dir, sleeper
+}
+
+// TestJailCgroupV2Core: where the worker's cgroup can hand no controllers
+// on (the GPU hosts' containers here offer memory alone, and their jobs
+// have no PID namespace), a job still gets a v2 cgroup of its own: its
+// core (membership, freeze, kill, cpu.stat). Here a cgroup2 mount with no
+// controllers (this host binds every one to v1) stands in for it: the
+// probe reports the layer with what it lacks, a candidate whose relays
+// leave its tree by clone(CLONE_PARENT) and setsid passes on its honest
+// work, and neither a relay nor the job's cgroup is left after it.
+func TestJailCgroupV2Core(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a cgroupfs needs root")
+	}
+	// Not under /tmp: the job's process makes its cgroup inside its view,
+	// where /tmp is its own.
+	root, err := os.MkdirTemp("/run", "kevolve-cg2-")
+	if err != nil {
+		t.Skipf("a folder for the mount outside /tmp: %v", err)
+	}
+	t.Cleanup(func() { _ = os.Remove(root) })
+	if err := syscall.Mount("none", root, "cgroup2", 0, ""); err != nil {
+		t.Skipf("mount a cgroup2 filesystem: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(root, syscall.MNT_DETACH) })
+	if b, _ := os.ReadFile(filepath.Join(root, "cgroup.controllers")); strings.Contains(string(b), "pids") {
+		t.Skip("this host's cgroup2 has a pids controller: TestJailCgroup covers it")
+	}
+	t.Setenv("KEVOLVE_CGROUP_ROOT", root)
+	py, cache := testPython(t), t.TempDir()
+	probe, err := worker.ProbeSandbox(context.Background(), py, cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := probe.Detail["cgroup"]
+	if !slices.Contains(probe.Active, "cgroup") || !strings.Contains(d, "cgroup v2") || !strings.Contains(d, "forks are not limited") {
+		t.Fatalf("cgroup layer on a controller-less cgroup2: active %v, detail %q, missing %q", probe.Active, d, probe.Missing["cgroup"])
+	}
+	t.Logf("cgroup layer: %s", d)
+	refPath := filepath.Join(t.TempDir(), "ref_relu.py")
+	if err := os.WriteFile(refPath, []byte(readJail(t, "ref_relu.py")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := NewEvaluator(EvalConfig{Python: py, CacheDir: cache,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ev.Close()
+	res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Path: refPath},
+		Candidate: Source{Code: readJail(t, "escape_relay.py")}, Target: testTarget(), Timeout: 240 * time.Second, SkipTiming: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != VerdictPass || res.Sandbox == nil || !slices.Contains(res.Sandbox.Active, "cgroup") {
+		t.Fatalf("escape_relay in a v2 core cgroup: %s, sandbox %+v\n%s", res.Verdict, res.Sandbox, dump(res))
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	jobs := func() []string {
+		m, _ := filepath.Glob(filepath.Join(root, "*", "kevolve.*"))
+		n, _ := filepath.Glob(filepath.Join(root, "kevolve.*"))
+		return append(append(m, n...), leftovers("kvrelay")...)
+	}
+	for len(jobs()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if left := jobs(); len(left) > 0 {
+		t.Errorf("the job left cgroups or relays: %v", left)
+	}
 }

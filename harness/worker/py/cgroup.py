@@ -28,8 +28,9 @@ and the child's pid (the parent finds the folder of a child it reaped,
 release). The job's process (the PID namespace's init, else the child
 itself) joins it before it runs or forks anything (join); the judge,
 forked before, stays outside. v1 (pids, memory, freezer, cpuacct) where
-its controllers are mounted, else v2 (pids, memory; freezing, killing and
-cpu.stat are its core). KEVOLVE_CGROUP_ROOT names another folder than
+its controllers are mounted, else v2 (pids, memory where the worker's
+cgroup can hand them on; membership, freezing, killing and cpu.stat are
+its core, made even where it cannot: _v2_controllers). KEVOLVE_CGROUP_ROOT names another folder than
 /sys/fs/cgroup to look for the hierarchies in.
 
 Every function reports, never raises: a host without a writable cgroupfs
@@ -162,24 +163,42 @@ def _find():
         mine = _below(v2[0][0], v2[0][1], own[""])
         have = _read(os.path.join(mine, "cgroup.controllers")).split()
         use = [c for c in V2_CONTROLLERS if c in have]
-        if "pids" not in use:
-            return None, "cgroup v2 at %s: the worker's cgroup %s has no pids controller (has: %s)" % (
-                v2[0][0], own[""], " ".join(have) or "none")
-        dirs = {c: mine for c in use}
+        dirs = {"core": mine}
     for d in sorted(set(dirs.values())):
         ok, why = _writable(d)
         if not ok:
             return None, why
+    short = ""
     if version == 2:
+        short = _v2_controllers(mine, use, have)
+        dirs.update({c: mine for c in use if not short})
+    return {"version": version, "dirs": dirs, "short": short}, ""
+
+
+def _v2_controllers(mine, use, have):
+    """Hands use (v2's pids and memory, where the worker's cgroup has them)
+    to the jobs' cgroups; returns "" or what the jobs' cgroups lack and why.
+    Without them a job's v2 cgroup is still its core (membership, which no
+    fork, CLONE_PARENT or setsid leaves; cgroup.freeze, cgroup.kill and
+    cpu.stat): a GPU host's container (the H200s here) offers memory alone,
+    and a PID namespace is not made for GPU jobs, so the core is what
+    keeps their processes together."""
+    if "pids" not in use:
+        return "no pids controller in the worker's cgroup %s (has: %s): forks are not limited" % (mine, " ".join(have) or "none")
+    try:
+        _write(os.path.join(mine, "cgroup.subtree_control"), " ".join("+" + c for c in use))
+    except OSError as e:
         # A cgroup hands controllers to its children only where it has no
-        # processes of its own (the root excepted): a worker whose cgroup
-        # has them gets no job cgroup with limits.
-        try:
-            _write(os.path.join(mine, "cgroup.subtree_control"), " ".join("+" + c for c in use))
-        except OSError as e:
-            return None, "cgroup v2: enabling %s for the children of %s: %s (a cgroup with processes of its own cannot give its children controllers)" % (
-                ", ".join(use), mine, e.strerror or e)
-    return {"version": version, "dirs": dirs}, ""
+        # processes of its own (the root excepted).
+        return "enabling %s for the children of %s: %s (a cgroup with processes of its own cannot give its children controllers): forks are not limited" % (
+            ", ".join(use), mine, e.strerror or e)
+    return ""
+
+
+def folder(cg):
+    """The folder of cg whose cgroup.procs lists its processes and where
+    v2's core files are (v1: the pids hierarchy's)."""
+    return cg["dirs"]["core"] if cg["version"] == 2 else cg["dirs"]["pids"]
 
 
 def _start_time(pid):
@@ -209,7 +228,8 @@ def handle(child):
         name = "%s%s.c%d" % (PREFIX, _worker_name(), child)
     except (OSError, ValueError, IndexError):
         return None
-    return {"version": lay["version"], "dirs": {c: os.path.join(d, name) for c, d in lay["dirs"].items()}}
+    return {"version": lay["version"], "dirs": {c: os.path.join(d, name) for c, d in lay["dirs"].items()},
+            "short": lay.get("short", "")}
 
 
 def prepare(clean=True):
@@ -242,9 +262,13 @@ def make(child, mem_limit):
             os.mkdir(d, 0o755)  # not there before: a folder of the same name may still be being released
             made.append(d)
         v1 = cg["version"] == 1
-        n = pids_max()
-        _write(os.path.join(dirs["pids"], "pids.max"), str(n))
-        what = ["pids.max %d" % n]
+        what = []
+        if "pids" in dirs:
+            n = pids_max()
+            _write(os.path.join(dirs["pids"], "pids.max"), str(n))
+            what.append("pids.max %d" % n)
+        else:
+            what.append(cg["short"])
         if "memory" in dirs:
             mem = dirs["memory"]
             if mem_limit and mem_limit > 0:
@@ -267,7 +291,7 @@ def make(child, mem_limit):
             what += [c for c in ("freezer", "cpuacct") if c in dirs]
         else:
             what += ["freeze", "kill", "cpu.stat"]
-        cg["detail"] = "cgroup v%d: %s (%s)" % (cg["version"], ", ".join(what), os.path.basename(dirs["pids"]))
+        cg["detail"] = "cgroup v%d: %s (%s)" % (cg["version"], ", ".join(what), os.path.basename(folder(cg)))
         return cg, cg["detail"]
     except Exception as e:  # noqa: BLE001
         for d in locals().get("made", ()):
@@ -322,8 +346,10 @@ def counters(cg):
         return None
     d = cg["dirs"]
     v1 = cg["version"] == 1
-    out = {"forks_refused": _field(os.path.join(d["pids"], "pids.events"), "max"),
-           "pids_max": _number(os.path.join(d["pids"], "pids.max"))}
+    out = {}
+    if "pids" in d:
+        out = {"forks_refused": _field(os.path.join(d["pids"], "pids.events"), "max"),
+               "pids_max": _number(os.path.join(d["pids"], "pids.max"))}
     if "memory" in d:
         m = d["memory"]
         out["oom_kills"] = _field(os.path.join(m, "memory.oom_control" if v1 else "memory.events"), "oom_kill")
@@ -333,7 +359,7 @@ def counters(cg):
     if v1 and "cpuacct" in d:
         out["cpu_s"] = round(_number(os.path.join(d["cpuacct"], "cpuacct.usage")) / 1e9, 3)
     elif not v1:
-        out["cpu_s"] = round(_field(os.path.join(d["pids"], "cpu.stat"), "usage_usec") / 1e6, 3)
+        out["cpu_s"] = round(_field(os.path.join(folder(cg), "cpu.stat"), "usage_usec") / 1e6, 3)
     return out
 
 
@@ -355,7 +381,7 @@ def members(cg):
     """The pids of cg's processes (as this process's PID namespace names
     them), [] when none or gone."""
     try:
-        return [int(x) for x in _read(os.path.join(cg["dirs"]["pids"], "cgroup.procs")).split()]
+        return [int(x) for x in _read(os.path.join(folder(cg), "cgroup.procs")).split()]
     except (OSError, ValueError):
         return []
 
@@ -378,17 +404,17 @@ def kill(cg, spare=()):
         return 0
     d = cg["dirs"]
     spare = set(spare)
-    if not spare and cg["version"] == 2 and os.path.exists(os.path.join(d["pids"], "cgroup.kill")):
+    if not spare and cg["version"] == 2 and os.path.exists(os.path.join(folder(cg), "cgroup.kill")):
         n = len(members(cg))
         try:
-            _write(os.path.join(d["pids"], "cgroup.kill"), "1")
+            _write(os.path.join(folder(cg), "cgroup.kill"), "1")
             return n
         except OSError:
             pass
     if cg["version"] == 1:
         freeze = (os.path.join(d["freezer"], "freezer.state"), "FROZEN", "THAWED") if "freezer" in d else None
     else:
-        freeze = (os.path.join(d["pids"], "cgroup.freeze"), "1", "0")
+        freeze = (os.path.join(folder(cg), "cgroup.freeze"), "1", "0")
     frozen = False
     if freeze and not spare:
         try:
@@ -479,7 +505,7 @@ def clean_stale():
             stale.add(n)
     removed = 0
     for n in sorted(stale):
-        cg = {"version": lay["version"], "dirs": {c: os.path.join(d, n) for c, d in lay["dirs"].items()}}
+        cg = {"version": lay["version"], "dirs": {c: os.path.join(d, n) for c, d in lay["dirs"].items()}, "short": lay.get("short", "")}
         if release(cg, wait_s=1.0)[1]:
             removed += 1
     return removed

@@ -57,6 +57,7 @@ from evaluate_timing import Timer
 import evaluate_judge_reftime as reftime
 import evaluate_stateful as stateful
 import evaluate_unseen as unseen
+import cgroup
 import jail
 
 TRIALS = 2
@@ -917,14 +918,25 @@ def _cpu_ns(pid):
 
 
 def _tree(pid):
-    """pid and its descendant processes, and every process of the PID
-    namespace its children are born in (the jail: a process that left the
-    tree by clone(CLONE_PARENT) or setsid is still there); the judge (a
-    child of pid) and its own descendants excluded."""
+    """pid and its descendant processes, every process of the PID namespace
+    its children are born in (the jail: a process that left the tree by
+    clone(CLONE_PARENT) or setsid is still there), and every process of
+    its cgroup (a GPU job has no PID namespace: its cgroup is what holds
+    such a process); the judge (a child of pid, outside both) and its own
+    descendants excluded."""
     out = _descendants(pid)
-    members = jail.members_of(pid) or ()
+    members = list(jail.members_of(pid) or ()) + cgroup.members(cgroup.handle(pid) or _NO_CGROUP)
     seen = set(out)
-    return out + [p for p in members if p not in seen and p != os.getpid()]
+    me = os.getpid()
+    for p in members:
+        if p not in seen and p != me:
+            seen.add(p)
+            out.append(p)
+    return out
+
+
+# members() of a job without a cgroup: its folder does not exist.
+_NO_CGROUP = {"version": 2, "dirs": {"core": "/nonexistent"}}
 
 
 def _descendants(pid):
