@@ -117,6 +117,14 @@ func TestJailHostileCandidates(t *testing.T) {
 			t.Logf("cgroup layer missing on this host: %s", why)
 			delete(missing, "cgroup")
 		}
+		for name, why := range missing {
+			if gpuMode() && strings.HasPrefix(why, "CPU jobs only") {
+				// A GPU job's documented gaps (CUDA IPC across them
+				// fails): its cgroup is what holds its processes.
+				t.Logf("GPU job without %s: %s", name, why)
+				delete(missing, name)
+			}
+		}
 		if len(missing) > 0 {
 			t.Fatalf("sandbox layers missing on this host: %v", missing)
 		}
