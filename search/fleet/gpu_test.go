@@ -263,8 +263,10 @@ func TestGPUFleetThroughput(t *testing.T) {
 	rates := map[string]float64{}
 	t.Logf("problems %d, budget %d each, parallel %d each, warm pass %s, sets %s", len(gpuProblems()), gpuBudget(), gpuParallel(),
 		map[bool]string{true: "wave", false: "one"}[warmWave()], sets)
-	fleetSlots := map[string]int{"all": 0, "one": 1}
-	fleetLabels := map[string]string{"all": "local:1 worker, all GPUs", "one": "local:1 worker, one GPU"}
+	fleetSets := map[string]struct {
+		label string
+		slots int
+	}{"all": {"local:1 worker, all GPUs", 0}, "one": {"local:1 worker, one GPU", 1}}
 	defer ev.Close()
 	for _, key := range strings.Split(sets, ",") {
 		key = strings.TrimSpace(key)
@@ -281,8 +283,8 @@ func TestGPUFleetThroughput(t *testing.T) {
 			rates["inproc"] = rate(n, d)
 			ev.Close() // its children leave the GPUs to the sets after it
 		case "all", "one":
-			n, d := fleetSet(t, filepath.Join(base, key), fleetSlots[key])
-			record(fleetLabels[key], n, d)
+			n, d := fleetSet(t, filepath.Join(base, key), fleetSets[key].slots)
+			record(fleetSets[key].label, n, d)
 			rates[key] = rate(n, d)
 		default:
 			t.Fatalf("KEVOLVE_FLEET_GPU_SETS: unknown set %q (inproc, all, one)", key)

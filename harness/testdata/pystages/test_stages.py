@@ -286,7 +286,6 @@ class StageClockClose(unittest.TestCase):
     does not add the last stage's seconds to it a second time."""
 
     def test_last_stage_counted_once(self):
-        import time
         from types import SimpleNamespace
         from evaluate import StageClock
         seen = []

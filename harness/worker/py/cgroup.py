@@ -228,6 +228,11 @@ def handle(child):
         name = "%s%s.c%d" % (PREFIX, _worker_name(), child)
     except (OSError, ValueError, IndexError):
         return None
+    return _named(lay, name)
+
+
+def _named(lay, name):
+    """The cgroup called name in every folder of the layout lay."""
     return {"version": lay["version"], "dirs": {c: os.path.join(d, name) for c, d in lay["dirs"].items()},
             "short": lay.get("short", "")}
 
@@ -379,7 +384,9 @@ def since(cg, before):
 
 def members(cg):
     """The pids of cg's processes (as this process's PID namespace names
-    them), [] when none or gone."""
+    them), [] when none, gone or cg is None (no cgroup)."""
+    if cg is None:
+        return []
     try:
         return [int(x) for x in _read(os.path.join(folder(cg), "cgroup.procs")).split()]
     except (OSError, ValueError):
@@ -505,7 +512,7 @@ def clean_stale():
             stale.add(n)
     removed = 0
     for n in sorted(stale):
-        cg = {"version": lay["version"], "dirs": {c: os.path.join(d, n) for c, d in lay["dirs"].items()}, "short": lay.get("short", "")}
+        cg = _named(lay, n)
         if release(cg, wait_s=1.0)[1]:
             removed += 1
     return removed

@@ -541,11 +541,11 @@ class Job:
             win = hostload.Window(lambda: _cpu_ns(chan.jail) / 1e9)
             out = self._measure_outside(chan, reported, out)
             shares.append(win.external_share())
-            if reported is None or reported >= factor * out["basis_s"] or shares[-1] < HOST_LOADED_SHARE:
+            if _agrees(reported, out, factor) or shares[-1] < HOST_LOADED_SHARE:
                 break
         if cpu:
             out["host_external_share"] = [round(s, 3) for s in shares]
-        if cpu and reported is not None and reported < factor * out["basis_s"] and min(shares) >= HOST_LOADED_SHARE:
+        if cpu and not _agrees(reported, out, factor) and min(shares) >= HOST_LOADED_SHARE:
             factor = CAND_FACTOR_LOADED
             rep.setdefault("notes", []).append(
                 "programs outside this evaluation kept %.0f%% or more of the host's CPUs busy through each of %d outside timings: "
@@ -582,11 +582,11 @@ class Job:
             t0 = time.perf_counter()
             m = chan.outside(reported)
             best = m if best is None or m["basis_s"] < best["basis_s"] else best
-            if reported is None or reported >= factor * best["basis_s"]:
+            if _agrees(reported, best, factor):
                 return best
             if chan.left() < 3 * (time.perf_counter() - t0) + 1:
                 break
-        if reported is not None and reported < factor * best["basis_s"]:
+        if not _agrees(reported, best, factor):
             paced = chan.paced()
             if paced is not None and paced["basis_s"] < best["basis_s"]:
                 best = paced
@@ -735,14 +735,7 @@ class Channel:
         (timing, outputs)."""
         with reftime.Frozen(self.jail, _tree):
             load()
-        c0 = _cpu_ns(self.jail)
-        t0 = time.perf_counter()
-        self.request({"op": "checked", "i": i})
-        t1 = time.perf_counter()
-        got = read()
-        cpu = (_cpu_ns(self.jail) - c0) / 1e9
-        total = max(t1 - t0 - rt, 1e-9)
-        return {"total_s": total, "basis_s": total if self.device.type == "cuda" else min(total, cpu)}, got
+        return self._timed_request({"op": "checked", "i": i}, rt, read)
 
     def outside(self, reported=None):
         """The candidate's calls as the judge's clock sees them: k calls in
@@ -808,17 +801,23 @@ class Channel:
 
     def _request_basis(self, op):
         """One request (a nop, or one call of the candidate), with the
-        device synchronized after it, on the judge's clock and the jail's
-        CPU time: basis as a batch's (the wall time on a GPU; on the CPU
-        the least of wall and CPU time)."""
-        cuda = self.device.type == "cuda"
+        device synchronized after it (_timed_request)."""
+        return self._timed_request({"op": op, "k": 1, "sync": True})[0]
+
+    def _timed_request(self, msg, rt=0.0, read=None):
+        """One request on the judge's clock and the jail's CPU time: total
+        the wall time less rt, basis as a batch's (the wall time on a GPU;
+        on the CPU the least of wall and CPU time). read(), when given,
+        runs the moment the answer comes. Returns (timing, what read gave)."""
         c0 = _cpu_ns(self.jail)
         t0 = time.perf_counter()
-        self.request({"op": op, "k": 1, "sync": True})
+        self.request(msg)
         t1 = time.perf_counter()
+        got = read() if read is not None else None
         cpu = (_cpu_ns(self.jail) - c0) / 1e9
-        total = t1 - t0
-        return {"total_s": total, "cpu_share": cpu / max(total, 1e-9), "basis_s": total if cuda else min(total, cpu)}
+        total = max(t1 - t0 - rt, 1e-9)
+        basis = total if self.device.type == "cuda" else min(total, cpu)
+        return {"total_s": total, "cpu_share": cpu / max(t1 - t0, 1e-9), "basis_s": basis}, got
 
     def left(self):
         return self.deadline - time.monotonic()
@@ -867,6 +866,12 @@ class Channel:
             # time when that is less (one core's work, no waiting).
             basis = min(total, cpu)
         return {"total_s": total, "launch_s": launch, "cpu_share": share, "basis_s": basis}
+
+
+def _agrees(reported, out, factor):
+    """Whether the in-process median reported (None: none reported) is
+    within factor of the outside measurement out."""
+    return reported is None or reported >= factor * out["basis_s"]
 
 
 def _echo_round_trip(n):
@@ -925,7 +930,7 @@ def _tree(pid):
     such a process); the judge (a child of pid, outside both) and its own
     descendants excluded."""
     out = _descendants(pid)
-    members = list(jail.members_of(pid) or ()) + cgroup.members(cgroup.handle(pid) or _NO_CGROUP)
+    members = list(jail.members_of(pid) or ()) + cgroup.members(cgroup.handle(pid))
     seen = set(out)
     me = os.getpid()
     for p in members:
@@ -934,9 +939,6 @@ def _tree(pid):
             out.append(p)
     return out
 
-
-# members() of a job without a cgroup: its folder does not exist.
-_NO_CGROUP = {"version": 2, "dirs": {"core": "/nonexistent"}}
 
 
 def _descendants(pid):
