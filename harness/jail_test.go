@@ -85,7 +85,26 @@ func leftovers(name string) []string {
 	return out
 }
 
+// TestJailHostileCandidates runs the table in a CPU job's jail and in a GPU
+// job's (KEVOLVE_JAIL=gpu: no PID namespace and the server's uid, which
+// CUDA IPC needs; the cgroup and the read-only host stand in for them), so
+// a host without a GPU tests both. On a GPU host every job is a GPU job.
 func TestJailHostileCandidates(t *testing.T) {
+	jails := []string{"gpu_job"}
+	if !gpuMode() {
+		jails = []string{"cpu_job", "gpu_job"}
+	}
+	for _, jail := range jails {
+		t.Run(jail, func(t *testing.T) {
+			if jail == "gpu_job" && !gpuMode() {
+				t.Setenv("KEVOLVE_JAIL", "gpu") // the worker reads it when it starts
+			}
+			jailTable(t, jail == "gpu_job")
+		})
+	}
+}
+
+func jailTable(t *testing.T, gpuJob bool) {
 	py := testPython(t)
 	f := &jailFixture{cache: t.TempDir()}
 	f.refPath = filepath.Join(t.TempDir(), "ref_relu.py")
@@ -118,10 +137,10 @@ func TestJailHostileCandidates(t *testing.T) {
 			delete(missing, "cgroup")
 		}
 		for name, why := range missing {
-			if gpuMode() && strings.HasPrefix(why, "CPU jobs only") {
-				// A GPU job's documented gaps (CUDA IPC across them
-				// fails): its cgroup is what holds its processes.
-				t.Logf("GPU job without %s: %s", name, why)
+			if instead := probe.Replaced[name]; instead != "" {
+				// A GPU job's gaps (CUDA IPC cannot cross them), each
+				// with the layer that stands in for it.
+				t.Logf("GPU job without %s (%s); instead: %s", name, why, instead)
 				delete(missing, name)
 			}
 		}
@@ -135,6 +154,9 @@ func TestJailHostileCandidates(t *testing.T) {
 	}
 	f.twin = *twin.SpeedupVsEager
 	t.Logf("honest twin: %.2fx over eager (candidate %.3g s, reference %.3g s)", f.twin, twin.Candidate.MedianS, twin.RefEager.MedianS)
+	if os.Geteuid() == 0 {
+		jailLayers(t, twin, gpuJob)
+	}
 	for _, c := range []struct {
 		name string
 		run  func(t *testing.T, f *jailFixture)
@@ -147,6 +169,32 @@ func TestJailHostileCandidates(t *testing.T) {
 		{"native_thread", jailNativeThread},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, f) })
+	}
+}
+
+// jailLayers: a job's report names the jail it got. A GPU job runs
+// without the PID namespace and the uid drop, and never without what
+// stands in for them: the view, the read-only host, Landlock.
+func jailLayers(t *testing.T, res *EvalResult, gpuJob bool) {
+	t.Helper()
+	if res.Sandbox == nil {
+		t.Fatalf("no sandbox report:\n%s", dump(res))
+	}
+	active := strings.Join(res.Sandbox.Active, ",") + ","
+	for _, name := range []string{"view", "read_only", "build_cache", "capabilities", "no_new_privs", "seccomp"} {
+		if !strings.Contains(active, name+",") {
+			t.Errorf("layer %s not active in the job: %+v", name, res.Sandbox)
+		}
+	}
+	for _, name := range []string{"pidns", "uid"} {
+		if got := strings.Contains(active, name+","); got == gpuJob {
+			t.Errorf("layer %s active=%v in a job whose jail is gpu_job=%v: %+v", name, got, gpuJob, res.Sandbox)
+		}
+		// What stands in for it: the cgroup, where the host makes one,
+		// for the PID namespace; the read-only host for the uid.
+		if instead := res.Sandbox.Replaced[name]; gpuJob && instead == "" && (name == "uid" || strings.Contains(active, "cgroup,")) {
+			t.Errorf("a GPU job without %s names nothing that stands in for it: %+v", name, res.Sandbox)
+		}
 	}
 }
 

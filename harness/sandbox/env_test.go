@@ -1,7 +1,9 @@
 package sandbox
 
 import (
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -62,6 +64,30 @@ func TestMergeNamesEveryLayer(t *testing.T) {
 		}
 		if l.Name == "uid" && l.Detail != "not root" {
 			t.Errorf("uid detail %q", l.Detail)
+		}
+	}
+}
+
+// TestWriteTableStates: doctor's table says which layers are active, which
+// a job runs without but has something standing in for (a GPU job's PID
+// namespace and uid drop), and which are simply missing.
+func TestWriteTableStates(t *testing.T) {
+	layers := Report{Active: []string{"cgroup", "read_only"},
+		Missing:  map[string]string{"pidns": "a GPU job", "uid": "a GPU job", "landlock": "no Landlock"},
+		Replaced: map[string]string{"pidns": "the job's cgroup", "uid": "the read-only host"}}.Merge()
+	var b strings.Builder
+	if err := WriteTable(&b, layers); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^pidns\s+replaced\s+a GPU job\n\s+instead: the job's cgroup$`),
+		regexp.MustCompile(`(?m)^uid\s+replaced\s+a GPU job\n\s+instead: the read-only host$`),
+		regexp.MustCompile(`(?m)^landlock\s+MISSING\s+no Landlock\n\s+without it: `),
+		regexp.MustCompile(`(?m)^cgroup\s+active\s`),
+	} {
+		if !want.MatchString(out) {
+			t.Errorf("table lacks %s:\n%s", want, out)
 		}
 	}
 }

@@ -14,6 +14,10 @@ type Layer struct {
 	// job's process ran under it).
 	Active bool   `json:"active"`
 	Detail string `json:"detail,omitempty"` // what it does here, or why it is missing
+	// Replaced names, for a layer the job runs without, the layers that
+	// stand in for it and what they hold (a GPU job's PID namespace and uid
+	// drop, which CUDA IPC cannot cross); "" when nothing does.
+	Replaced string `json:"replaced,omitempty"`
 	// Without is what a host without this layer loses.
 	Without string `json:"without"`
 }
@@ -24,6 +28,8 @@ type Report struct {
 	Active  []string          `json:"active"`
 	Missing map[string]string `json:"missing,omitempty"`
 	Detail  map[string]string `json:"detail,omitempty"`
+	// Replaced: missing layers and what stands in for each (Layer.Replaced).
+	Replaced map[string]string `json:"replaced,omitempty"`
 }
 
 // Layers names every layer, in the order they are applied, with what a
@@ -34,6 +40,7 @@ var Layers = []Layer{
 	{Name: "netns", Without: "candidate code can reach the network (exfiltrate what it reads, fetch code); Landlock's TCP rule still denies TCP where its ABI is 4 or later"},
 	{Name: "pidns", Without: "a process the candidate starts with clone(CLONE_PARENT) or setsid leaves its tree: it outlives the job and runs while the judge times the reference"},
 	{Name: "cgroup", Without: "nothing bounds the processes and threads a candidate starts (a fork bomb fills the host's process table) nor counts what it writes to its /tmp and /dev/shm against its memory limit (RLIMIT_AS sees no write()); its processes are killed by PID namespace and parent links only (a GPU job, which has no PID namespace, by parent links alone), and the jail has no CPU account of its own"},
+	{Name: "read_only", Without: "where Landlock is missing too, candidate code that keeps the server's uid (a GPU job's, or where the uid drop failed) can write whatever that user can outside its folders: the judge's files, the shared caches, the Python environment"},
 	{Name: "uid", Without: "a server running as root runs candidates as uid 0 (with no capabilities): root-owned files that only their owner may read (/etc/shadow, ~root) are readable to them"},
 	{Name: "capabilities", Without: "a root candidate keeps every capability: it can undo the other layers"},
 	{Name: "no_new_privs", Without: "setuid programs can give candidate code privileges back; Landlock and seccomp cannot be entered unprivileged"},
@@ -71,6 +78,7 @@ func (r Report) Merge() []Layer {
 			if l.Detail == "" {
 				l.Detail = r.Missing["all"]
 			}
+			l.Replaced = r.Replaced[l.Name]
 		}
 		out = append(out, l)
 	}
@@ -78,17 +86,25 @@ func (r Report) Merge() []Layer {
 }
 
 // WriteTable prints layers as doctor shows them: one line each, and for a
-// missing one, what the host loses.
+// missing one, what stands in for it or else what the host loses.
 func WriteTable(w io.Writer, layers []Layer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SANDBOX LAYER\tSTATE\tDETAIL")
 	for _, l := range layers {
 		state := "active"
-		if !l.Active {
+		switch {
+		case l.Active:
+		case l.Replaced != "":
+			state = "replaced"
+		default:
 			state = "MISSING"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", l.Name, state, oneLine(l.Detail))
-		if !l.Active {
+		switch {
+		case l.Active:
+		case l.Replaced != "":
+			fmt.Fprintf(tw, "\t\tinstead: %s\n", oneLine(l.Replaced))
+		default:
 			fmt.Fprintf(tw, "\t\twithout it: %s\n", l.Without)
 		}
 	}

@@ -40,6 +40,7 @@ job with what it has, and doctor names what is missing.
 """
 import ctypes
 import os
+import re
 import shutil
 import signal
 import stat
@@ -250,6 +251,93 @@ def enter_view(needs, writable, tmp_bytes, shm_bytes):
     if hidden:
         detail += "; %s shown only where the job needs it" % ", ".join(hidden)
     return True, detail
+
+
+# Mount points the read-only host leaves as they are: device files are
+# opened for writing (/dev/shm is the view's own), and the NVIDIA driver
+# writes its process's /proc files. /sys is sealed, as container runtimes
+# mount it; so are /proc's host-wide knobs, bound onto themselves first
+# (their files are root's: a candidate with the server's uid, a GPU job's,
+# could write them where Landlock is missing).
+_KEEP_WRITABLE_TREES = ("/proc", "/dev")
+_SEALED_PROC = ("/proc/sys", "/proc/sysrq-trigger")
+# Per-mount flags a read-only remount keeps (MS_NOSUID, MS_NODEV,
+# MS_NOEXEC, MS_NOATIME, MS_NODIRATIME, MS_RELATIME): a remount sets them
+# all at once.
+_MOUNT_OPTION_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC,
+                       "noatime": 1024, "nodiratime": 2048, "relatime": 1 << 21}
+
+
+def _unescape_mount_path(field):
+    """mountinfo writes space, tab, newline and backslash as octal escapes."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def _mounts():
+    """This namespace's mounts: (mount point, per-mount options), in
+    mount order."""
+    out = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) > 5:
+                out.append((_unescape_mount_path(parts[4]), parts[5].split(",")))
+    return out
+
+
+def _under(path, top):
+    return path == top or path.startswith(top.rstrip("/") + "/")
+
+
+def read_only_host(writable):
+    """Moves this process into a mount namespace of its own (its judge,
+    forked before, keeps the job's view) where every mount is read-only
+    but the kernel's file systems and the writable paths (the job's
+    folders; the view's private /tmp), each bound onto itself first where
+    it is not a mount point already. It holds whatever the uid and
+    Landlock give: a GPU job keeps the server's uid (CUDA IPC between the
+    judge and the job's process fails across a uid), and a host may have
+    no Landlock. Returns (ok, detail)."""
+    if os.geteuid() != 0:
+        return False, "not root: the mount namespace needs CAP_SYS_ADMIN (uid %d)" % os.geteuid()
+    if _libc.unshare(CLONE_NEWNS) != 0:
+        return False, _err("unshare(CLONE_NEWNS)")
+    try:
+        _mount(None, "/", None, MS_REC | MS_PRIVATE)
+        rw = sorted({os.path.realpath(p) for p in writable if p and os.path.isdir(p)})
+        points = {point for point, _ in _mounts()}
+        for p in rw:
+            if p not in points:
+                _mount(p, p, None, MS_BIND | MS_REC)
+        sealed, refused = 0, []
+        for p in _SEALED_PROC:
+            if os.path.exists(p):
+                try:
+                    if p not in points:
+                        _mount(p, p, None, MS_BIND)
+                    _mount(None, p, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+                    sealed += 1
+                except OSError as e:
+                    refused.append("%s (%s)" % (p, e.strerror or e))
+        for point, opts in _mounts():
+            # A writable path keeps its own mount only: what is mounted
+            # below it is sealed too (the view's /tmp holds the host's
+            # entries and the job's folder, whose judge/ is the harness's).
+            if any(_under(point, t) for t in _KEEP_WRITABLE_TREES) or point in rw or "ro" in opts:
+                continue
+            flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID
+            for o in opts:
+                flags |= _MOUNT_OPTION_FLAGS.get(o, 0)
+            try:
+                _mount(None, point, None, flags)
+                sealed += 1
+            except OSError as e:
+                refused.append("%s (%s)" % (point, e.strerror or e))
+    except OSError as e:
+        return False, "the read-only host: %s" % (e.strerror or e)
+    if refused:
+        return False, "the read-only host: %d mounts stayed writable: %s" % (len(refused), ", ".join(refused[:4]))
+    return True, "%d mounts read-only; writable: %s and /dev" % (sealed, ", ".join(rw))
 
 
 def _gib(b):

@@ -38,6 +38,8 @@ import platform
 import stat
 import sys
 
+import jail
+
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
 
@@ -358,31 +360,24 @@ def private_env(work_dir):
     return env
 
 
-def _build_caches(work_dir, uid_dropped, builder):
+def _build_caches(work_dir, builder):
     """The build caches. A candidate's builds (the kevolve loaders' and
     load_inline's) go to its job's own folder: nothing it compiles is ever
     loaded by another evaluation. The shared caches hold only what the
     harness's build step made (kevolve._prepare: the precompiled headers
     and shared bindings, keyed by content and verified when used); the
-    candidate reads them (KEVOLVE_PCH_DIR) and cannot write them (its uid
-    and Landlock). builder: the harness's build step itself, which writes
-    them. Returns (folders to make writable, detail)."""
+    candidate reads them (KEVOLVE_PCH_DIR) and cannot write them (the
+    read-only host, Landlock and, where dropped, its uid). builder: the
+    harness's build step itself, which writes them. Returns the detail."""
     shared = os.environ.get("KEVOLVE_CACHE_DIR", "")
     if builder:
-        return [], "the harness's build step: writes only the shared precompiled headers (%s)" % os.path.join(shared, "pch")
-    if not uid_dropped:
-        dirs = [d for d in (shared, os.environ.get("TORCH_EXTENSIONS_DIR")) if d]
-        for d in dirs:
-            os.makedirs(d, exist_ok=True)
-        if not dirs:
-            return [], "private to the job (no shared cache named)"
-        return dirs, "shared and writable: %s (the candidate kept the server's uid)" % ", ".join(dirs)
+        return "the harness's build step: writes only the shared precompiled headers (%s)" % os.path.join(shared, "pch")
     private = os.path.join(work_dir, ".cache", "kernels")
     if shared and not os.environ.get("KEVOLVE_PCH_DIR"):
         os.environ["KEVOLVE_PCH_DIR"] = os.path.join(shared, "pch")
     os.environ["KEVOLVE_CACHE_DIR"] = private
     os.environ["TORCH_EXTENSIONS_DIR"] = os.path.join(private, "torch_extensions")
-    return [], "the candidate's builds private to its job (%s); the harness's precompiled headers read-only" % private
+    return "the candidate's builds private to its job (%s); the harness's precompiled headers read-only" % private
 
 
 def enter(work_dir, need_reachable=(), extra_write=(), network=False, view=None, pidns=None, builder=False, job_write=(),
@@ -418,6 +413,13 @@ def enter(work_dir, need_reachable=(), extra_write=(), network=False, view=None,
     if cgroup is not None:
         layer("cgroup", *cgroup)
     root = os.geteuid() == 0
+    layer("build_cache", True, _build_caches(work_dir, builder))
+    extra_write = list(extra_write or ())
+    if view is not None and view[0]:
+        # The view's /tmp is the job's own tmpfs (the host's entries in it
+        # are bound read-only): candidates that write there may.
+        extra_write.append("/tmp")
+    layer("read_only", *jail.read_only_host([work_dir] + extra_write))
     if root:
         _drop_bounding()
     if builder:
@@ -429,13 +431,6 @@ def enter(work_dir, need_reachable=(), extra_write=(), network=False, view=None,
     else:
         ok, why = _drop_uid(work_dir, list(need_reachable) + [work_dir], job_write)
         layer("uid", ok, why)
-    caches, why = _build_caches(work_dir, ok, builder)
-    layer("build_cache", not caches, why)
-    extra_write = list(extra_write or ()) + caches
-    if ok and view is not None and view[0]:
-        # The view's /tmp is the job's own tmpfs (the host's entries in it
-        # are bound read-only): candidates that write there may.
-        extra_write.append("/tmp")
     if root:
         layer("capabilities", *_drop_caps())
     ok = _prctl(PR_SET_NO_NEW_PRIVS, 1) == 0
@@ -448,6 +443,8 @@ def enter(work_dir, need_reachable=(), extra_write=(), network=False, view=None,
     reaper = ctypes.c_int(0)
     ok = _libc.prctl(37, ctypes.byref(reaper), 0, 0, 0) == 0 and reaper.value == 1  # PR_GET_CHILD_SUBREAPER
     layer("subreaper", ok, "the job's process is the subreaper of all it starts" if ok else "PR_SET_CHILD_SUBREAPER was not set")
+    if keep_uid:
+        _stand_ins(rep)
     return rep
 
 
@@ -458,7 +455,6 @@ def probe():
     the report as JSON."""
     import tempfile
     import cgroup
-    import jail
     cgroup.prepare(clean=False)  # this process names the probe's cgroup, as the worker names its jobs'
     base = tempfile.mkdtemp(prefix="kevolve-sandbox-probe-")
     work, judge = os.path.join(base, "work"), os.path.join(base, "judge")
@@ -486,13 +482,27 @@ def probe():
     print(json.dumps(rep))
 
 
-# The layers a GPU job runs without (worker.py's GPU_JAIL_GAP says why).
-GPU_GAP_LAYERS = ("view", "pidns", "uid")
+# The layers a GPU job runs without (worker.py's GPU_JAIL_GAP says why):
+# for each, the layer that stands in for it where active, and what it holds.
+GPU_GAP_LAYERS = {
+    "pidns": ("cgroup", "the job's cgroup: every process it starts stays in it (no clone(CLONE_PARENT) or setsid "
+                        "leaves it), and the judge freezes, accounts and kills by it"),
+    "uid": ("read_only", "the read-only host (with Landlock where the kernel has it, and no capabilities): the "
+                         "candidate writes only its own folders"),
+}
+
+
+def _stand_ins(rep):
+    """Names, in a GPU job's report, what stands in for each layer it runs
+    without, where that layer is active."""
+    for name, (instead, what) in GPU_GAP_LAYERS.items():
+        if name in rep["missing"] and instead in rep["active"]:
+            rep.setdefault("replaced", {})[name] = what
 
 
 def _gpu_jobs_gap(rep):
     """On a host with a GPU, the probe's layers are a CPU job's: a GPU job
-    runs without GPU_GAP_LAYERS, and doctor says so."""
+    runs without GPU_GAP_LAYERS, and doctor says so and what stands in."""
     if not any(os.path.exists(d) for d in ("/dev/nvidiactl", "/dev/kfd")):
         return
     for name in GPU_GAP_LAYERS:
@@ -500,6 +510,7 @@ def _gpu_jobs_gap(rep):
             rep["active"].remove(name)
             rep["missing"][name] = ("CPU jobs only: a GPU job runs without it, since CUDA IPC between the judge and the job's "
                                     "process failed across it on an H100 (cudaErrorMapBufferObjectFailed)")
+    _stand_ins(rep)
 
 
 def _probe_child(base, work, judge, w, jail):

@@ -407,14 +407,16 @@ _CGROUP = None
 _CGROUP_REPORT = None
 
 
-# Why a GPU job runs without the view, the PID namespace and the uid drop:
-# CUDA IPC between the judge and the job's process (the judge's trials and
-# timing) failed on an H100 with the job's process in its own PID
-# namespace, and with it outside one but as the unprivileged uid in the
-# view (cudaErrorMapBufferObjectFailed in both directions, 2026-11-26).
-# Until the judge's exchange works across them, a GPU job keeps the sandbox
-# it had before them: its processes found by parent links and the
-# subreapers' sweeps, the server's uid without capabilities.
+# Why a GPU job runs without the PID namespace and the uid drop: CUDA IPC
+# between the judge and the job's process (the judge's trials and timing)
+# failed on an H100 with the job's process in its own PID namespace, and
+# with it outside one but as the unprivileged uid (cudaErrorMapBufferObject
+# Failed in both directions, 2026-11-26); with the view and the server's
+# uid it worked. What those layers give a CPU job, a GPU job gets from
+# others: its cgroup holds every process it starts (membership no
+# clone(CLONE_PARENT) or setsid leaves, freeze and kill by cgroup), and the
+# read-only host, Landlock and an empty capability set keep a candidate
+# that has the server's uid from writing outside its folders.
 GPU_JAIL_GAP = ("a GPU job: CUDA IPC between the judge and the job's process does not work across it "
                 "(cudaErrorMapBufferObjectFailed on an H100)")
 
@@ -424,9 +426,13 @@ _GPU_JOB = False
 
 
 def _gpu_job(req):
-    """Whether the job is pinned to a GPU (its lease names one)."""
+    """Whether the job is pinned to a GPU (its lease names one), or asks for
+    a GPU job's jail on the CPU (KEVOLVE_JAIL=gpu, in the worker's
+    environment or the job's: how a host without a GPU tests that jail)."""
     global _GPU_JOB
     env = req.get("env") or {}
+    if str(env.get("KEVOLVE_JAIL", os.environ.get("KEVOLVE_JAIL", ""))) == "gpu":
+        _GPU_JOB = True
     for k in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"):
         v = str(env.get(k, "")).strip()
         if v and v != "-1":
@@ -512,9 +518,7 @@ def _enter_view(req):
     global _VIEW
     if _sandbox_off(req):
         return
-    if _gpu_job(req):
-        _VIEW = (False, GPU_JAIL_GAP)
-        return
+    _gpu_job(req)
     try:
         import jail
         job_dir = req["job_dir"]
@@ -552,7 +556,7 @@ def _enter_sandbox(work_dir, extra_write, network, builder=False, job_write=()):
         view = _VIEW or (False, "the worker entered no view")
         pidns = _PIDNS or (False, "the worker forked no PID namespace")
         cg = _CGROUP_REPORT or (False, "the worker made no cgroup")
-        keep_uid = "" if view[0] or not _GPU_JOB else GPU_JAIL_GAP
+        keep_uid = GPU_JAIL_GAP if _GPU_JOB else ""
         return sandbox.enter(work_dir, need_reachable=need, extra_write=extra_write, network=network, view=view, pidns=pidns,
                              builder=builder, job_write=list(job_write) + _profile_dirs(),
                              keep_uid=keep_uid, cgroup=cg)
