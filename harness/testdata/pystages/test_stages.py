@@ -333,3 +333,57 @@ class HostLoadWindow(unittest.TestCase):
         # ticks are the only differences from the exact arithmetic.
         self.assertGreaterEqual(ext, child_share - 0.1, (ext, own, child_share))
         self.assertAlmostEqual(ext - own, child_share, delta=0.1, msg=(ext, own, child_share))
+
+
+class JailFreeze(unittest.TestCase):
+    """evaluate_judge_reftime.Frozen stops the jail by its cgroup: a busy
+    process in it, and one it forks while frozen would be, spend no CPU
+    until the block ends (the cgroup's own account, so a process that
+    left the parent links is counted). Where the host makes no cgroup or
+    gives it no freezer, there is nothing to test."""
+
+    def test_frozen_cgroup_spends_no_cpu(self):
+        import cgroup
+        import evaluate_judge_reftime as reftime
+        if os.geteuid() != 0:
+            self.skipTest("making a cgroup needs root")
+        cgroup.prepare(clean=False)
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            cg, _ = cgroup.make(os.getpid(), 0)
+            ok, _ = cgroup.join(cg) if cg is not None else (False, "")
+            os.write(w, b"1" if ok else b"0")
+            os.close(w)
+            t = time.time()
+            while time.time() - t < 20:
+                if os.fork() == 0:  # a relay of short-lived busy processes
+                    s = time.time()
+                    while time.time() - s < 0.05:
+                        pass
+                    os._exit(0)
+                os.wait()
+            os._exit(0)
+        os.close(w)
+        joined = os.read(r, 1) == b"1"
+        os.close(r)
+        cg = cgroup.handle(pid)
+        try:
+            if not joined or cgroup.cpu_ns(cg) is None:
+                self.skipTest("no cgroup with a CPU account on this host")
+            time.sleep(0.2)
+            with reftime.Frozen(pid, lambda root: [], cg) as f:
+                if not f.frozen:
+                    self.skipTest("no freezer on this host")
+                c0 = cgroup.cpu_ns(cg)
+                time.sleep(0.4)
+                c1 = cgroup.cpu_ns(cg)
+            self.assertLess(c1 - c0, 5e6, "the frozen jail spent %.3f s of CPU in 0.4 s" % ((c1 - c0) / 1e9))
+            deadline = time.monotonic() + 10
+            while cgroup.cpu_ns(cg) <= c1 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            self.assertGreater(cgroup.cpu_ns(cg), c1, "the jail never ran again after the block")
+        finally:
+            cgroup.release(cg, wait_s=2.0)
+            os.waitpid(pid, 0)

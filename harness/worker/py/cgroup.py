@@ -380,6 +380,69 @@ def since(cg, before):
     return now
 
 
+# ---------------------------------------------------------------- freeze
+
+def _freezer(cg):
+    """(file, frozen value, thawed value, file that says it is frozen,
+    the line that says so) of cg's freezer, or None without one."""
+    if cg is None:
+        return None
+    if cg["version"] == 1:
+        if "freezer" not in cg["dirs"]:
+            return None
+        state = os.path.join(cg["dirs"]["freezer"], "freezer.state")
+        return state, "FROZEN", "THAWED", state, "FROZEN"
+    return os.path.join(folder(cg), "cgroup.freeze"), "1", "0", os.path.join(folder(cg), "cgroup.events"), "frozen 1"
+
+
+def freeze(cg, wait_s=1.0):
+    """Freezes every process of cg at once (v1's freezer, v2's
+    cgroup.freeze): one forked while the judge stops the jail is frozen as
+    it is born. True once the kernel says all are frozen; False without a
+    freezer, or when they did not settle within wait_s (a process in an
+    uninterruptible wait: the freeze stays asked for, thaw ends it)."""
+    fz = _freezer(cg)
+    if fz is None:
+        return False
+    try:
+        _write(fz[0], fz[1])
+    except OSError:
+        return False
+    end = time.monotonic() + wait_s
+    while True:
+        try:
+            if fz[4] in _read(fz[3]).splitlines():
+                return True
+        except OSError:
+            return False
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.001)
+
+
+def thaw(cg):
+    fz = _freezer(cg)
+    if fz is not None:
+        try:
+            _write(fz[0], fz[2])
+        except OSError:
+            pass
+
+
+def cpu_ns(cg):
+    """CPU time of every process cg ever held (those that exited count),
+    in ns; None where the host keeps no such account."""
+    if cg is None:
+        return None
+    if cg["version"] == 1:
+        if "cpuacct" not in cg["dirs"]:
+            return None
+        path = os.path.join(cg["dirs"]["cpuacct"], "cpuacct.usage")
+        return _number(path) if os.path.exists(path) else None
+    path = os.path.join(folder(cg), "cpu.stat")
+    return _field(path, "usage_usec") * 1000 if os.path.exists(path) else None
+
+
 # ---------------------------------------------------------------- kill, remove
 
 def members(cg):
@@ -409,7 +472,6 @@ def kill(cg, spare=()):
     how many were signalled."""
     if cg is None:
         return 0
-    d = cg["dirs"]
     spare = set(spare)
     if not spare and cg["version"] == 2 and os.path.exists(os.path.join(folder(cg), "cgroup.kill")):
         n = len(members(cg))
@@ -418,10 +480,7 @@ def kill(cg, spare=()):
             return n
         except OSError:
             pass
-    if cg["version"] == 1:
-        freeze = (os.path.join(d["freezer"], "freezer.state"), "FROZEN", "THAWED") if "freezer" in d else None
-    else:
-        freeze = (os.path.join(folder(cg), "cgroup.freeze"), "1", "0")
+    freeze = _freezer(cg)
     frozen = False
     if freeze and not spare:
         try:

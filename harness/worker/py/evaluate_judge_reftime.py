@@ -8,8 +8,8 @@ of a search on one problem: a kept child's judge keeps it and measures it
 again only every REUSE_JOBS jobs or REUSE_AGE_S seconds, to follow the
 device's drift (clocks, temperature).
 
-While the judge measures, the candidate's process tree is stopped
-(SIGSTOP, then SIGCONT): nothing of the candidate's runs beside the
+While the judge measures, the candidate's jail is stopped (its cgroup
+frozen, and each of its processes sent SIGSTOP, then SIGCONT): nothing of the candidate's runs beside the
 reference on the CPU or launches work on the device (the candidate's
 process synchronized its device before the verify stage). What a job
 reports is the smallest median of the last WINDOW measurements, so one
@@ -78,14 +78,21 @@ class RefTimes:
 
 
 class Frozen:
-    """The candidate's process tree (root and its descendants, from
-    tree(root)), stopped for the with-block. Processes forked while it is
-    being stopped are found by looking again until no new one appears."""
+    """The candidate's jail, stopped for the with-block: its cgroup frozen
+    (cgroup.freeze(cg); a process forked meanwhile is frozen as it is
+    born) and every process of tree(root) (the cgroup's, the PID
+    namespace's, root's descendants) sent SIGSTOP, which holds where the
+    host gives no freezer or a process has not settled frozen yet.
+    Processes forked while it is being stopped are found by looking again
+    until no new one appears."""
 
-    def __init__(self, root, tree):
-        self.root, self.tree, self.stopped = root, tree, []
+    def __init__(self, root, tree, cg=None):
+        self.root, self.tree, self.cg, self.stopped = root, tree, cg, []
+        self.frozen = False  # the cgroup's freezer says all its processes are frozen
 
     def __enter__(self):
+        import cgroup
+        self.frozen = cgroup.freeze(self.cg)
         for _ in range(5):
             new = [p for p in self.tree(self.root) if p not in self.stopped]
             if not new:
@@ -103,9 +110,13 @@ class Frozen:
         return len(self.stopped)
 
     def __exit__(self, *exc):
+        import cgroup
+        # SIGCONT first: it drops a SIGSTOP still pending on a frozen
+        # process, which thawing would otherwise deliver.
         for p in self.stopped:
             try:
                 os.kill(p, signal.SIGCONT)
             except OSError:
                 pass
+        cgroup.thaw(self.cg)
         return False
