@@ -138,6 +138,11 @@ func (e *Evaluator) unreported(r *evalRun, res *EvalResult, out *worker.Outcome)
 		res.Stage = out.Stage
 		res.Checks = append(res.Checks, Check{Name: "result_forged", Passed: false,
 			Detail: fmt.Sprintf("the evaluation process ended (code %d) in stage %q before the harness reported a result, yet a result file was there: it was not the harness's", out.Code, out.Stage)})
+	case out.Emptied:
+		res.Verdict = VerdictIntegrityViolation
+		res.Stage = out.Stage
+		res.Checks = append(res.Checks, Check{Name: "result_forged", Passed: false,
+			Detail: fmt.Sprintf("the evaluation process reported its result in stage %q, yet the result file was empty when read: it was truncated after the harness wrote it", out.Stage)})
 	case out.Result == nil && out.Cgroup != nil && out.Cgroup.OOMKills > 0:
 		// Killed by the kernel at the job's cgroup's memory limit: what its
 		// processes hold and what they wrote to its tmpfs /tmp and /dev/shm.

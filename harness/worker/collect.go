@@ -36,12 +36,14 @@ func (r *jobRun) finish(reported bool) *Outcome {
 	out.Board = readBoard(filepath.Join(judge, "board"))
 	out.Sandbox = readSandbox(filepath.Join(judge, "sandbox.json"))
 	out.Judge = readJudge(filepath.Join(judge, "judge.json"))
-	if b, err := os.ReadFile(filepath.Join(judge, "result.json")); err == nil && len(b) > 0 {
-		if reported {
-			out.Result = b
-		} else {
-			out.Unreported = true
-		}
+	b, err := os.ReadFile(filepath.Join(judge, "result.json"))
+	switch {
+	case err == nil && len(b) > 0 && reported:
+		out.Result = b
+	case err == nil && len(b) > 0:
+		out.Unreported = true
+	case reported:
+		out.Emptied = true
 	}
 	return out
 }

@@ -81,6 +81,11 @@ type Outcome struct {
 	// without the report was written by something else in the child (a
 	// candidate forging a result before os._exit), so Result stays nil.
 	Unreported bool
+	// Emptied: the child reported "done", so the job function had written
+	// its result, yet the file was empty when read: something else in the
+	// child (a thread of the candidate's, through the descriptor it shares)
+	// truncated it, so Result stays nil.
+	Emptied bool
 	// RSSExceeded is the resident memory that crossed Job.RSSLimit, 0 if
 	// the limit was never crossed.
 	RSSExceeded int64

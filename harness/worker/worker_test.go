@@ -132,6 +132,18 @@ func TestWorkerJobs(t *testing.T) {
 				t.Errorf("a forged result behind a swapped fd was taken: result %s, unreported %v, code %d", o.Result, o.Unreported, o.Code)
 			}
 		}},
+		// A thread of the job's truncates the result file after the job
+		// function wrote it: the empty file is not taken for a crash.
+		{name: "emptied_result", job: Job{Module: "selftest", Func: "empty_after_done"}, check: func(t *testing.T, o *Outcome) {
+			genuine := o.Result != nil && strings.Contains(string(o.Result), "genuine")
+			if !genuine && (o.Result != nil || !o.Emptied || o.Code != 0) {
+				t.Errorf("a result truncated after it was written: result %s, emptied %v, code %d", o.Result, o.Emptied, o.Code)
+			}
+			if o.Emptied && o.Result != nil {
+				t.Errorf("emptied, yet a result was taken: %s", o.Result)
+			}
+			t.Logf("emptied %v, the genuine result read first %v", o.Emptied, genuine)
+		}},
 		{name: "big_result", job: Job{Module: "selftest", Func: "big", Args: map[string]any{"n": 1 << 20}}, check: func(t *testing.T, o *Outcome) {
 			if len(o.Result) < 1<<20 {
 				t.Errorf("result truncated: %d bytes", len(o.Result))
