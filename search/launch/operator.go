@@ -7,7 +7,7 @@ import (
 
 	"github.com/kevolve/kevolve-mcp/harness/sol"
 	"github.com/kevolve/kevolve-mcp/search"
-	searchctx "github.com/kevolve/kevolve-mcp/search/context"
+	"github.com/kevolve/kevolve-mcp/search/brief"
 	"github.com/kevolve/kevolve-mcp/search/memory"
 	"github.com/kevolve/kevolve-mcp/search/operator"
 )
@@ -18,7 +18,7 @@ const ClientOperator = "mcp"
 
 // DefaultContextTokens is a model or agent operator's context budget when
 // a request gives none.
-const DefaultContextTokens = searchctx.DefaultBudget
+const DefaultContextTokens = brief.DefaultBudget
 
 // OperatorSettings are a request's settings for model and agent operators
 // and for the cross-run memory.
@@ -69,11 +69,11 @@ func (l *Launcher) Operator(ctx context.Context, in OperatorInput) (search.Opera
 func (l *Launcher) operatorEnv(ctx context.Context, in OperatorInput) operator.Env {
 	s := in.Settings
 	env := operator.Env{Deadline: s.Deadline, WorkRoot: s.WorkDir, Novelty: s.Novelty,
-		Context: searchctx.Options{Budget: s.ContextTokens, Device: device(in.Problem.Target, in.Devices, in.Ceilings)},
+		Context: brief.Options{Budget: s.ContextTokens, Device: device(in.Problem.Target, in.Devices, in.Ceilings)},
 		Server:  l.Server}
 	for _, p := range in.Priors {
 		if p.Port && p.Node != nil {
-			env.Context.Ports = append(env.Context.Ports, searchctx.Port{Problem: p.Problem, Arch: p.Arch, Language: p.Node.Language, Fitness: p.Fitness, Code: p.Node.Code})
+			env.Context.Ports = append(env.Context.Ports, brief.Port{Problem: p.Problem, Arch: p.Arch, Language: p.Node.Language, Fitness: p.Fitness, Code: p.Node.Code})
 		}
 	}
 	if l.Knowledge == nil {
@@ -89,8 +89,8 @@ func (l *Launcher) operatorEnv(ctx context.Context, in OperatorInput) operator.E
 
 // device describes the run's device for the context: the first device's
 // name on a GPU, and its peak rate and bandwidth when calibrated.
-func device(target string, devices []string, c *sol.Ceilings) searchctx.Device {
-	dev := searchctx.Device{Name: target}
+func device(target string, devices []string, c *sol.Ceilings) brief.Device {
+	dev := brief.Device{Name: target}
 	if target != "cpu" && len(devices) > 0 {
 		dev.Name = devices[0]
 	}

@@ -70,7 +70,7 @@ func Find(ctx context.Context, st search.Store, p search.Problem, devices []stri
 // Seed writes this arch's priors as pending children of the run's root,
 // so the run's first drive evaluates them with the root (they are its
 // draft phase's first members). It returns the nodes written. Ports are
-// not written: they are shown to the operator (searchctx Options.Ports).
+// not written: they are shown to the operator (brief Options.Ports).
 func Seed(ctx context.Context, st search.Store, runID string, priors []Prior) ([]*search.Node, error) {
 	nodes, err := st.Nodes(ctx, runID)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/kevolve/kevolve-mcp/search"
-	searchctx "github.com/kevolve/kevolve-mcp/search/context"
+	"github.com/kevolve/kevolve-mcp/search/brief"
 )
 
 // ExamplesDir is where write-back puts its documents inside the user's
@@ -158,7 +158,7 @@ func render(run *search.Run, g *search.Graph, best *search.Node, vendor, arch st
 	fmt.Fprintf(&b, "pct_of_sol: %g\n", r.PctOfSOL)
 	fmt.Fprintf(&b, "run: %s\nnode: %d\ndiagnosis_path: %s\n---\n", q(run.ID), best.ID, q(path))
 	fmt.Fprintf(&b, "# %s\n\n%s\n\n", title, summary)
-	if g := searchctx.SOLGap(r); g != "" {
+	if g := brief.SOLGap(r); g != "" {
 		fmt.Fprintf(&b, "Measured: %s.\n\n", g)
 	}
 	b.WriteString("## What worked\n\n")

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/kevolve/kevolve-mcp/search"
-	searchctx "github.com/kevolve/kevolve-mcp/search/context"
+	"github.com/kevolve/kevolve-mcp/search/brief"
 	"github.com/kevolve/kevolve-mcp/search/operator/cmdop"
 	"github.com/kevolve/kevolve-mcp/search/operator/novelty"
 	"github.com/kevolve/kevolve-mcp/search/operator/openai"
@@ -22,7 +22,7 @@ import (
 // Env is what the model and agent operators need from their caller.
 type Env struct {
 	// Context tunes the context synthesis (token budget, device, knowledge).
-	Context searchctx.Options
+	Context brief.Options
 	// Server is this MCP server's stdio command line for an agent's MCP
 	// config (default: this executable with --stdio).
 	Server []string

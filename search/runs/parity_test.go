@@ -12,7 +12,7 @@ import (
 
 	"github.com/kevolve/kevolve-mcp/retrieval"
 	"github.com/kevolve/kevolve-mcp/search"
-	searchctx "github.com/kevolve/kevolve-mcp/search/context"
+	"github.com/kevolve/kevolve-mcp/search/brief"
 	"github.com/kevolve/kevolve-mcp/search/engine"
 	"github.com/kevolve/kevolve-mcp/search/launch"
 )
@@ -74,7 +74,7 @@ func TestLaunchParity(t *testing.T) {
 			if !reflect.DeepEqual(pc.OperatorEnv, pm.OperatorEnv) {
 				t.Errorf("operator context differs:\nCLI %+v\nMCP %+v", pc.OperatorEnv, pm.OperatorEnv)
 			}
-			if op != "tuner" && (pc.OperatorEnv == nil || pc.OperatorEnv.Context.Retriever != searchctx.Retriever(kb) || pc.OperatorEnv.Context.Device.Name != "cpu") {
+			if op != "tuner" && (pc.OperatorEnv == nil || pc.OperatorEnv.Context.Retriever != brief.Retriever(kb) || pc.OperatorEnv.Context.Device.Name != "cpu") {
 				t.Errorf("%s got no knowledge or device in its context: %+v", op, pc.OperatorEnv)
 			}
 

@@ -38,7 +38,7 @@ import (
 
 	"github.com/kevolve/kevolve-mcp/harness/toolchain"
 	"github.com/kevolve/kevolve-mcp/search"
-	searchctx "github.com/kevolve/kevolve-mcp/search/context"
+	"github.com/kevolve/kevolve-mcp/search/brief"
 )
 
 // DefaultDeadline bounds one proposal: an agent that edits, compiles and
@@ -56,7 +56,7 @@ type Config struct {
 	// the agent's MCP config (default: this executable with --stdio).
 	Server []string
 	// Context tunes the synthesis (budget, device, retriever).
-	Context searchctx.Options
+	Context brief.Options
 	// KeepDirs keeps the working directories of successful proposals too.
 	KeepDirs bool
 	// MaxTurns is the claude preset's turn limit (0 = 30).
@@ -123,17 +123,17 @@ func (o *Op) Deadline() time.Duration { return o.cfg.Deadline }
 
 // Input is what a node records about its proposal (its OperatorInput).
 type Input struct {
-	ContextVersion string               `json:"context_version"`
-	ContextHash    string               `json:"context_hash"`
-	ContextTokens  int                  `json:"context_tokens"`
-	Synthesis      *searchctx.Synthesis `json:"synthesis,omitempty"`
-	Command        string               `json:"command"`
-	WorkDir        string               `json:"workdir,omitempty"`
-	DurationS      float64              `json:"duration_s"`
-	InputTokens    int                  `json:"input_tokens,omitempty"`
-	OutputTokens   int                  `json:"output_tokens,omitempty"`
-	CostUSD        float64              `json:"cost_usd,omitempty"`
-	Turns          int                  `json:"turns,omitempty"`
+	ContextVersion string           `json:"context_version"`
+	ContextHash    string           `json:"context_hash"`
+	ContextTokens  int              `json:"context_tokens"`
+	Synthesis      *brief.Synthesis `json:"synthesis,omitempty"`
+	Command        string           `json:"command"`
+	WorkDir        string           `json:"workdir,omitempty"`
+	DurationS      float64          `json:"duration_s"`
+	InputTokens    int              `json:"input_tokens,omitempty"`
+	OutputTokens   int              `json:"output_tokens,omitempty"`
+	CostUSD        float64          `json:"cost_usd,omitempty"`
+	Turns          int              `json:"turns,omitempty"`
 	// Output is the command's trimmed output (failed proposals only).
 	Output string `json:"output,omitempty"`
 	// Context is the whole prompt, so a proposal can be replayed.
@@ -148,7 +148,7 @@ func (o *Op) Propose(ctx context.Context, c search.Context) (search.Proposal, er
 	parent := c.Parents[0]
 	opts := o.cfg.Context
 	opts.OutputContract = Contract
-	syn, err := searchctx.Synthesize(ctx, c, opts)
+	syn, err := brief.Synthesize(ctx, c, opts)
 	if err != nil {
 		return search.Proposal{}, err
 	}

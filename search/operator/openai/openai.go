@@ -25,7 +25,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/kevolve/kevolve-mcp/search"
-	searchctx "github.com/kevolve/kevolve-mcp/search/context"
+	"github.com/kevolve/kevolve-mcp/search/brief"
 )
 
 // Defaults.
@@ -53,7 +53,7 @@ type Config struct {
 	// CostWeight is how much the bandit weighs an arm's token cost against
 	// its reward (0 = 0.5; <0 = ignore cost).
 	CostWeight float64
-	Context    searchctx.Options
+	Context    brief.Options
 }
 
 // Op is an openai: operator.
@@ -142,17 +142,17 @@ func (o *Op) Models() []Model { return o.models }
 
 // Input is what a node records about its proposal.
 type Input struct {
-	Model          string               `json:"model"`
-	BaseURL        string               `json:"base_url"`
-	Answer         string               `json:"answer_kind"` // file | diff
-	ContextVersion string               `json:"context_version"`
-	ContextHash    string               `json:"context_hash"`
-	ContextTokens  int                  `json:"context_tokens"`
-	Synthesis      *searchctx.Synthesis `json:"synthesis,omitempty"`
-	PromptTokens   int                  `json:"prompt_tokens"`
-	OutputTokens   int                  `json:"output_tokens"`
-	DurationS      float64              `json:"duration_s"`
-	Context        string               `json:"context"`
+	Model          string           `json:"model"`
+	BaseURL        string           `json:"base_url"`
+	Answer         string           `json:"answer_kind"` // file | diff
+	ContextVersion string           `json:"context_version"`
+	ContextHash    string           `json:"context_hash"`
+	ContextTokens  int              `json:"context_tokens"`
+	Synthesis      *brief.Synthesis `json:"synthesis,omitempty"`
+	PromptTokens   int              `json:"prompt_tokens"`
+	OutputTokens   int              `json:"output_tokens"`
+	DurationS      float64          `json:"duration_s"`
+	Context        string           `json:"context"`
 }
 
 // Contract is how the model must answer.
@@ -164,7 +164,7 @@ const system = "You are an expert GPU kernel engineer. You write correct, fast k
 func (o *Op) Propose(ctx context.Context, c search.Context) (search.Proposal, error) {
 	opts := o.cfg.Context
 	opts.OutputContract = Contract
-	syn, err := searchctx.Synthesize(ctx, c, opts)
+	syn, err := brief.Synthesize(ctx, c, opts)
 	if err != nil {
 		return search.Proposal{}, err
 	}
@@ -216,7 +216,7 @@ func (o *Op) pick(g *search.Graph) int {
 
 // fail wraps err as a search.ProposalError naming the model, so the run
 // records the failure (and its tokens) as a node the bandit learns from.
-func (o *Op) fail(m Model, syn *searchctx.Synthesis, tokens int, err error) error {
+func (o *Op) fail(m Model, syn *brief.Synthesis, tokens int, err error) error {
 	raw, _ := json.Marshal(Input{Model: m.Name, BaseURL: m.BaseURL, ContextVersion: syn.Version, ContextHash: syn.Hash, ContextTokens: syn.Tokens})
 	return &search.ProposalError{Err: err, Inputs: raw, Tokens: tokens}
 }

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/kevolve/kevolve-mcp/search"
-	searchctx "github.com/kevolve/kevolve-mcp/search/context"
+	"github.com/kevolve/kevolve-mcp/search/brief"
 )
 
 func read(t *testing.T, name string) string {
@@ -284,4 +284,4 @@ func TestChooseIsCostAware(t *testing.T) {
 	}
 }
 
-func ctxOpts() searchctx.Options { return searchctx.Options{Budget: 4000} }
+func ctxOpts() brief.Options { return brief.Options{Budget: 4000} }

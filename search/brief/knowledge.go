@@ -1,4 +1,4 @@
-package searchctx
+package brief
 
 import (
 	"context"

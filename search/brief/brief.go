@@ -1,16 +1,15 @@
-// Package searchctx synthesizes an operator's context (KernelEvolve's
-// runtime context): from one selected parent and its run it writes the
-// problem, the device and its ceilings, the parent's code and result, the
+// Package brief synthesizes an operator's brief (KernelEvolve's runtime
+// context): from one selected parent and its run it writes the problem,
+// the device and its ceilings, the parent's code and result, the
 // speed-of-light gap, the diagnosis, the knowledge retrieved for that
 // diagnosis on that device, and what the search already tried, within a
-// token budget. The directory is search/context; the package is named
-// searchctx so that it does not shadow the standard library's context.
+// token budget.
 //
 // The function is versioned: Version changes whenever the rendered text of
 // the same inputs changes, and every operator stores Version and the
 // context's hash with the node it proposed, so that a run can be audited
 // and a prompt replayed.
-package searchctx
+package brief
 
 import (
 	"context"
