@@ -420,13 +420,24 @@ def freeze(cg, wait_s=1.0):
         time.sleep(0.001)
 
 
-def thaw(cg):
+def thaw(cg, wait_s=0.2):
+    """Ends freeze(cg), and waits (up to wait_s) until the kernel no longer
+    counts cg frozen, so that what is timed next is not the thaw."""
     fz = _freezer(cg)
-    if fz is not None:
+    if fz is None:
+        return
+    try:
+        _write(fz[0], fz[2])
+    except OSError:
+        return
+    end = time.monotonic() + wait_s
+    while time.monotonic() < end:
         try:
-            _write(fz[0], fz[2])
+            if fz[4] not in _read(fz[3]).splitlines() and (cg["version"] == 2 or _read(fz[3]).strip() == "THAWED"):
+                return
         except OSError:
-            pass
+            return
+        time.sleep(0.0005)
 
 
 def cpu_ns(cg):

@@ -543,7 +543,7 @@ class Job:
         batch's calls are the candidate's process's word; theirs are
         checked)."""
         reported = _num(msg.get("candidate_median_s"))
-        verified = self._checked_calls(chan, fpr, rep)
+        verified = self._checked_calls(chan, fpr, rep, reported)
         cpu = self.device.type == "cpu"
         factor = CAND_FACTOR[self.device.type]
         out, shares = None, []
@@ -606,7 +606,34 @@ class Job:
                 best = paced
         return best
 
-    def _checked_calls(self, chan, fpr, rep):
+    def _checked_calls(self, chan, fpr, rep, reported):
+        """The checked calls (_checked_calls_once), made again after a pause
+        (up to OUTSIDE_LOADED_RETRIES times) while their bound refuses the
+        in-process median and programs outside the evaluation kept
+        HOST_LOADED_SHARE of the host busy: one call of a small kernel whose
+        threads meet at a barrier takes a whole time slice when another
+        program holds a core (100x and more on the 2-core CI host). The
+        least per-call time of all tries stands; rep["verified"] lists the
+        host's external share of each."""
+        best, shares = None, []
+        for attempt in range(1 + OUTSIDE_LOADED_RETRIES):
+            if attempt:
+                if chan.left() < 3 * OUTSIDE_LOADED_WAIT_S + 5:
+                    break
+                time.sleep(OUTSIDE_LOADED_WAIT_S)
+            win = hostload.Window(lambda: _cpu_ns(chan.jail) / 1e9)
+            v = self._checked_calls_once(chan, fpr, rep)
+            if v is None:
+                return None
+            shares.append(round(win.external_share(), 3))
+            best = v if best is None or v["basis_s"] < best["basis_s"] else best
+            if reported is None or reported >= CHECKED_FACTOR * best["basis_s"] or shares[-1] < HOST_LOADED_SHARE:
+                break
+        best["host_external_share"] = shares
+        rep["verified"] = best
+        return best
+
+    def _checked_calls_once(self, chan, fpr, rep):
         """The candidate's least per-call time over checked calls
         (evaluate_judge_batch): p calls, one request each, each on a fresh
         input set of the judge's seed written just before it, each output
@@ -747,7 +774,10 @@ class Channel:
         is too late). Timed as the outside loop's calls: the wall time less
         the round trip, on the CPU at most the jail's CPU time. Returns
         (timing, outputs)."""
-        with _frozen(self.jail):
+        # SIGSTOP alone here, as the outside calls are timed: a thawed
+        # cgroup's threads wake with the scheduler's latency, which a single
+        # timed call of a small kernel would carry.
+        with reftime.Frozen(self.jail, _tree):
             load()
         return self._timed_request({"op": "checked", "i": i}, rt, read)
 
