@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
+	"github.com/kevolve/kevolve-mcp/search/store"
 )
 
 // evolveLoopResult is what client.mjs's evolve scenario reports.
@@ -84,14 +85,14 @@ func runEvolveScenario(t *testing.T, node, dir string, args ...string) evolveLoo
 	return r.Evolve
 }
 
-func checkEvolveLoop(t *testing.T, e evolveLoopResult) {
+func checkEvolveLoop(t *testing.T, e evolveLoopResult, dbPath string) {
 	t.Helper()
 	if e.RunID == "" || e.Operator != "mcp" || len(e.Submits) != 3 {
 		t.Fatalf("loop: %+v", e)
 	}
 	for i, s := range e.Submits {
 		if s.State != "evaluated" || s.Verdict != "pass" || s.Node <= s.Parent || !(s.Fitness > 0) {
-			t.Errorf("submit %d: %+v", i, s)
+			t.Errorf("submit %d: %+v%s", i, s, failedChecks(t, dbPath, e.RunID, s.Node))
 		}
 	}
 	if !strings.Contains(e.WrongNodeError, "evolve_next") {
@@ -111,6 +112,38 @@ func checkEvolveLoop(t *testing.T, e evolveLoopResult) {
 	}
 }
 
+// failedChecks reads a node's failed checks from the server's database:
+// what a verdict other than pass rests on.
+func failedChecks(t *testing.T, dbPath, runID string, node int64) string {
+	ctx := context.Background()
+	db, err := store.Open(dbPath)
+	if err != nil {
+		return fmt.Sprintf(" (database: %v)", err)
+	}
+	defer db.Close()
+	st, err := store.New(ctx, db)
+	if err != nil {
+		return fmt.Sprintf(" (store: %v)", err)
+	}
+	nodes, err := st.Nodes(ctx, runID)
+	if err != nil {
+		return fmt.Sprintf(" (nodes: %v)", err)
+	}
+	var b strings.Builder
+	for _, n := range nodes {
+		if n.ID != node || n.Result == nil {
+			continue
+		}
+		fmt.Fprintf(&b, "\n  stage %s, time %.3g s, eager %.3g s", n.Result.Stage, n.Result.TimeS, n.Result.EagerS)
+		for _, c := range n.Result.Checks {
+			if !c.Passed {
+				fmt.Fprintf(&b, "\n  check %s failed: %s", c.Name, c.Detail)
+			}
+		}
+	}
+	return b.String()
+}
+
 // The agent loop through the official TypeScript SDK, over stdio and over
 // HTTP: start, three next/submit rounds on C kernels on the CPU, status,
 // best; the SDK checks each result against its tool's output schema.
@@ -120,12 +153,14 @@ func TestIndependentClientEvolveLoop(t *testing.T) {
 	t.Run("stdio", func(t *testing.T) {
 		// The SDK passes the server a minimal environment: say where the
 		// database and Python are with flags.
-		e := runEvolveScenario(t, node, dir, "stdio", binary, "--db", filepath.Join(t.TempDir(), "k.db"), "--python", py, "--stdio")
-		checkEvolveLoop(t, e)
+		dbPath := filepath.Join(t.TempDir(), "k.db")
+		e := runEvolveScenario(t, node, dir, "stdio", binary, "--db", dbPath, "--python", py, "--stdio")
+		checkEvolveLoop(t, e, dbPath)
 	})
 	t.Run("http", func(t *testing.T) {
-		s := startHTTP(t, "--db", filepath.Join(t.TempDir(), "k.db"), "--python", py, "--http", "127.0.0.1:0")
-		checkEvolveLoop(t, runEvolveScenario(t, node, dir, "http", s.url))
+		dbPath := filepath.Join(t.TempDir(), "k.db")
+		s := startHTTP(t, "--db", dbPath, "--python", py, "--http", "127.0.0.1:0")
+		checkEvolveLoop(t, runEvolveScenario(t, node, dir, "http", s.url), dbPath)
 	})
 }
 
