@@ -6,6 +6,7 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -74,8 +75,10 @@ func TestEvolveKillResume(t *testing.T) {
 		if sum.Status != "done" || sum.Evaluations != 4 || sum.InFlight != 0 || sum.Best == nil || sum.Best.Verdict != "pass" {
 			t.Fatalf("after resume: %s", out)
 		}
+		// The run's own nodes: their ids go on from the earlier run's in
+		// the same database (a "#1" matched only a node #10 there).
 		show, err := exec.Command(binary, "--db", db, "evolve", "show", runID).Output()
-		if err != nil || !strings.Contains(string(show), "#1") {
+		if err != nil || !strings.Contains(string(show), runID) || !regexp.MustCompile(`(?m)^#\d+\s+-\s+done\s+pass\s.*start kernel$`).Match(show) {
 			t.Fatalf("evolve show: %v\n%s", err, show)
 		}
 	}
