@@ -382,17 +382,49 @@ def since(cg, before):
 
 # ---------------------------------------------------------------- freeze
 
+class _Freezer:
+    """A cgroup's freezer: the file that asks for a state, the values that
+    ask for frozen and thawed, and the file whose lines say which it is."""
+
+    def __init__(self, control, frozen, thawed, state, frozen_line, thawed_lines):
+        self.control, self.frozen, self.thawed = control, frozen, thawed
+        self.state, self.frozen_line, self.thawed_lines = state, frozen_line, thawed_lines
+
+    def is_frozen(self, lines):
+        return self.frozen_line in lines
+
+    def is_thawed(self, lines):
+        # v2 says "frozen 0" (no "frozen 1"); v1's state is exactly THAWED,
+        # never FREEZING.
+        return not self.is_frozen(lines) and (self.thawed_lines is None or lines == self.thawed_lines)
+
+
 def _freezer(cg):
-    """(file, frozen value, thawed value, file that says it is frozen,
-    the line that says so) of cg's freezer, or None without one."""
+    """cg's _Freezer, or None without one."""
     if cg is None:
         return None
     if cg["version"] == 1:
         if "freezer" not in cg["dirs"]:
             return None
         state = os.path.join(cg["dirs"]["freezer"], "freezer.state")
-        return state, "FROZEN", "THAWED", state, "FROZEN"
-    return os.path.join(folder(cg), "cgroup.freeze"), "1", "0", os.path.join(folder(cg), "cgroup.events"), "frozen 1"
+        return _Freezer(state, "FROZEN", "THAWED", state, "FROZEN", ["THAWED"])
+    return _Freezer(os.path.join(folder(cg), "cgroup.freeze"), "1", "0", os.path.join(folder(cg), "cgroup.events"),
+                    "frozen 1", None)
+
+
+def _until(path, done, wait_s, step):
+    """Reads path every step seconds until done(its lines): True then;
+    False once wait_s has passed or it cannot be read."""
+    end = time.monotonic() + wait_s
+    while True:
+        try:
+            if done(_read(path).splitlines()):
+                return True
+        except OSError:
+            return False
+        if time.monotonic() > end:
+            return False
+        time.sleep(step)
 
 
 def freeze(cg, wait_s=1.0):
@@ -405,19 +437,10 @@ def freeze(cg, wait_s=1.0):
     if fz is None:
         return False
     try:
-        _write(fz[0], fz[1])
+        _write(fz.control, fz.frozen)
     except OSError:
         return False
-    end = time.monotonic() + wait_s
-    while True:
-        try:
-            if fz[4] in _read(fz[3]).splitlines():
-                return True
-        except OSError:
-            return False
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.001)
+    return _until(fz.state, fz.is_frozen, wait_s, 0.001)
 
 
 def thaw(cg, wait_s=0.2):
@@ -427,17 +450,10 @@ def thaw(cg, wait_s=0.2):
     if fz is None:
         return
     try:
-        _write(fz[0], fz[2])
+        _write(fz.control, fz.thawed)
     except OSError:
         return
-    end = time.monotonic() + wait_s
-    while time.monotonic() < end:
-        try:
-            if fz[4] not in _read(fz[3]).splitlines() and (cg["version"] == 2 or _read(fz[3]).strip() == "THAWED"):
-                return
-        except OSError:
-            return
-        time.sleep(0.0005)
+    _until(fz.state, fz.is_thawed, wait_s, 0.0005)
 
 
 def cpu_ns(cg):
@@ -495,7 +511,7 @@ def kill(cg, spare=()):
     frozen = False
     if freeze and not spare:
         try:
-            _write(freeze[0], freeze[1])
+            _write(freeze.control, freeze.frozen)
             frozen = True
         except OSError:
             pass
@@ -516,7 +532,7 @@ def kill(cg, spare=()):
     finally:
         if frozen:
             try:
-                _write(freeze[0], freeze[2])  # the killed die once thawed
+                _write(freeze.control, freeze.thawed)  # the killed die once thawed
             except OSError:
                 pass
     return len(signalled)
