@@ -167,8 +167,69 @@ func jailTable(t *testing.T, gpuJob bool) {
 		{"forges_report", jailForgesReport},
 		{"fills_scratch", jailFillsScratch},
 		{"native_thread", jailNativeThread},
+		{"plants_spin_cubin", jailPlantsSpinCubin},
+		{"ipc_clobber", jailIPCClobber},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, f) })
+	}
+}
+
+// needsGPU skips a case that only a CUDA device can run.
+func needsGPU(t *testing.T) {
+	t.Helper()
+	if !gpuMode() {
+		t.Skip("a GPU case (KEVOLVE_GPU=1)")
+	}
+}
+
+// jailPlantsSpinCubin: a file planted under the cache names of the timer's
+// spin kernel reaches neither the shared cache nor either timer (the
+// in-process one and the judge's): the timing keeps its device-filling
+// spin, and the speed is the honest twin's.
+func jailPlantsSpinCubin(t *testing.T, f *jailFixture) {
+	needsGPU(t)
+	shared := filepath.Join(f.cache, "kernels")
+	res := f.eval(t, "plants_spin_cubin.py", "__SHARED__", shared)
+	if !strings.Contains(res.Log, "PLANT spin keys [") || strings.Contains(res.Log, "PLANT spin keys []") {
+		t.Fatalf("the candidate named no key to plant under:\n%s", res.Log)
+	}
+	if res.Verdict != VerdictPass {
+		t.Fatalf("verdict %s, want pass\n%s", res.Verdict, dump(res))
+	}
+	for _, w := range res.Warnings {
+		if strings.Contains(w, "spin") {
+			t.Errorf("the timer lost its spin kernel: %s", w)
+		}
+	}
+	_ = filepath.WalkDir(shared, func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(d.Name(), ".cubin") {
+			if b, _ := os.ReadFile(p); strings.HasPrefix(string(b), "planted") {
+				t.Errorf("a candidate planted %s in the shared cache", p)
+			}
+		}
+		return nil
+	})
+	f.honestSpeed(t, res)
+	again := f.eval(t, "honest.py")
+	if again.Verdict != VerdictPass {
+		t.Errorf("honest twin after the plant: %s\n%s", again.Verdict, dump(again))
+	}
+}
+
+// jailIPCClobber: what the judge shares by CUDA IPC is an allocation that
+// holds nothing else of the judge's: a candidate that searches it for the
+// reference's output finds none, and zeroing it changes no verdict.
+func jailIPCClobber(t *testing.T, f *jailFixture) {
+	needsGPU(t)
+	res := f.eval(t, "ipc_clobber.py")
+	if !strings.Contains(res.Log, "IPC mapped") {
+		t.Fatalf("the judge's calls never reached the candidate:\n%s\n%s", res.Log, dump(res))
+	}
+	if strings.Contains(res.Log, "IPC LEAK") {
+		t.Errorf("the judge's reference output was in reach of the candidate's process:\n%s", res.Log)
+	}
+	if res.Verdict != VerdictIncorrect && res.Verdict != VerdictIntegrityViolation {
+		t.Errorf("verdict %s for zeros in the judge's trials, want incorrect\n%s", res.Verdict, dump(res))
 	}
 }
 

@@ -649,8 +649,9 @@ class Job:
         sets = [(x0, ref0)] + [self._fresh(self.rng.randrange(1, 1 << 62), fpr) for _ in range(p - 1)]
         try:
             batch.same_outputs([ref for _, ref in sets])
-            slot_list = batch.slots(ref0, p)
-            stacked = batch.stack([x for x, _ in sets])
+            with wire.shared_memory(self.device):  # shared in place: made where nothing else of the judge's is
+                slot_list = batch.slots(ref0, p)
+                stacked = batch.stack([x for x, _ in sets])
         except batch.Unbatchable as e:
             rep.setdefault("notes", []).append("no checked calls: %s" % e)
             return None
@@ -742,7 +743,7 @@ class Channel:
     def run(self, inputs):
         """The candidate's outputs on inputs, as tensors the judge reads."""
         try:
-            tree, enc = wire.encode(inputs)
+            tree, enc = wire.encode(wire.isolated(inputs, self.device))
         except wire.WireError as e:
             raise _Unverifiable(str(e)) from None
         if any(isinstance(n, dict) and "repr" in n for n in _nodes(tree)):

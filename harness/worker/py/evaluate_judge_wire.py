@@ -17,6 +17,7 @@ message's "tensors" list; {"seq": [...], "tuple": bool}, {"dict": [[k,
 v], ...]}, {"v": scalar}, {"dtype": name}, {"device": name}; anything else
 is {"repr": text}, which the judge compares as text and says so."""
 import base64
+import contextlib
 import json
 import os
 import socket
@@ -259,6 +260,58 @@ def _dtype(name):
     if d is None:
         raise WireError("unknown dtype %r" % (name,))
     return d
+
+
+# ------------------------------------------------------------ what is shared
+
+# CUDA IPC shares a whole allocation of torch's caching allocator (a segment
+# of up to 20 MB), not the tensor: the receiver maps every block in it. A
+# judge tensor shared from its default pool would hand the candidate's
+# process the blocks beside it, the reference's outputs among them, to read
+# or overwrite before the compare. What the judge shares comes from a pool
+# that holds nothing else (one per device, kept for the judge's life).
+_SHARED_POOLS = {}
+
+
+@contextlib.contextmanager
+def shared_memory(device):
+    """Allocations made inside go to the judge's shared pool on a CUDA
+    device (and where they always go on the CPU: a storage moved into
+    shared memory is its own file)."""
+    if device.type != "cuda":
+        yield
+        return
+    idx = device.index if device.index is not None else torch.cuda.current_device()
+    pool = _SHARED_POOLS.get(idx) or _SHARED_POOLS.setdefault(idx, torch.cuda.MemPool())
+    with torch.cuda.use_mem_pool(pool, device=idx):
+        yield
+
+
+def isolated(value, device):
+    """value with each CUDA tensor copied into the shared pool (a tensor
+    passed twice stays one tensor), for the judge to share; other leaves
+    as they are."""
+    if device.type != "cuda":
+        return value
+    made = {}
+
+    def walk(x):
+        if isinstance(x, torch.Tensor):
+            if x.device.type != "cuda":
+                return x
+            if id(x) not in made:
+                made[id(x)] = (x, x.detach().clone())  # x kept: its id is not reused while walking
+            return made[id(x)][1]
+        if isinstance(x, tuple):  # the wire sends a sequence and whether it was a tuple
+            return tuple(walk(v) for v in x)
+        if isinstance(x, list):
+            return [walk(v) for v in x]
+        if isinstance(x, dict):
+            return {k: walk(v) for k, v in x.items()}
+        return x
+
+    with shared_memory(device):
+        return walk(value)
 
 
 def encode(value):
