@@ -27,3 +27,20 @@ func TestJailShadowSurvivesVanishingEntries(t *testing.T) {
 		t.Fatalf("shadowing a folder whose entry vanished: %v: %q, want \"shown 1 ['kept']\"", err, got)
 	}
 }
+
+// A writable folder that is closed to others keeps the job's writes on
+// the host (before: a tmpfs laid over it took them, and the build step's
+// precompiled headers were made again for every evaluation).
+func TestJailClosedWritableFolderKeepsWrites(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the view's mount namespace needs root")
+	}
+	pyDir, err := filepath.Abs("py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(testPython(t), filepath.Join("testdata", "jail_closed_writable.py"), pyDir).CombinedOutput()
+	if got := strings.TrimSpace(string(out)); err != nil || got != "kept" {
+		t.Fatalf("a write to a closed writable folder in the view: %v: %q, want \"kept\"", err, got)
+	}
+}

@@ -222,6 +222,12 @@ def enter_view(needs, writable, tmp_bytes, shm_bytes):
         for folder in sorted(closed, key=len):
             if folder in ("/", "/tmp") or not _closed_to_others(folder):
                 continue
+            if any(folder == w or folder.startswith(w.rstrip("/") + "/") for w in writable):
+                # Bound whole and read-write below: a tmpfs laid over it here
+                # took the job's writes (a 0700 PCH folder under /tmp: the
+                # build step's headers were lost with the view, built again
+                # every evaluation).
+                continue
             whole = folder in needs
             _shadow(folder, None if whole else _needed_below(folder, needs), binder, 0o755 if whole else 0o711)
             hidden.append(folder)
