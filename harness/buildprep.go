@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,22 +28,46 @@ type prepareResult struct {
 		ExtraCflags []string `json:"extra_cflags"`
 		PCH         string   `json:"pch"`
 	} `json:"builds"`
-	PCHBuilt      int      `json:"pch_built"`
-	BindingsBuilt int      `json:"bindings_built"`
-	Errors        []string `json:"errors"`
-	Error         string   `json:"error"`
-	Seconds       float64  `json:"seconds"`
+	PCHBuilt         int      `json:"pch_built"`
+	BindingsBuilt    int      `json:"bindings_built"`
+	ExtensionsBuilt  int      `json:"extensions_built"`
+	ExtensionsFailed int      `json:"extensions_failed"`
+	Errors           []string `json:"errors"`
+	Error            string   `json:"error"`
+	Seconds          float64  `json:"seconds"`
 }
 
-// pchDirs is where the build step writes: the PCH folder set apart from
-// the kernel cache (KEVOLVE_PCH_DIR, which _pch.py honours), else the
-// kernel cache's own pch/. The only folder of the shared cache its sandbox
-// lets it write.
-func (e *Evaluator) pchDirs() []string {
-	if d := os.Getenv("KEVOLVE_PCH_DIR"); d != "" {
-		return []string{d}
+// note is what the result says of a build step that made something (the
+// first evaluation of a source is slow for it; the next ones are not).
+// Never the compiler's words: the build step keeps the server's identity,
+// and a source's errors could quote files its candidate may not read.
+func (pr prepareResult) note(secs float64) string {
+	if pr.PCHBuilt+pr.BindingsBuilt+pr.ExtensionsBuilt+pr.ExtensionsFailed == 0 {
+		return ""
 	}
-	return []string{filepath.Join(e.cfg.CacheDir, "kernels", "pch")}
+	n := fmt.Sprintf("the harness's build step took %.1f s: %d precompiled headers, %d bindings objects and %d extensions built for this source",
+		secs, pr.PCHBuilt, pr.BindingsBuilt, pr.ExtensionsBuilt)
+	if pr.ExtensionsFailed > 0 {
+		n += fmt.Sprintf("; %d load_inline calls did not build there (the candidate's own build reports why)", pr.ExtensionsFailed)
+	}
+	return n
+}
+
+// buildDirs is where the build step writes, the only folders of the shared
+// cache its sandbox lets it write: the PCH folder (KEVOLVE_PCH_DIR, which
+// _pch.py honours, else the kernel cache's own pch/) and the extensions it
+// builds (kevolve/_extcache.py). Made here: the jail binds only folders
+// that exist.
+func (e *Evaluator) buildDirs() []string {
+	pch := filepath.Join(e.cfg.CacheDir, "kernels", "pch")
+	if d := os.Getenv("KEVOLVE_PCH_DIR"); d != "" {
+		pch = d
+	}
+	dirs := []string{pch, filepath.Join(e.cfg.CacheDir, "kernels", "torch_extensions")}
+	for _, d := range dirs {
+		_ = os.MkdirAll(d, 0o755)
+	}
+	return dirs
 }
 
 // prepareBuilds is the harness's build step for a candidate that builds
@@ -55,31 +80,34 @@ func (e *Evaluator) pchDirs() []string {
 // cannot write there). It never waits for what another evaluation's step
 // is building: a whole first wave of a kernelbench run (16 evaluations on
 // the H100 box) would otherwise sit on the 30 s of one core a new PCH
-// takes, with the other cores idle; those candidates build without it. It
-// returns its seconds (0 where it did not run); a failure is logged and
-// the candidate builds as torch would: slower, same result.
-func (e *Evaluator) prepareBuilds(ctx context.Context, candCode string) float64 {
+// takes, with the other cores idle; those candidates build without it.
+// extensions: it also builds the extensions of the calls whose arguments
+// it can read, for the candidate to load (GPU jobs: their candidates keep
+// the server's identity, so a build under it reads nothing they could not;
+// a CPU job's candidate, which drops it, builds its own). It returns its
+// seconds (0 where it did not run) and a note for the result; a failure
+// is logged and the candidate builds as torch would: slower, same result.
+func (e *Evaluator) prepareBuilds(ctx context.Context, candCode string, extensions bool) (float64, string) {
 	if !strings.Contains(candCode, "load_inline") {
-		return 0
+		return 0, ""
 	}
 	t0 := time.Now()
 	out, err := e.w.Run(ctx, worker.Job{Module: "kevolve._prepare", Func: "prepare",
-		Args: map[string]any{"candidate": candCode}, Timeout: prepareTimeout, RSSLimit: max(e.cfg.HostMemLimit, 0),
-		Writable: e.pchDirs()})
+		Args: map[string]any{"candidate": candCode, "extensions": extensions}, Timeout: prepareTimeout,
+		RSSLimit: max(e.cfg.HostMemLimit, 0), Writable: e.buildDirs()})
 	secs := time.Since(t0).Seconds()
 	if err != nil {
 		e.log.Warn("load_inline build step failed; building without a precompiled header", "err", err)
-		return secs
+		return secs, ""
 	}
 	var pr prepareResult
 	if out.Result == nil || json.Unmarshal(out.Result, &pr) != nil || pr.Error != "" || len(pr.Errors) > 0 {
 		e.log.Warn("load_inline build step failed; building without a precompiled header",
 			"code", out.Code, "error", pr.Error, "errors", pr.Errors, "log", out.Log)
-		return secs
+		return secs, ""
 	}
-	if pr.PCHBuilt > 0 || pr.BindingsBuilt > 0 {
-		e.log.Info("built shared headers and bindings for load_inline builds",
-			"pch", pr.PCHBuilt, "bindings", pr.BindingsBuilt, "seconds", secs)
+	if pr.PCHBuilt+pr.BindingsBuilt+pr.ExtensionsBuilt > 0 {
+		e.log.Info("the load_inline build step built for this source", "seconds", secs, "builds", string(out.Result), "log", out.Log)
 	}
-	return secs
+	return secs, pr.note(secs)
 }

@@ -203,6 +203,9 @@ func (e *Evaluator) fromPython(ctx context.Context, r *evalRun, res *EvalResult,
 	res.Memory, res.Work = pr.Memory, pr.Work
 	res.Process = pr.Process
 	res.Notes = pr.Notes
+	if r.prepNote != "" {
+		res.Notes = append(res.Notes, r.prepNote)
+	}
 }
 
 // compileBaseline keeps a torch.compile timing measured now (with the

@@ -203,6 +203,7 @@ type evalRun struct {
 	compileClaimed, compileWaived bool
 	env                           map[string]string // the child's environment (workerJob)
 	prepS                         float64           // seconds the harness spent on the shared build caches
+	prepNote                      string            // what the build step made, when it made something
 	leaseWait                     time.Duration     // the wait for a free device (resolve), outside the deadline
 }
 
@@ -297,7 +298,7 @@ func (e *Evaluator) cached(ctx context.Context, r *evalRun) *EvalResult {
 // on a fresh one (rare: children die alone).
 func (e *Evaluator) runJob(ctx context.Context, r *evalRun, job worker.Job) (*worker.Outcome, error) {
 	t0 := time.Now()
-	r.prepS = e.prepareBuilds(ctx, r.candCode)
+	r.prepS, r.prepNote = e.prepareBuilds(ctx, r.candCode, r.tgt != target.CPU)
 	prep := time.Since(t0)
 	if err := e.w.Start(ctx); err != nil {
 		return nil, fmt.Errorf("evaluate: start the python worker: %w", err)

@@ -21,7 +21,7 @@ func TestPythonLoaders(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, py, "-m", "unittest", "-v", "kevolve.tests.test_sig", "kevolve.tests.test_loader", "kevolve.tests.test_load_c", "kevolve.tests.test_fastcall", "kevolve.tests.test_load_cuda", "kevolve.tests.test_nvcc", "kevolve.tests.test_load_hip", "kevolve.tests.test_pch", "kevolve.tests.test_inline_ro", "kevolve.tests.test_bindings", "kevolve.tests.test_bindcache", "kevolve.tests.test_precheck")
+	cmd := exec.CommandContext(ctx, py, "-m", "unittest", "-v", "kevolve.tests.test_sig", "kevolve.tests.test_loader", "kevolve.tests.test_load_c", "kevolve.tests.test_fastcall", "kevolve.tests.test_load_cuda", "kevolve.tests.test_nvcc", "kevolve.tests.test_load_hip", "kevolve.tests.test_pch", "kevolve.tests.test_inline_ro", "kevolve.tests.test_extcache", "kevolve.tests.test_bindings", "kevolve.tests.test_bindcache", "kevolve.tests.test_precheck")
 	cmd.Dir = root
 	cmd.Env = append(cmd.Environ(), "PYTHONPATH="+root, "KEVOLVE_CACHE_DIR="+t.TempDir(), "PYTHONDONTWRITEBYTECODE=1")
 	out, err := cmd.CombinedOutput()

@@ -364,17 +364,24 @@ def _build_caches(work_dir, builder):
     """The build caches. A candidate's builds (the kevolve loaders' and
     load_inline's) go to its job's own folder: nothing it compiles is ever
     loaded by another evaluation. The shared caches hold only what the
-    harness's build step made (kevolve._prepare: the precompiled headers
-    and shared bindings, keyed by content and verified when used); the
+    harness's build step made (kevolve._prepare: the precompiled headers,
+    shared bindings and the extensions of literal load_inline calls, keyed
+    by content and verified when used); the
     candidate reads them (KEVOLVE_PCH_DIR) and cannot write them (the
     read-only host, Landlock and, where dropped, its uid). builder: the
     harness's build step itself, which writes them. Returns the detail."""
     shared = os.environ.get("KEVOLVE_CACHE_DIR", "")
     if builder:
-        return "the harness's build step: writes only the shared precompiled headers (%s)" % os.path.join(shared, "pch")
+        if shared:
+            os.environ["TORCH_EXTENSIONS_DIR"] = os.path.join(shared, "torch_extensions")
+        return ("the harness's build step: writes only the shared precompiled headers (%s) and extensions (%s)"
+                % (os.path.join(shared, "pch"), os.path.join(shared, "torch_extensions")))
     private = os.path.join(work_dir, ".cache", "kernels")
     if shared and not os.environ.get("KEVOLVE_PCH_DIR"):
         os.environ["KEVOLVE_PCH_DIR"] = os.path.join(shared, "pch")
+    if shared:
+        # What the harness's build step built for this source (kevolve/_extcache.py).
+        os.environ["KEVOLVE_SHARED_EXT_DIR"] = os.path.join(shared, "torch_extensions")
     os.environ["KEVOLVE_CACHE_DIR"] = private
     os.environ["TORCH_EXTENSIONS_DIR"] = os.path.join(private, "torch_extensions")
     return "the candidate's builds private to its job (%s); the harness's precompiled headers read-only" % private

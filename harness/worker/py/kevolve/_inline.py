@@ -63,7 +63,7 @@ import shlex
 import sys
 import tempfile
 
-from . import _bindcache, _bindings, _pch, _precheck
+from . import _bindcache, _bindings, _extcache, _pch, _precheck
 from ._cache import digest, tool_version
 
 _PATCHED_ATTR = "__kevolve_cached__"
@@ -339,13 +339,22 @@ def _aten_block(text: str) -> str | None:
 
 
 def _call_as_is(orig, bound: inspect.BoundArguments):
-    """torch's load_inline; where the shared cache is read-only, a build
+    """torch's load_inline. An extension the harness's build step made for
+    this call is loaded from a checked copy (_extcache). Where the shared
+    cache is read-only, a build
     found there is imported as it is (torch would write its lock and build
     files beside it), and a new one is built in this job's own folder
     (KEVOLVE_JOB_BUILD_DIR, else the temporary folder): moving it into the
     shared cache is the harness's step, never the candidate's."""
     a = bound.arguments
-    if a.get("build_directory") or not shared_read_only():
+    read_only = shared_read_only()
+    job_root = os.environ.get("KEVOLVE_JOB_BUILD_DIR") or os.path.join(tempfile.gettempdir(), "kevolve_torch_extensions")
+    if not a.get("build_directory") and not a.get("is_standalone"):
+        mod = _extcache.load(a["name"], a.get("is_python_module", True),
+                             job_root if read_only else os.environ["TORCH_EXTENSIONS_DIR"])
+        if mod is not None:
+            return mod
+    if a.get("build_directory") or not read_only:
         return orig(*bound.args, **bound.kwargs)
     import torch.utils.cpp_extension as ext
     name = a["name"]
@@ -353,8 +362,7 @@ def _call_as_is(orig, bound: inspect.BoundArguments):
     python_module = a.get("is_python_module", True)
     if not a.get("is_standalone") and os.path.exists(os.path.join(built, name + ext.LIB_EXT)):
         return ext._import_module_from_library(name, built, python_module)
-    root = os.environ.get("KEVOLVE_JOB_BUILD_DIR") or os.path.join(tempfile.gettempdir(), "kevolve_torch_extensions")
-    a["build_directory"] = os.path.join(root, name)
+    a["build_directory"] = os.path.join(job_root, name)
     os.makedirs(a["build_directory"], exist_ok=True)
     return orig(*bound.args, **bound.kwargs)
 
@@ -405,7 +413,7 @@ def _build_once(orig, name, full_name, args, kwargs):
     cuda, cpp, moved = _unit_sources(bound, full_name)
     for tier, lighten in (("aten", aten_cuda_sources), ("types.h", lighten_cuda_sources)):
         light = lighten(cuda)
-        if light is None or os.path.exists(_miss_marker(full_name, tier)):
+        if light is None or _extcache.missed(_miss_marker(full_name, tier)):
             continue
         # Each light build's cache entry is named after what it builds.
         variant = tier + ("+split" if moved else "") + ":" + digest(*light, *cpp)
@@ -431,7 +439,7 @@ def _unit_sources(bound, full_name):
     (_bindings.py), else the sources as written."""
     a = bound.arguments
     cuda, cpp = a.get("cuda_sources"), a.get("cpp_sources")
-    if _cuda_source_list(cuda) is None and not a.get("functions") and not os.path.exists(_miss_marker(full_name, "split")):
+    if _cuda_source_list(cuda) is None and not a.get("functions") and not _extcache.missed(_miss_marker(full_name, "split")):
         split = _bindings.split_bindings(cuda, cpp)
         if split is not None:
             return split[0], split[1], True
@@ -469,6 +477,33 @@ def _try_tier(orig, bound, tier, light, cpp, light_name, full_name, own_main=Fal
         except OSError:
             pass
         return False, None, cuda_unit_failed(str(e))
+
+
+def build_for_cache(name, args, kwargs) -> tuple[str | None, bool]:
+    """The harness's build step (_prepare.py): this load_inline call built
+    as a candidate's would be (its cached name, header tiers and shared
+    bindings) into TORCH_EXTENSIONS_DIR, never imported (_extcache). Returns
+    (the library's path, whether it was built now), or (None, False) where
+    the call builds nothing to share (a standalone executable). A call built
+    before is not built again."""
+    if kwargs.get("is_standalone"):
+        return None, False
+    _setup_env()
+    done = os.path.join(os.environ["TORCH_EXTENSIONS_DIR"], cached_name(name, args, kwargs) + ".built")
+    try:
+        with open(done) as f:
+            lib = f.read().strip()
+        if os.path.exists(lib) and os.path.exists(lib + _extcache.MANIFEST):
+            return lib, False
+    except OSError:
+        pass
+    with _extcache.build_only():
+        built = _build(_original(), name, args, kwargs)
+    if not isinstance(built, _extcache.Built):
+        return None, False
+    with open(done, "w") as f:
+        f.write(built.path)
+    return built.path, True
 
 
 def _wrap(orig):

@@ -22,7 +22,7 @@ import os
 import threading
 import time
 
-from . import _bindcache, _bindings, _pch
+from . import _bindcache, _bindings, _inline, _pch
 
 # The worker's sandbox treats this job as the harness's builder: it keeps
 # the server's uid to write the shared precompiled headers (Landlock still
@@ -61,6 +61,40 @@ def _value(node, names: dict):
         return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
+
+
+_UNREAD = object()
+
+
+def _exact(node, names: dict):
+    """A literal's value as the call would pass it (a name bound once to a
+    literal counts, see _literals), or _UNREAD: unlike _value, a literal
+    None is a value here."""
+    if isinstance(node, ast.Name):
+        return names[node.id] if node.id in names else _UNREAD
+    if isinstance(node, (ast.List, ast.Tuple)) and any(isinstance(e, ast.Name) for e in node.elts):
+        items = [_exact(e, names) for e in node.elts]
+        if any(i is _UNREAD for i in items):
+            return _UNREAD
+        return items if isinstance(node, ast.List) else tuple(items)
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _UNREAD
+
+
+def _literal_call(node: ast.Call, names: dict):
+    """(name, args, kwargs) exactly as the call passes them where every
+    argument reads as a literal, else None: the build step builds only what
+    the candidate's call will name the same way (_inline.cached_name)."""
+    if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+        return None
+    args = [_exact(a, names) for a in node.args]
+    kwargs = {k.arg: _exact(k.value, names) for k in node.keywords}
+    if any(v is _UNREAD for v in args) or any(v is _UNREAD for v in kwargs.values()):
+        return None
+    name = kwargs.pop("name") if "name" in kwargs else (args.pop(0) if args else None)
+    return (name, tuple(args), kwargs) if isinstance(name, str) else None
 
 
 def _is_load_inline(call: ast.Call) -> bool:
@@ -104,7 +138,8 @@ def calls_in(code: str) -> list[dict]:
                       "cpp_sources": _value(kw["cpp_sources"], names) if "cpp_sources" in kw else [],
                       "cuda_sources": _value(kw["cuda_sources"], names) if "cuda_sources" in kw else None,
                       "functions": _value(kw["functions"], names) if "functions" in kw else None,
-                      "error_handling": eh if isinstance(eh, bool) else None})
+                      "error_handling": eh if isinstance(eh, bool) else None,
+                      "literal": _literal_call(node, names)})
     return found
 
 
@@ -149,21 +184,36 @@ def prepare(args, ctx=None) -> dict:
     args: {"candidate": source}. Returns what it found and did."""
     t0 = time.monotonic()
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")  # flags only: no device query in this child
-    out = {"builds": [], "pch_built": 0, "bindings_built": 0, "errors": []}
-    if not _pch.enabled():
-        return out
+    out = {"builds": [], "pch_built": 0, "bindings_built": 0, "extensions_built": 0, "extensions_failed": 0, "errors": []}
     seen = set()
     for call in calls_in(args.get("candidate") or ""):
         if out["pch_built"] >= _MAX_NEW_PCH or out["bindings_built"] >= _MAX_NEW_BINDINGS:
             out["stopped"] = ("a build step makes at most %d precompiled headers and %d bindings objects; "
                               "the other calls build as torch builds them" % (_MAX_NEW_PCH, _MAX_NEW_BINDINGS))
             break
-        entry = _prepare_call(call, out)
+        entry = _prepare_call(call, out) if _pch.enabled() else {}
+        if args.get("extensions") and call.get("literal") is not None:
+            _build_extension(call["literal"], entry, out)
         if repr(entry) not in seen:
             seen.add(repr(entry))
             out["builds"].append(entry)
     out["seconds"] = round(time.monotonic() - t0, 3)
     return out
+
+
+def _build_extension(literal, entry: dict, out: dict) -> None:
+    """The call's extension, built into the shared extension folder for the
+    candidate to load (_extcache); a call that does not build is the
+    candidate's to report (its own build fails the same way)."""
+    try:
+        lib, built = _inline.build_for_cache(*literal)
+    except Exception as e:  # noqa: BLE001 - the candidate's own build reports it
+        out["extensions_failed"] += 1
+        entry["extension"] = "did not build: %s" % (str(e).splitlines() or [type(e).__name__])[0][:200]
+        return
+    if lib is not None:
+        entry["extension"] = lib
+        out["extensions_built"] += int(built)
 
 
 def _prepare_call(call: dict, out: dict) -> dict:
