@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kevolve/kevolve-mcp/harness/lease"
+	"github.com/kevolve/kevolve-mcp/harness/target"
 	"github.com/kevolve/kevolve-mcp/harness/worker"
 )
 
@@ -81,20 +83,26 @@ func (e *Evaluator) buildDirs() []string {
 // is building: a whole first wave of a kernelbench run (16 evaluations on
 // the H100 box) would otherwise sit on the 30 s of one core a new PCH
 // takes, with the other cores idle; those candidates build without it.
-// extensions: it also builds the extensions of the calls whose arguments
-// it can read, for the candidate to load (GPU jobs: their candidates keep
-// the server's identity, so a build under it reads nothing they could not;
-// a CPU job's candidate, which drops it, builds its own). It returns its
-// seconds (0 where it did not run) and a note for the result; a failure
-// is logged and the candidate builds as torch would: slower, same result.
-func (e *Evaluator) prepareBuilds(ctx context.Context, candCode string, extensions bool) (float64, string) {
+// On an NVIDIA device whose compute capability discovery gave, it also
+// builds the extensions of the calls whose arguments it can read, for that
+// arch, for the candidate to load (GPU jobs: their candidates keep the
+// server's identity, so a build under it reads nothing they could not; a
+// CPU job's candidate, which drops it, builds its own, and so does one on
+// a device whose arch the build step cannot name as the candidate's build
+// will). It returns its seconds (0 where it did not run) and a note for
+// the result; a failure is logged and the candidate builds as torch would:
+// slower, same result.
+func (e *Evaluator) prepareBuilds(ctx context.Context, candCode string, dev lease.Device) (float64, string) {
 	if !strings.Contains(candCode, "load_inline") {
 		return 0, ""
 	}
+	args := map[string]any{"candidate": candCode}
+	if dev.Target == target.NVIDIA && dev.CC != "" {
+		args["extensions"], args["arch"] = true, dev.CC
+	}
 	t0 := time.Now()
 	out, err := e.w.Run(ctx, worker.Job{Module: "kevolve._prepare", Func: "prepare",
-		Args: map[string]any{"candidate": candCode, "extensions": extensions}, Timeout: prepareTimeout,
-		RSSLimit: max(e.cfg.HostMemLimit, 0), Writable: e.buildDirs()})
+		Args: args, Timeout: prepareTimeout, RSSLimit: max(e.cfg.HostMemLimit, 0), Writable: e.buildDirs()})
 	secs := time.Since(t0).Seconds()
 	if err != nil {
 		e.log.Warn("load_inline build step failed; building without a precompiled header", "err", err)

@@ -298,7 +298,7 @@ func (e *Evaluator) cached(ctx context.Context, r *evalRun) *EvalResult {
 // on a fresh one (rare: children die alone).
 func (e *Evaluator) runJob(ctx context.Context, r *evalRun, job worker.Job) (*worker.Outcome, error) {
 	t0 := time.Now()
-	r.prepS, r.prepNote = e.prepareBuilds(ctx, r.candCode, r.tgt != target.CPU)
+	r.prepS, r.prepNote = e.prepareBuilds(ctx, r.candCode, r.dev)
 	prep := time.Since(t0)
 	if err := e.w.Start(ctx); err != nil {
 		return nil, fmt.Errorf("evaluate: start the python worker: %w", err)

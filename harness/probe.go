@@ -184,11 +184,11 @@ func discoverGPUs(ctx context.Context) []lease.Device {
 	gpus, _, _ := device.GPUs(ctx, device.Options{})
 	var out []lease.Device
 	for _, g := range gpus {
-		t := target.NVIDIA
+		t, cc := target.NVIDIA, g.ComputeCapability
 		if g.Vendor == "amd" {
-			t = target.AMD
+			t, cc = target.AMD, ""
 		}
-		out = append(out, lease.Device{Target: t, Index: g.Index, UUID: g.UUID, Name: g.Name, SpecKey: g.SpecKey})
+		out = append(out, lease.Device{Target: t, Index: g.Index, UUID: g.UUID, Name: g.Name, SpecKey: g.SpecKey, CC: cc})
 	}
 	return out
 }

@@ -30,6 +30,9 @@ type Device struct {
 	Name  string `json:"name"`
 	// SpecKey is the hardware spec row of the device ("" when none matches).
 	SpecKey string `json:"spec_key,omitempty"`
+	// CC is an NVIDIA device's compute capability ("9.0"), "" where
+	// discovery did not give one: what the build step builds for.
+	CC string `json:"cc,omitempty"`
 }
 
 // ID names the device for the visible-devices variable: the UUID where the

@@ -183,7 +183,10 @@ def prepare(args, ctx=None) -> dict:
     candidate then builds as it would without (slower, the same result).
     args: {"candidate": source}. Returns what it found and did."""
     t0 = time.monotonic()
-    os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")  # flags only: no device query in this child
+    # No device query in this child: the arch is the evaluation device's
+    # (the extensions' names carry it, as the candidate's own build's do)
+    # unless the environment names one for both.
+    os.environ.setdefault("TORCH_CUDA_ARCH_LIST", str(args.get("arch") or "9.0"))
     out = {"builds": [], "pch_built": 0, "bindings_built": 0, "extensions_built": 0, "extensions_failed": 0, "errors": []}
     seen = set()
     for call in calls_in(args.get("candidate") or ""):

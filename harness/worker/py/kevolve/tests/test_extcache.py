@@ -12,6 +12,10 @@ import unittest
 
 from kevolve import _prepare
 
+# The evaluation device's compute capability, which the harness passes to
+# the build step (an A10's here: not the build step's default).
+ARCH = "8.6"
+
 # No torch headers and no bindings: each build takes a second or two. Its
 # static initializer says when it is loaded (the build step must not).
 CANDIDATE = textwrap.dedent('''
@@ -41,8 +45,9 @@ class HarnessBuiltExtensions(unittest.TestCase):
         code = "import json, sys; from kevolve import _prepare; print(json.dumps(_prepare.prepare(json.load(sys.stdin))))"
         env = dict(os.environ, TORCH_EXTENSIONS_DIR=self.shared, KEVOLVE_PCH="0")
         env.pop("KEVOLVE_SHARED_EXT_DIR", None)
+        env.pop("TORCH_CUDA_ARCH_LIST", None)
         import json
-        r = subprocess.run([sys.executable, "-c", code], input=json.dumps({"candidate": source, "extensions": True}),
+        r = subprocess.run([sys.executable, "-c", code], input=json.dumps({"candidate": source, "extensions": True, "arch": ARCH}),
                            capture_output=True, text=True, env=env, timeout=600, cwd=os.path.dirname(os.path.dirname(_prepare.__file__)))
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertNotIn("LOADED", r.stdout, "the build step ran the extension's code")
@@ -54,9 +59,9 @@ class HarnessBuiltExtensions(unittest.TestCase):
         path = os.path.join(os.path.dirname(self.private), "cand.py")
         with open(path, "w") as f:
             f.write(source)
-        # The arch the build step names its builds for (an H100's and H200's).
+        # The device's arch, as the candidate's torch reads it there.
         env = dict(os.environ, TORCH_EXTENSIONS_DIR=self.private, KEVOLVE_SHARED_EXT_DIR=self.shared, KEVOLVE_PCH="0",
-                   TORCH_CUDA_ARCH_LIST="9.0")
+                   TORCH_CUDA_ARCH_LIST=ARCH)
         r = subprocess.run([sys.executable, "-c", code % path], capture_output=True, text=True, env=env, timeout=600,
                            cwd=os.path.dirname(os.path.dirname(_prepare.__file__)))
         self.assertEqual(r.returncode, 0, r.stderr)
