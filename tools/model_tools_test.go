@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,7 +86,8 @@ func TestModelTools(t *testing.T) {
 
 	var ver optimize.Summary
 	toolstest.Decode(t, toolstest.Call(t, c, "verify_model", map[string]any{"model": model, "target": "cpu"}), &ver)
-	if ver.EndToEnd == nil || !ver.EndToEnd.Correct || (dep.Deployed && len(ver.Deployed) != 1) {
+	if dep.Deployed && (ver.EndToEnd == nil || !ver.EndToEnd.Correct || len(ver.Deployed) != 1) ||
+		!dep.Deployed && (ver.EndToEnd != nil || !slices.Contains(ver.Notes, optimize.NothingDeployed)) {
 		t.Fatalf("verify_model: %+v %+v", ver.EndToEnd, ver.Deployed)
 	}
 

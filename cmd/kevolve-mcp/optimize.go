@@ -174,6 +174,9 @@ func writeOptimizeTable(w io.Writer, s *optimize.Summary) error {
 	if e := s.EndToEnd; e != nil {
 		fmt.Fprintf(tw, "end to end\tcorrect %v, %.3fx vs eager, %.3fx vs torch.compile, %.3fx predicted %s\n", e.Correct, e.SpeedupVsEager, e.SpeedupVsCompile, e.PredictedSpeedup, e.Detail)
 	}
+	for _, n := range s.Notes {
+		fmt.Fprintf(tw, "note\t%s\n", n)
+	}
 	if s.Export != "" {
 		fmt.Fprintf(tw, "export\t%s (import kevolve_kernels; kevolve_kernels.patch(model))\n", s.Export)
 	}

@@ -14,6 +14,10 @@ import (
 	"github.com/kevolve/kevolve-mcp/search/deploy"
 )
 
+// NothingDeployed is the summary's note where no kernel serves the model:
+// it has no end-to-end check and no speedup.
+const NothingDeployed = "nothing deployed: no kernel in the registry serves this model's regions, so the model runs unchanged and no end-to-end speedup is reported"
+
 // EndToEnd is the patched model against the original.
 type EndToEnd struct {
 	Correct          bool    `json:"correct"`
@@ -197,6 +201,12 @@ func verify(ctx context.Context, jobs Jobs, reg *deploy.Registry, s *Summary, o 
 	}
 	if _, err := deploy.Export(dir, entries); err != nil {
 		return err
+	}
+	if len(s.Deployed) == 0 {
+		// The model runs as it was: timing it against itself measures only
+		// noise (an unchanged model read 1.10x on a CPU), so no figure.
+		s.Notes = append(s.Notes, NothingDeployed)
+		return nil
 	}
 	var e2e EndToEnd
 	if err := jobs.ModelJob(ctx, harness.ModelJobRequest{Module: "model_verify", Target: o.Target,
