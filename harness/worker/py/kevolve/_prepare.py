@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import collections
 import os
+import re
 import threading
 import time
 
@@ -95,6 +96,44 @@ def _literal_call(node: ast.Call, names: dict):
         return None
     name = kwargs.pop("name") if "name" in kwargs else (args.pop(0) if args else None)
     return (name, tuple(args), kwargs) if isinstance(name, str) else None
+
+
+# What the build step takes from a call it builds under the server's uid:
+# flags that neither run nor load a program (a compiler or linker plugin,
+# a wrapper, another driver) nor read or write a file the call names.
+_SAFE_NVCC_FLAG = re.compile(
+    r"^(-O[0-3]|--?use_fast_math|-lineinfo|--?expt-(relaxed-constexpr|extended-lambda)|-std=c\+\+[0-9a-z]+"
+    r"|--?ftz=(true|false)|--?prec-(div|sqrt)=(true|false)|--?fmad=(true|false)|-maxrregcount=[0-9]+"
+    r"|-Xptxas=-v|--?ptxas-options=-v|-[DU][A-Za-z_][A-Za-z0-9_]*(=[A-Za-z0-9_.]*)?|-w)$")
+_SAFE_LD_FLAG = re.compile(r"^-l[A-Za-z0-9_]+$")
+_MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_BOOL_ARGS = ("verbose", "with_cuda", "is_python_module", "with_pytorch_error_handling", "keep_intermediates",
+              "use_pch", "no_implicit_headers")
+
+
+def _flags_ok(value, pattern) -> bool:
+    return value is None or (isinstance(value, (list, tuple)) and all(isinstance(f, str) and pattern.match(f.strip()) for f in value))
+
+
+def harness_may_build(name, args, kwargs) -> bool:
+    """Whether the build step may build this call itself: a module name, the
+    sources, and only flags that run nothing and name no file; no include
+    paths, build folder or SYCL. Anything else the candidate builds in its
+    own job, as before."""
+    import inspect
+
+    import torch.utils.cpp_extension as ext
+    try:
+        a = inspect.signature(ext.load_inline).bind(name, *args, **kwargs).arguments
+    except TypeError:
+        return False
+    allowed = {"name", "cpp_sources", "cuda_sources", "functions", "extra_cflags", "extra_cuda_cflags", "extra_ldflags",
+               "extra_include_paths", *_BOOL_ARGS}
+    return (set(a) <= allowed and isinstance(name, str) and bool(_MODULE_NAME.match(name))
+            and not a.get("extra_include_paths")
+            and all(isinstance(a.get(k, False), bool) for k in _BOOL_ARGS)
+            and _flags_ok(a.get("extra_cflags"), _pch._SAFE_FLAG) and _flags_ok(a.get("extra_cuda_cflags"), _SAFE_NVCC_FLAG)
+            and _flags_ok(a.get("extra_ldflags"), _SAFE_LD_FLAG))
 
 
 def _is_load_inline(call: ast.Call) -> bool:
@@ -195,7 +234,7 @@ def prepare(args, ctx=None) -> dict:
                               "the other calls build as torch builds them" % (_MAX_NEW_PCH, _MAX_NEW_BINDINGS))
             break
         entry = _prepare_call(call, out) if _pch.enabled() else {}
-        if args.get("extensions") and call.get("literal") is not None:
+        if args.get("extensions") and call.get("literal") is not None and harness_may_build(*call["literal"]):
             _build_extension(call["literal"], entry, out)
         if repr(entry) not in seen:
             seen.add(repr(entry))

@@ -120,5 +120,27 @@ class HarnessBuiltExtensions(unittest.TestCase):
         self.assertEqual(got["extensions_built"], 0, got)
 
 
+class WhatTheBuildStepBuilds(unittest.TestCase):
+    """It keeps the server's uid: only calls whose flags run nothing and
+    name no file (a compiler or linker plugin runs code in the build)."""
+
+    def test_table(self):
+        cases = [
+            ("plain", "ext", ("src",), {"cuda_sources": "k", "functions": ["f"]}, True),
+            ("safe nvcc and ld flags", "ext", ("src",), {"extra_cuda_cflags": ["-O3", "--use_fast_math"], "extra_ldflags": ["-lcublas"]}, True),
+            ("compiler plugin", "ext", ("src",), {"extra_cuda_cflags": ["-Xcompiler", "-fplugin=/tmp/p.so"]}, False),
+            ("linker plugin", "ext", ("src",), {"extra_ldflags": ["-Wl,-plugin,/tmp/p.so"]}, False),
+            ("cflags file", "ext", ("src",), {"extra_cflags": ["-include/etc/passwd"]}, False),
+            ("include path", "ext", ("src",), {"extra_include_paths": ["/root"]}, False),
+            ("build folder", "ext", ("src",), {"build_directory": "/tmp/x"}, False),
+            ("path in the name", "../pch/x", ("src",), {}, False),
+            ("not a bool", "ext", ("src",), {"with_cuda": "yes"}, False),
+            ("unknown argument", "ext", ("src",), {"sources": ["a.cpp"]}, False),
+        ]
+        for what, name, args, kwargs, want in cases:
+            with self.subTest(what):
+                self.assertEqual(_prepare.harness_may_build(name, args, kwargs), want)
+
+
 if __name__ == "__main__":
     unittest.main()
