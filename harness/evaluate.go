@@ -205,6 +205,9 @@ type evalRun struct {
 	prepS                         float64           // seconds the harness spent on the shared build caches
 	prepNote                      string            // what the build step made, when it made something
 	leaseWait                     time.Duration     // the wait for a free device (resolve), outside the deadline
+	// ownLease: resolve acquired the lease (the caller gave none);
+	// alone: it is an Alone lease (retryAlone), this run's second.
+	ownLease, alone bool
 }
 
 // evaluate is Evaluate's pipeline: resolve the request, answer from the
@@ -228,6 +231,11 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 	res, childWork, err := e.convert(ctx, r, out)
 	if err != nil {
 		return nil, err
+	}
+	if crowdedOOM(r, res, out) {
+		if res, childWork, err = e.retryAlone(ctx, r, job, res); err != nil {
+			return nil, err
+		}
 	}
 	res.Correct = res.Verdict == VerdictPass
 	setSpeedups(res)
@@ -266,7 +274,8 @@ func (e *Evaluator) resolve(ctx context.Context, req EvalRequest, dtype string, 
 		if l, r.leaseWait, err = e.acquire(ctx, r.req.Target, r.req.Device, false); err != nil {
 			return nil, nil, err
 		}
-		release = l.Release
+		// r.lease, not l: retryAlone may have replaced it.
+		r.ownLease, release = true, func() { r.lease.Release() }
 	}
 	r.lease, r.tgt, r.dev = l, l.Target(), l.Device()
 	if r.req.Shapes == "" && r.tgt == target.CPU {

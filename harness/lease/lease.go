@@ -111,6 +111,14 @@ type Request struct {
 	// Exclusive holds the device's exclusive phase for the whole lease (a
 	// profile: counters taken while another kernel runs are meaningless).
 	Exclusive bool
+	// Alone gives the device to this lease only: it is placed once no
+	// other lease holds the device, and no other is placed there until it
+	// is released. Device memory is not shared out by the exclusive phase:
+	// an evaluation that ran out of it beside others runs again alone
+	// (harness: retryAlone), so that what it needs, not its neighbours'
+	// processes, decides its verdict. Without Device, the device with the
+	// fewest holders now is the one waited for.
+	Alone bool
 }
 
 type slot struct {
@@ -118,6 +126,10 @@ type slot struct {
 	holders int
 	phase   chan struct{} // the exclusive phase: a one-token semaphore, FIFO for waiters
 	granted int           // leases ever placed here, for tie-breaking
+	// alone: an Alone lease holds the device; aloneWaiting: Alone requests
+	// wait for it to empty, and nothing new is placed here meanwhile.
+	alone        bool
+	aloneWaiting int
 	// The exclusive phase's time held: finished holds, and the start (unix
 	// ns) of the one in progress, 0 when free. Written by the holder only.
 	busyNs, heldSince atomic.Int64
@@ -145,6 +157,7 @@ type Pool struct {
 
 type waiter struct {
 	req   Request
+	cands []*slot // the slots it may take (one, for an Alone request)
 	ready chan *slot
 }
 
@@ -240,11 +253,11 @@ func (e *UnknownDeviceError) Error() string { return e.Msg }
 
 // pick returns the least-loaded usable slot, ties broken round-robin so
 // sequential work spreads over every device; nil when all are full.
-func (p *Pool) pick(cands []*slot) *slot {
+func (p *Pool) pick(cands []*slot, alone bool) *slot {
 	var best *slot
 	for i := range p.slots {
 		s := p.slots[(p.next+i)%len(p.slots)]
-		if !contains(cands, s) || s.holders >= p.maxHolders {
+		if !contains(cands, s) || s.holders >= p.maxHolders || s.alone || (alone && s.holders > 0) || (!alone && s.aloneWaiting > 0) {
 			continue
 		}
 		if best == nil || s.holders < best.holders {
@@ -263,9 +276,10 @@ func contains(ss []*slot, s *slot) bool {
 	return false
 }
 
-func (p *Pool) place(s *slot) {
+func (p *Pool) place(s *slot, alone bool) {
 	s.holders++
 	s.granted++
+	s.alone = alone
 	for i, x := range p.slots {
 		if x == s {
 			p.next = (i + 1) % len(p.slots)
@@ -283,15 +297,22 @@ func (p *Pool) Acquire(ctx context.Context, req Request) (*Lease, error) {
 	}
 	p.mu.Lock()
 	var s *slot
-	if len(p.waiters) == 0 {
-		s = p.pick(cands)
+	if req.Alone {
+		// One device is waited for, so that it can empty.
+		cands = []*slot{p.fewestHolders(cands)}
+	}
+	if req.Alone || !p.othersWait() {
+		s = p.pick(cands, req.Alone)
 	}
 	if s != nil {
-		p.place(s)
+		p.place(s, req.Alone)
 		p.mu.Unlock()
 	} else {
-		w := &waiter{req: req, ready: make(chan *slot, 1)}
+		w := &waiter{req: req, cands: cands, ready: make(chan *slot, 1)}
 		p.waiters = append(p.waiters, w)
+		if req.Alone {
+			cands[0].aloneWaiting++
+		}
 		p.mu.Unlock()
 		select {
 		case s = <-w.ready:
@@ -301,12 +322,12 @@ func (p *Pool) Acquire(ctx context.Context, req Request) (*Lease, error) {
 			p.mu.Unlock()
 			if !removed { // granted while we gave up: hand it back
 				s = <-w.ready
-				p.release(s)
+				p.release(s, req.Alone)
 			}
 			return nil, fmt.Errorf("waiting for a %s device: %w", p.target, ctx.Err())
 		}
 	}
-	l := &Lease{pool: p, slot: s}
+	l := &Lease{pool: p, slot: s, alone: req.Alone}
 	if req.Exclusive {
 		rel, err := l.Exclusive(ctx)
 		if err != nil {
@@ -322,23 +343,54 @@ func (p *Pool) removeWaiter(w *waiter) bool {
 	for i, x := range p.waiters {
 		if x == w {
 			p.waiters = append(p.waiters[:i], p.waiters[i+1:]...)
+			if w.req.Alone {
+				w.cands[0].aloneWaiting--
+			}
 			return true
 		}
 	}
 	return false
 }
 
-func (p *Pool) release(s *slot) {
+// othersWait says whether a request that is not Alone waits: a new one
+// then queues behind it. Alone requests wait for one device to empty and
+// are not queued before: the other devices go on taking work meanwhile.
+func (p *Pool) othersWait() bool {
+	for _, w := range p.waiters {
+		if !w.req.Alone {
+			return true
+		}
+	}
+	return false
+}
+
+// fewestHolders is the slot of cands with the fewest holders now.
+func (p *Pool) fewestHolders(cands []*slot) *slot {
+	best := cands[0]
+	for _, s := range cands[1:] {
+		if s.holders+s.aloneWaiting < best.holders+best.aloneWaiting {
+			best = s
+		}
+	}
+	return best
+}
+
+func (p *Pool) release(s *slot, alone bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s.holders--
+	if alone {
+		s.alone = false
+	}
 	// Serve waiters in order; one that cannot be placed yet keeps its turn
 	// for its own device but does not block others asking for other devices.
 	var keep []*waiter
 	for _, w := range p.waiters {
-		cands, _ := p.match(w.req.Device)
-		if t := p.pick(cands); t != nil {
-			p.place(t)
+		if t := p.pick(w.cands, w.req.Alone); t != nil {
+			if w.req.Alone {
+				t.aloneWaiting--
+			}
+			p.place(t, w.req.Alone)
 			w.ready <- t
 			continue
 		}
@@ -355,6 +407,7 @@ type Lease struct {
 	mu       sync.Mutex
 	held     func() // the exclusive phase held for the whole lease
 	released bool
+	alone    bool // Request.Alone
 }
 
 // Device is the leased device.
@@ -416,5 +469,5 @@ func (l *Lease) Release() {
 	if held != nil {
 		held()
 	}
-	l.pool.release(l.slot)
+	l.pool.release(l.slot, l.alone)
 }

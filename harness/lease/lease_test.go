@@ -301,3 +301,76 @@ func TestHoldersPerGPUShareTheHostsCores(t *testing.T) {
 		}
 	}
 }
+
+// An Alone lease waits for its device to empty, keeps new leases off it
+// while it waits (they go to the other device), and holds it alone until
+// released; a cancelled Alone wait leaves the device usable.
+func TestAloneLeaseHasTheDeviceToItself(t *testing.T) {
+	p := fakeCPUs(2, 3)
+	ctx := context.Background()
+	a, _ := p.Acquire(ctx, Request{Device: "0"})
+	b, _ := p.Acquire(ctx, Request{Device: "0"})
+	got := make(chan *Lease, 1)
+	go func() {
+		l, err := p.Acquire(ctx, Request{Device: "0", Alone: true})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	waitUntil(t, func() bool { p.mu.Lock(); defer p.mu.Unlock(); return p.slots[0].aloneWaiting == 1 })
+	// New work goes to the other device while device 0 drains.
+	for i := 0; i < 2; i++ {
+		l, err := p.Acquire(ctx, Request{})
+		if err != nil || l.Device().Index != 1 {
+			t.Fatalf("placed on %v (%v) while an Alone lease waits for device 0", l.Device(), err)
+		}
+		defer l.Release()
+	}
+	a.Release()
+	select {
+	case <-got:
+		t.Fatal("Alone granted beside another holder")
+	case <-time.After(30 * time.Millisecond):
+	}
+	b.Release()
+	var alone *Lease
+	select {
+	case alone = <-got:
+	case <-time.After(2 * time.Second):
+		t.Fatal("Alone not granted once the device emptied")
+	}
+	if alone.Device().Index != 0 || p.Holders()[0] != 1 {
+		t.Fatalf("Alone on %d, holders %v", alone.Device().Index, p.Holders())
+	}
+	// Nothing joins it: a request for device 0 waits until it is released.
+	short, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+	defer cancel()
+	if _, err := p.Acquire(short, Request{Device: "0"}); err == nil {
+		t.Fatal("a lease was placed beside an Alone lease")
+	}
+	alone.Release()
+	l, err := p.Acquire(ctx, Request{Device: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A cancelled Alone wait takes its hold off the device.
+	if _, err := p.Acquire(short, Request{Device: "0", Alone: true}); err == nil {
+		t.Fatal("Alone granted beside a holder")
+	}
+	if l2, err := p.Acquire(ctx, Request{Device: "0"}); err != nil {
+		t.Fatal(err)
+	} else {
+		l2.Release()
+	}
+	l.Release()
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 5 s")
+		}
+	}
+}

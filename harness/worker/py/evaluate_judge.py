@@ -303,7 +303,11 @@ class Job:
         except _Unverifiable as e:
             rep.update(status="unverifiable", detail=str(e))
         except _Failed as e:
-            if e.candidate:
+            if e.candidate and _oom(e):
+                # The device's memory, which the evaluations placed beside
+                # this one share: the Go side runs it again alone (crowded.go).
+                rep.update(status="failed", check="judge_oom", detail="ModelNew ran out of memory on the judge's inputs: %s" % str(e)[:300])
+            elif e.candidate:
                 rep.update(status="failed", check="judge_run", detail="ModelNew failed on the judge's inputs: %s" % str(e)[:500])
             else:
                 rep.update(status="failed", check="judge_protocol",

@@ -2,4 +2,4 @@
 NAME = "judge_oom"
 STAGE = "verify"
 VERDICT = "runtime_error"
-DESCRIPTION = "In the judge's report: the judge's verification did not run out of memory."
+DESCRIPTION = "In the judge's report: neither the judge nor ModelNew on the judge's inputs ran out of device memory (on a shared device the evaluation runs again alone first)."
