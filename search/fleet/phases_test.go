@@ -75,8 +75,14 @@ type phaseReport struct {
 	Reused      int                  `json:"reused_children"`
 	Fresh       int                  `json:"fresh_children"`
 	NotKept     map[string]int       `json:"not_kept,omitempty"`
-	ContextS    float64              `json:"fresh_cuda_context_median_s"`
-	Stages      map[string]*stageUse `json:"stages"`
+	// Alone counts evaluations run again with the device to themselves
+	// after running out of its memory beside others (harness crowded.go).
+	Alone    int                  `json:"run_again_alone"`
+	ContextS float64              `json:"fresh_cuda_context_median_s"`
+	Stages   map[string]*stageUse `json:"stages"`
+	// Judge is the judge's own mean seconds per phase of its verify stage
+	// (harness.JudgeReport.PhaseS), over the evaluations it verified.
+	Judge map[string]float64 `json:"judge_phase_s,omitempty"`
 }
 
 type devicePhase struct {
@@ -98,8 +104,9 @@ type stageUse struct {
 var notStages = map[string]bool{harness.StageDeviceHeld: true, harness.StagePrepareBuild: true, "load_candidate_cpu": true}
 
 func newPhaseReport(results []*search.Result, wall time.Duration) *phaseReport {
-	p := &phaseReport{Devices: map[int]*devicePhase{}, NotKept: map[string]int{}, Stages: map[string]*stageUse{}}
+	p := &phaseReport{Devices: map[int]*devicePhase{}, NotKept: map[string]int{}, Stages: map[string]*stageUse{}, Judge: map[string]float64{}}
 	var held, contexts []float64
+	verified := 0
 	for _, r := range results {
 		if r == nil || r.Cached || len(r.Raw) == 0 {
 			continue
@@ -131,6 +138,17 @@ func newPhaseReport(results []*search.Result, wall time.Duration) *phaseReport {
 		if hr.Process != nil && !hr.Process.Kept {
 			p.NotKept[shortWhy(hr.Process.Why)]++
 		}
+		for _, w := range hr.Warnings {
+			if strings.Contains(w, "evaluated again with the device to itself") {
+				p.Alone++
+			}
+		}
+		if hr.Judge != nil && len(hr.Judge.PhaseS) > 0 {
+			verified++
+			for k, v := range hr.Judge.PhaseS {
+				p.Judge[k] += v
+			}
+		}
 		for k, v := range hr.StageS {
 			name, inside := k, 0.0
 			if s, ok := strings.CutPrefix(k, harness.StageHeldPrefix); ok {
@@ -156,6 +174,9 @@ func newPhaseReport(results []*search.Result, wall time.Duration) *phaseReport {
 	for _, u := range p.Stages {
 		u.OutsideS /= float64(u.Evaluations)
 		u.InsideS /= float64(u.Evaluations)
+	}
+	for k := range p.Judge {
+		p.Judge[k] /= float64(verified)
 	}
 	for _, d := range p.Devices {
 		if wall > 0 {
@@ -242,11 +263,26 @@ func (p *phaseReport) lines() []string {
 	return []string{
 		fmt.Sprintf("devices (busy = device phase held / set wall): %s", strings.Join(devs, "; ")),
 		fmt.Sprintf("device phase: median %.3f s over %d evaluations", p.HeldMedianS, p.Evaluations),
-		fmt.Sprintf("children: %d evaluations in a kept child, %d in a fresh one (cuda_context median %.3f s); not kept: %s",
-			p.Reused, p.Fresh, p.ContextS, strings.Join(nk, "; ")),
+		fmt.Sprintf("children: %d evaluations in a kept child, %d in a fresh one (cuda_context median %.3f s); not kept: %s; run again alone after a device out-of-memory: %d",
+			p.Reused, p.Fresh, p.ContextS, strings.Join(nk, "; "), p.Alone),
 		"seconds per evaluation inside the device phase: " + strings.Join(inside, ", "),
 		"seconds per evaluation outside it: " + strings.Join(outside, ", "),
+		"the judge's seconds per verified evaluation: " + judgeLine(p.Judge),
 	}
+}
+
+// judgeLine is the judge's phases, longest first.
+func judgeLine(phases map[string]float64) string {
+	names := make([]string, 0, len(phases))
+	for k := range phases {
+		names = append(names, k)
+	}
+	sort.Slice(names, func(i, j int) bool { return phases[names[i]] > phases[names[j]] })
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = fmt.Sprintf("%s %.3f", k, phases[k])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // The benchmark's report from harness results: busy shares, medians,
@@ -263,11 +299,20 @@ func TestPhaseReport(t *testing.T) {
 		}
 		return &search.Result{Raw: raw}
 	}
+	judged := func(r *search.Result, phases map[string]float64) *search.Result {
+		var hr harness.EvalResult
+		if err := json.Unmarshal(r.Raw, &hr); err != nil {
+			t.Fatal(err)
+		}
+		hr.Judge = &harness.JudgeReport{Status: "verified", PhaseS: phases}
+		r.Raw, _ = json.Marshal(hr)
+		return r
+	}
 	results := []*search.Result{
-		mk(0, 1, true, "", map[string]float64{"cuda_context": 2.0, "load_candidate": 0.5, "wait_device": 3, "held:wait_device": 0.001,
-			"correctness": 0.4, "held:correctness": 0.4, "verify": 0.7, "held:verify": 0.6, harness.StageDeviceHeld: 1.0}),
-		mk(0, 2, false, "verdict runtime_error", map[string]float64{"load_candidate": 0.3, "correctness": 0.2, "held:correctness": 0.2,
-			"verify": 0.5, "held:verify": 0.5, harness.StageDeviceHeld: 0.8}),
+		judged(mk(0, 1, true, "", map[string]float64{"cuda_context": 2.0, "load_candidate": 0.5, "wait_device": 3, "held:wait_device": 0.001,
+			"correctness": 0.4, "held:correctness": 0.4, "verify": 0.7, "held:verify": 0.6, harness.StageDeviceHeld: 1.0}), map[string]float64{"trials": 0.2, "unseen_shapes": 0.3}),
+		judged(mk(0, 2, false, "verdict runtime_error", map[string]float64{"load_candidate": 0.3, "correctness": 0.2, "held:correctness": 0.2,
+			"verify": 0.5, "held:verify": 0.5, harness.StageDeviceHeld: 0.8}), map[string]float64{"trials": 0.1}),
 		mk(1, 3, true, "", map[string]float64{"correctness": 0.3, "held:correctness": 0.3, "held:poison": 0.1, harness.StageDeviceHeld: 0.5}),
 		{Cached: true, Raw: []byte(`{"device_index":1,"stage_s":{"device_held":9}}`)},
 	}
@@ -296,6 +341,10 @@ func TestPhaseReport(t *testing.T) {
 	}
 	if w := p.Stages["wait_device"]; !near(w.OutsideS, 2.999) || !near(w.InsideS, 0.001) {
 		t.Errorf("wait_device: %+v", w)
+	}
+	// Means over the two verified evaluations; a phase one lacks counts 0 there.
+	if j := p.Judge; len(j) != 2 || !near(j["trials"], 0.15) || !near(j["unseen_shapes"], 0.15) {
+		t.Errorf("judge phases: %v, want trials 0.15, unseen_shapes 0.15", j)
 	}
 	if s := p.Stages["poison"]; s == nil || !near(s.InsideS, 0.1) {
 		t.Errorf("a held stage without the child's seconds: %+v", s)
