@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
 )
@@ -73,7 +72,7 @@ func runJob(t *testing.T, mode, kind, device, root string, jps []jobProblem, env
 	job := map[string]any{"mode": mode, "kind": kind, "root": root, "seeds": []int{0, 1}, "device": device}
 	job["problems"] = jps
 	in, _ := json.Marshal(job)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	ctx, cancel := context.WithCancel(toolchaintest.Context(t))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, py, filepath.Join("testdata", "check_problems.py"))
 	cmd.Env = append(os.Environ(), "KEVOLVE_SHAPES=small", "OMP_NUM_THREADS="+itoa(runtime.NumCPU()))

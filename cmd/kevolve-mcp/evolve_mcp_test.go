@@ -57,7 +57,7 @@ func runEvolveScenario(t *testing.T, node, dir string, args ...string) evolveLoo
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Remove(script) })
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithCancel(toolchaintest.Context(t))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, append([]string{script}, args...)...)
 	cmd.Dir = dir

@@ -112,7 +112,7 @@ type answer struct {
 
 func (s *session) step(line string) {
 	t := s.t
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithCancel(toolchaintest.Context(t))
 	defer cancel()
 	verb, rest, _ := strings.Cut(line, " ")
 	switch verb {

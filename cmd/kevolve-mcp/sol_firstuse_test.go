@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -29,7 +28,7 @@ func TestServerSolAnalysisFreshDB(t *testing.T) {
 	defer c.Close()
 	initialize(t, c)
 	call := func() (sol.Report, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		ctx, cancel := context.WithCancel(toolchaintest.Context(t))
 		defer cancel()
 		req := mcp.CallToolRequest{}
 		req.Params.Name = "sol_analysis"

@@ -3,7 +3,6 @@ package compile
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
 )
@@ -25,7 +24,7 @@ func needPython(t *testing.T) string {
 
 func mustCompile(t *testing.T, req Request) *Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithCancel(toolchaintest.Context(t))
 	defer cancel()
 	res, err := Compile(ctx, req)
 	if err != nil {

@@ -6,7 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
+
+	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
 )
 
 // TestLoadCCallPath runs kevolve/tests/bench_load_c.py: a load_c call, a
@@ -22,7 +23,7 @@ func TestLoadCCallPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithCancel(toolchaintest.Context(t))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, py, "-m", "kevolve.tests.bench_load_c", "--rounds", "7", "--calls", "3000")
 	cmd.Dir = root

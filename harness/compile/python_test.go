@@ -5,7 +5,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
+
+	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
 )
 
 // TestPythonLoaders runs the kevolve package's own unit tests (signature
@@ -19,7 +20,7 @@ func TestPythonLoaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithCancel(toolchaintest.Context(t))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, py, "-m", "unittest", "-v", "kevolve.tests.test_sig", "kevolve.tests.test_loader", "kevolve.tests.test_load_c", "kevolve.tests.test_fastcall", "kevolve.tests.test_load_cuda", "kevolve.tests.test_nvcc", "kevolve.tests.test_load_hip", "kevolve.tests.test_pch", "kevolve.tests.test_inline_ro", "kevolve.tests.test_extcache", "kevolve.tests.test_bindings", "kevolve.tests.test_bindcache", "kevolve.tests.test_precheck")
 	cmd.Dir = root

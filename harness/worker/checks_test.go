@@ -10,7 +10,8 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
-	"time"
+
+	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
 )
 
 // The embedded registry parses, and holds the checks the evaluation and
@@ -119,7 +120,7 @@ func TestChecksMatchPython(t *testing.T) {
 	if bad := check(w.PyDir(), w.man); len(bad) != 0 {
 		t.Fatalf("not repaired: %v", bad)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithCancel(toolchaintest.Context(t))
 	defer cancel()
 	code := `import json, checks
 print(json.dumps([{"Name": c.name, "Stage": c.stage, "Verdict": c.verdict, "Description": c.description, "Order": c.order} for c in checks.ALL]))`

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
 	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/store"
 )
@@ -42,7 +43,7 @@ func TestCoordinatorKill9Trials(t *testing.T) {
 	dir := t.TempDir()
 	dbPath := filepath.Join(dir, "fleet.db")
 	addr := freeAddr(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithCancel(toolchaintest.Context(t))
 	defer cancel()
 	l := &LocalLauncher{N: 2, Config: LaunchConfig{Coordinator: "http://" + addr, Token: "t0ken", Name: "ck",
 		Command: []string{os.Args[0], "worker"}, WorkerArgs: []string{"--target", "cpu", "--slots", "1", "--drain", "5s"},

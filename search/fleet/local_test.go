@@ -265,7 +265,7 @@ func TestLocalFleetFaultTrials(t *testing.T) {
 	// Jobs take a fraction of a second without timing and some finish
 	// before a fault lands: the run is extended until every fault landed.
 	budget := 3*trials + 4
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithCancel(toolchaintest.Context(t))
 	defer cancel()
 	dir := t.TempDir()
 	db := openTestDB(t, filepath.Join(dir, "fleet.db"))

@@ -185,7 +185,7 @@ func TestSlurmLocalhost(t *testing.T) {
 			s.logs(t)
 		}
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithCancel(toolchaintest.Context(t))
 	defer cancel()
 	dir := t.TempDir()
 	db := openTestDB(t, filepath.Join(dir, "fleet.db"))

@@ -48,7 +48,7 @@ func claudeBin(t *testing.T) string {
 	if err != nil {
 		toolchaintest.Require(t, fmt.Errorf("Claude Code is not installed and npm is missing: %w", err))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithCancel(toolchaintest.Context(t))
 	defer cancel()
 	os.MkdirAll(dir, 0o755)
 	out, err := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--silent", "--prefix", dir,
