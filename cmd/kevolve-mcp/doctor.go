@@ -7,10 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kevolve/kevolve-mcp/harness/device"
-	"github.com/kevolve/kevolve-mcp/harness/sandbox"
-	"github.com/kevolve/kevolve-mcp/harness/toolchain"
-	"github.com/kevolve/kevolve-mcp/harness/worker"
+	"github.com/kevolve/kevolve-mcp/harness"
 	"github.com/kevolve/kevolve-mcp/retrieval"
 )
 
@@ -33,39 +30,19 @@ machine without a GPU is a supported configuration: doctor exits 0 there.`,
 			if err := fts5Check(); err != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "WARNING: %v\n", err)
 			}
-			r := device.Discover(context.Background(), device.Options{Python: c.g.python})
-			layers := sandboxLayers(cmd.Context(), c.g.python)
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			r := harness.Doctor(ctx, c.g.python)
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), struct {
-					device.Report
-					Sandbox []sandbox.Layer `json:"sandbox"`
-				}{r, layers})
+				return printJSON(cmd.OutOrStdout(), r)
 			}
-			if err := device.WriteTable(cmd.OutOrStdout(), r); err != nil {
-				return err
-			}
-			fmt.Fprintln(cmd.OutOrStdout())
-			return sandbox.WriteTable(cmd.OutOrStdout(), layers)
+			return r.WriteTable(cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the structured report")
 	return cmd
-}
-
-// sandboxLayers probes the sandbox with the evaluation's Python; a probe
-// that cannot run reports every Python-side layer missing, with why.
-func sandboxLayers(ctx context.Context, python string) []sandbox.Layer {
-	if python == "" {
-		python = toolchain.Python()
-	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	rep, err := worker.ProbeSandbox(ctx, python, "")
-	if err != nil {
-		rep = sandbox.Report{Missing: map[string]string{"all": err.Error()}}
-	}
-	return rep.Merge()
 }
 
 // fts5Check probes an in-memory database: the binary's SQLite either has
