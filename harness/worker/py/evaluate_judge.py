@@ -152,12 +152,13 @@ def spawn():
     """Forks the judge; returns (pid, socket to it). Called in the
     evaluation child before any candidate code ran."""
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:
         a.close()
         code = 0
         try:
-            _judge_main(b)
+            _judge_main(b, parent)
         except BaseException:  # noqa: BLE001 - the judge ends; the Go side reads a missing judge.json
             code = 1
         os._exit(code)
@@ -165,11 +166,13 @@ def spawn():
     return pid, a
 
 
-def _judge_main(sock):
+def _judge_main(sock, parent):
     import ctypes
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no ptrace or /proc/PID/mem from the candidate
     libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: ends with the evaluation process
+    if os.getppid() != parent:
+        return  # it ended before the signal was asked for: nothing would send it
     try:
         os.close(3)  # the worker's event pipe is the evaluation process's, not the judge's
     except OSError:
