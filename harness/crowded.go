@@ -54,7 +54,8 @@ func (e *Evaluator) retryAlone(ctx context.Context, r *evalRun, job worker.Job, 
 	first := fmt.Sprintf("ran out of device memory on %s device %d, which %d evaluations may share", r.tgt, r.dev.Index, r.lease.MaxHolders())
 	// The deadline is the caller's: a second run that could not finish in
 	// what is left would trade this verdict for a timeout.
-	if spent, left := time.Since(r.t0)-r.leaseWait, r.jobDeadline(time.Duration(r.prepS*float64(time.Second))); left < spent {
+	left := r.jobDeadline()
+	if spent := r.req.Timeout - left; left < spent {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("%s; not run again with the device to itself: %.0f s of the deadline left, the first run took %.0f s",
 			first, left.Seconds(), spent.Seconds()))
 		return res, nil, nil

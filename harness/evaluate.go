@@ -203,6 +203,7 @@ type evalRun struct {
 	compileClaimed, compileWaived bool
 	env                           map[string]string // the child's environment (workerJob)
 	prepS                         float64           // seconds the harness spent on the shared build caches
+	prep                          time.Duration     // the wall of that build step (prepare), outside the deadline
 	prepNote                      string            // what the build step made, when it made something
 	leaseWait                     time.Duration     // the wait for a free device (resolve), outside the deadline
 	// ownLease: resolve acquired the lease (the caller gave none);
@@ -224,6 +225,7 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 	}
 	job := e.workerJob(ctx, r, progress)
 	defer e.unclaimCompile(r)
+	e.prepare(ctx, r)
 	out, err := e.runJob(ctx, r, job)
 	if err != nil {
 		return nil, err
@@ -302,17 +304,21 @@ func (e *Evaluator) cached(ctx context.Context, r *evalRun) *EvalResult {
 	return res
 }
 
-// runJob readies the shared build caches (written by the harness, not the
-// candidate) and runs the job; a parent that died under it gets one retry
-// on a fresh one (rare: children die alone).
-func (e *Evaluator) runJob(ctx context.Context, r *evalRun, job worker.Job) (*worker.Outcome, error) {
+// prepare readies the shared build caches (written by the harness, not
+// the candidate) for the evaluation's source, once however often its job runs.
+func (e *Evaluator) prepare(ctx context.Context, r *evalRun) {
 	t0 := time.Now()
 	r.prepS, r.prepNote = e.prepareBuilds(ctx, r.candCode, r.dev)
-	prep := time.Since(t0)
+	r.prep = time.Since(t0)
+}
+
+// runJob runs the job in what is left of the deadline; a parent that died
+// under it gets one retry on a fresh one (rare: children die alone).
+func (e *Evaluator) runJob(ctx context.Context, r *evalRun, job worker.Job) (*worker.Outcome, error) {
 	if err := e.w.Start(ctx); err != nil {
 		return nil, fmt.Errorf("evaluate: start the python worker: %w", err)
 	}
-	job.Timeout = r.jobDeadline(prep)
+	job.Timeout = r.jobDeadline()
 	out, err := e.w.Run(ctx, job)
 	if errors.Is(err, worker.ErrWorkerDied) {
 		e.log.Warn("python worker died during an evaluation; retrying once")
@@ -330,8 +336,8 @@ func (e *Evaluator) runJob(ctx context.Context, r *evalRun, job worker.Job) (*wo
 // each, first time, on a loaded host) counts, except the wait for a free
 // device and the harness's shared build step (prep, the same for every
 // candidate's first build: not this one's time).
-func (r *evalRun) jobDeadline(prep time.Duration) time.Duration {
-	spent := time.Since(r.t0) - r.leaseWait - prep
+func (r *evalRun) jobDeadline() time.Duration {
+	spent := time.Since(r.t0) - r.leaseWait - r.prep
 	return max(r.req.Timeout-spent, time.Millisecond)
 }
 
