@@ -33,8 +33,16 @@ var deviceOOM = regexp.MustCompile(`(?i)(cuda|hip)\b[^.\n]{0,40}out of memory|cu
 // out_of_memory check quotes the device (the host memory limit's kill,
 // out.RSSExceeded, is the evaluation's own: it is not retried).
 func crowdedOOM(r *evalRun, res *EvalResult, out *worker.Outcome) bool {
-	if r.tgt == target.CPU || !r.ownLease || r.alone || r.lease.MaxHolders() < 2 ||
-		res.Verdict != VerdictRuntimeError || (out != nil && out.RSSExceeded > 0) {
+	if r.tgt == target.CPU || !r.ownLease || r.alone || r.lease.MaxHolders() < 2 || (out != nil && out.RSSExceeded > 0) {
+		return false
+	}
+	return ranOutOfDeviceMemory(res)
+}
+
+// ranOutOfDeviceMemory says whether res is a runtime_error whose
+// out_of_memory check quotes the device.
+func ranOutOfDeviceMemory(res *EvalResult) bool {
+	if res.Verdict != VerdictRuntimeError {
 		return false
 	}
 	for _, c := range res.Checks {
@@ -84,5 +92,12 @@ func (e *Evaluator) retryAlone(ctx context.Context, r *evalRun, job worker.Job, 
 		return nil, nil, err
 	}
 	res2.Warnings = append(res2.Warnings, first+"; evaluated again with the device to itself, and this is that run's result")
+	if !ranOutOfDeviceMemory(res2) {
+		// Alone it fit: its neighbours took the memory. The device takes
+		// fewer at once for a while, so that the next ones need no rerun;
+		// an evaluation that runs out alone too is its own, and changes nothing.
+		n := p.Crowded(r.dev.Index)
+		e.log.Info("device memory crowded: fewer evaluations placed on it at once", "device", r.dev.Index, "at_once", n)
+	}
 	return res2, work, nil
 }

@@ -133,8 +133,10 @@ func (e *Evaluator) workerJob(ctx context.Context, r *evalRun, progress func(str
 		// slots on the device) find their children again instead of
 		// making a CUDA context each, and their judges one each, which
 		// the driver makes one process at a time across the host's GPUs.
-		// They never outnumber the jobs the device held at once.
-		IdleMax: r.lease.MaxHolders(),
+		// They never outnumber the jobs the device holds at once now (its
+		// limit falls while its memory is crowded). The limit stays out of
+		// the environment above: that is the children's reuse key.
+		IdleMax: r.lease.Limit(),
 
 		// The candidate's builds: their time lost to the host is granted (buildload.go).
 		BuildStages: evalBuildStages,

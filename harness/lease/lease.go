@@ -124,6 +124,11 @@ type Request struct {
 type slot struct {
 	dev     Device
 	holders int
+	// limit is how many leases this device takes at once now: the pool's
+	// maxHolders until its evaluations run out of device memory beside
+	// each other (Pool.Crowded), then fewer, growing back by one after
+	// every RecoverAfter leases released without that.
+	limit, calm int
 	phase   chan struct{} // the exclusive phase: a one-token semaphore, FIFO for waiters
 	granted int           // leases ever placed here, for tie-breaking
 	// alone: an Alone lease holds the device; aloneWaiting: Alone requests
@@ -170,7 +175,7 @@ func NewPool(t target.Name, devs []Device, maxHolders int) *Pool {
 	p := &Pool{target: t, maxHolders: maxHolders}
 	for _, d := range devs {
 		d.Target = t
-		p.slots = append(p.slots, &slot{dev: d, phase: make(chan struct{}, 1)})
+		p.slots = append(p.slots, &slot{dev: d, limit: maxHolders, phase: make(chan struct{}, 1)})
 	}
 	return p
 }
@@ -191,8 +196,40 @@ func (p *Pool) Busy() map[int]time.Duration {
 // Target is the pool's target.
 func (p *Pool) Target() target.Name { return p.target }
 
-// MaxHolders is how many leases the pool places on one device at once.
+// MaxHolders is how many leases the pool places on one device at once
+// while its evaluations fit in its memory (Crowded lowers it per device).
 func (p *Pool) MaxHolders() int { return p.maxHolders }
+
+// RecoverAfter is how many leases a crowded device releases (none of them
+// out of memory, none alone) before it takes one more at once again.
+const RecoverAfter = 16
+
+// MinHoldersCrowded is the fewest leases Crowded leaves a device: its
+// device phase still overlaps one job's loading.
+const MinHoldersCrowded = 2
+
+// Crowded says an evaluation on device index ran out of device memory
+// beside the others placed there: the device takes a quarter fewer leases
+// at once (never fewer than MinHoldersCrowded) until RecoverAfter leases
+// end without that, then one more each time, up to MaxHolders. The count
+// of jobs per GPU comes from the host's cores (HoldersPerGPU), which know
+// nothing of how much device memory each problem's processes keep: 24 on
+// one H200 ran out of it over and over. Returns the device's new limit.
+func (p *Pool) Crowded(index int) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, s := range p.slots {
+		if s.dev.Index != index {
+			continue
+		}
+		// Fewer than were there when it ran out, not fewer than the limit:
+		// a device that held only a few then needs no deeper cut.
+		s.limit = max(MinHoldersCrowded, min(s.limit, s.holders)*3/4)
+		s.calm = 0
+		return s.limit
+	}
+	return p.maxHolders
+}
 
 // Devices lists the pool's devices in index order.
 func (p *Pool) Devices() []Device {
@@ -257,7 +294,7 @@ func (p *Pool) pick(cands []*slot, alone bool) *slot {
 	var best *slot
 	for i := range p.slots {
 		s := p.slots[(p.next+i)%len(p.slots)]
-		if !contains(cands, s) || s.holders >= p.maxHolders || s.alone || (alone && s.holders > 0) || (!alone && s.aloneWaiting > 0) {
+		if !contains(cands, s) || s.holders >= s.limit || s.alone || (alone && s.holders > 0) || (!alone && s.aloneWaiting > 0) {
 			continue
 		}
 		if best == nil || s.holders < best.holders {
@@ -381,6 +418,10 @@ func (p *Pool) release(s *slot, alone bool) {
 	s.holders--
 	if alone {
 		s.alone = false
+	} else if s.limit < p.maxHolders {
+		if s.calm++; s.calm >= RecoverAfter {
+			s.limit, s.calm = s.limit+1, 0
+		}
 	}
 	// Serve waiters in order; one that cannot be placed yet keeps its turn
 	// for its own device but does not block others asking for other devices.
@@ -417,8 +458,17 @@ func (l *Lease) Device() Device { return l.slot.dev }
 func (l *Lease) Target() target.Name { return l.pool.target }
 
 // MaxHolders is how many leases the lease's pool places on one device at
-// once: as many jobs may be in flight on this device beside this one.
+// once while they fit in its memory: as many jobs may be in flight on this
+// device beside this one.
 func (l *Lease) MaxHolders() int { return l.pool.maxHolders }
+
+// Limit is how many leases the pool places on the lease's device at once
+// now: MaxHolders, or fewer while the device is crowded (Pool.Crowded).
+func (l *Lease) Limit() int {
+	l.pool.mu.Lock()
+	defer l.pool.mu.Unlock()
+	return l.slot.limit
+}
 
 // Env pins a child process to the device: the target's visible-devices
 // variable (none on the CPU) and EnvDevice.

@@ -374,3 +374,73 @@ func waitUntil(t *testing.T, cond func() bool) {
 		}
 	}
 }
+
+// A device whose evaluations ran out of memory beside each other takes a
+// quarter fewer of them at once (never fewer than MinHoldersCrowded), the
+// other devices keep their limit, and it grows back by one after every
+// RecoverAfter leases released.
+func TestCrowdedDeviceTakesFewerUntilItRecovers(t *testing.T) {
+	p := fakeCPUs(2, 8)
+	ctx := context.Background()
+	var held []*Lease
+	for i := 0; i < 8; i++ {
+		l, err := p.Acquire(ctx, Request{Device: "0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, l)
+	}
+	if got := p.Crowded(0); got != 6 {
+		t.Fatalf("Crowded with 8 holders: limit %d, want 6", got)
+	}
+	if got := held[0].Limit(); got != 6 {
+		t.Fatalf("a lease on the crowded device says %d may share it, want 6", got)
+	}
+	tryAcquire := func(dev string) *Lease {
+		short, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+		defer cancel()
+		l, _ := p.Acquire(short, Request{Device: dev})
+		return l
+	}
+	for _, l := range held[:3] {
+		l.Release()
+	}
+	held = held[3:]
+	if l := tryAcquire("0"); l == nil {
+		t.Fatal("5 holders under a limit of 6: a lease should be placed")
+	} else {
+		held = append(held, l)
+	}
+	if l := tryAcquire("0"); l != nil {
+		t.Fatal("a seventh lease was placed on a device crowded down to 6")
+	}
+	other, err := p.Acquire(ctx, Request{Device: "1"})
+	if err != nil || other.Limit() != 8 {
+		t.Fatalf("the other device's limit changed: %v %v", other, err)
+	}
+	other.Release()
+	// Repeated crowding stops at the floor.
+	for i := 0; i < 5; i++ {
+		p.Crowded(0)
+	}
+	if got := held[0].Limit(); got != MinHoldersCrowded {
+		t.Fatalf("limit after repeated crowding %d, want the floor %d", got, MinHoldersCrowded)
+	}
+	for _, l := range held {
+		l.Release()
+	}
+	// 6 releases so far counted towards recovery; RecoverAfter in all
+	// raise the limit by one.
+	for i := 0; i < RecoverAfter; i++ {
+		l, err := p.Acquire(ctx, Request{Device: "0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Release()
+	}
+	l, _ := p.Acquire(ctx, Request{Device: "0"})
+	defer l.Release()
+	if got := l.Limit(); got != MinHoldersCrowded+1 {
+		t.Fatalf("limit after %d calm releases: %d, want %d", RecoverAfter, got, MinHoldersCrowded+1)
+	}
+}
