@@ -129,8 +129,8 @@ type slot struct {
 	// each other (Pool.Crowded), then fewer, growing back by one after
 	// every RecoverAfter leases released without that.
 	limit, calm int
-	phase   chan struct{} // the exclusive phase: a one-token semaphore, FIFO for waiters
-	granted int           // leases ever placed here, for tie-breaking
+	phase       chan struct{} // the exclusive phase: a one-token semaphore, FIFO for waiters
+	granted     int           // leases ever placed here, for tie-breaking
 	// alone: an Alone lease holds the device; aloneWaiting: Alone requests
 	// wait for it to empty, and nothing new is placed here meanwhile.
 	alone        bool
