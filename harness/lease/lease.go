@@ -209,22 +209,24 @@ const RecoverAfter = 16
 const MinHoldersCrowded = 2
 
 // Crowded says an evaluation on device index ran out of device memory
-// beside the others placed there: the device takes a quarter fewer leases
-// at once (never fewer than MinHoldersCrowded) until RecoverAfter leases
-// end without that, then one more each time, up to MaxHolders. The count
-// of jobs per GPU comes from the host's cores (HoldersPerGPU), which know
-// nothing of how much device memory each problem's processes keep: 24 on
-// one H200 ran out of it over and over. Returns the device's new limit.
-func (p *Pool) Crowded(index int) int {
+// beside the others placed there, holders leases in all (its own
+// included) when it did: the device takes a quarter fewer than that at
+// once (never fewer than MinHoldersCrowded, never more than its limit)
+// until RecoverAfter leases end without this, then one more each time, up
+// to MaxHolders. The count of jobs per GPU comes from the host's cores
+// (HoldersPerGPU), which know nothing of how much device memory each
+// problem's processes keep: 24 on one H200 ran out of it over and over.
+// Returns the device's new limit.
+func (p *Pool) Crowded(index, holders int) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, s := range p.slots {
 		if s.dev.Index != index {
 			continue
 		}
-		// Fewer than were there when it ran out, not fewer than the limit:
-		// a device that held only a few then needs no deeper cut.
-		s.limit = max(MinHoldersCrowded, min(s.limit, s.holders)*3/4)
+		// A quarter fewer than were there, not than the limit: a device
+		// that held only a few then needs no deeper cut.
+		s.limit = max(MinHoldersCrowded, min(s.limit, holders*3/4))
 		s.calm = 0
 		return s.limit
 	}

@@ -390,7 +390,7 @@ func TestCrowdedDeviceTakesFewerUntilItRecovers(t *testing.T) {
 		}
 		held = append(held, l)
 	}
-	if got := p.Crowded(0); got != 6 {
+	if got := p.Crowded(0, p.Holders()[0]); got != 6 {
 		t.Fatalf("Crowded with 8 holders: limit %d, want 6", got)
 	}
 	if got := held[0].Limit(); got != 6 {
@@ -420,8 +420,11 @@ func TestCrowdedDeviceTakesFewerUntilItRecovers(t *testing.T) {
 	}
 	other.Release()
 	// Repeated crowding stops at the floor.
+	if got := p.Crowded(0, 16); got != 6 {
+		t.Fatalf("Crowded with more holders than the limit raised it to %d", got)
+	}
 	for i := 0; i < 5; i++ {
-		p.Crowded(0)
+		p.Crowded(0, held[0].Limit())
 	}
 	if got := held[0].Limit(); got != MinHoldersCrowded {
 		t.Fatalf("limit after repeated crowding %d, want the floor %d", got, MinHoldersCrowded)
