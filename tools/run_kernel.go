@@ -32,15 +32,20 @@ type RunKernelInput struct {
 	KernelPolicy    string  `json:"kernel_policy,omitempty" jsonschema:"default: library calls beside its own kernels allowed, a plain-torch rewrite passes (noted no_own_kernel); kernelbench: a kernel of its own required; strict: every heavy op in its own kernels."`
 }
 
-// Problem resolves the problem the arguments name.
-func (in RunKernelInput) Problem(ctx context.Context, r problem.Resolver) (harness.Problem, error) {
-	return problem.Resolve(ctx, problem.Ref{Reference: in.Reference, ReferenceSource: in.ReferenceSource, Shapes: in.Shapes}, r)
-}
-
-// Options are the evaluation options the arguments ask for.
-func (in RunKernelInput) Options() harness.Options {
-	return harness.Options{Target: in.Target, Device: in.Device, Trials: in.Trials, Seed: in.Seed,
-		Timeout: time.Duration(in.TimeoutS * float64(time.Second)), SkipTiming: in.SkipTiming, KernelPolicy: in.KernelPolicy, Retime: in.Retime}
+// Request is the evaluation the arguments ask for: the problem they
+// name, the candidate and the options. The CLI's eval builds it here too,
+// so a shell and an agent get the same checks.
+func (in RunKernelInput) Request(ctx context.Context, r problem.Resolver) (harness.Problem, harness.Candidate, harness.Options, error) {
+	p, err := problem.Resolve(ctx, problem.Ref{Reference: in.Reference, ReferenceSource: in.ReferenceSource, Shapes: in.Shapes}, r)
+	if err != nil {
+		return p, harness.Candidate{}, harness.Options{}, err
+	}
+	c, err := problem.ParseCandidate(in.Candidate, in.CandidateSource)
+	if err != nil {
+		return p, c, harness.Options{}, err
+	}
+	return p, c, harness.Options{Target: in.Target, Device: in.Device, Trials: in.Trials, Seed: in.Seed,
+		Timeout: time.Duration(in.TimeoutS * float64(time.Second)), SkipTiming: in.SkipTiming, KernelPolicy: in.KernelPolicy, Retime: in.Retime}, nil
 }
 
 // runKernelDescription is run_kernel's description; the checks it counts
@@ -79,15 +84,10 @@ func RunKernel(ev *harness.Evaluator, resolve problem.Resolver) server.ServerToo
 		if ev == nil {
 			return toolErrorf("run_kernel is not available: no Python with torch was found (see device_info)"), nil
 		}
-		p, err := in.Problem(ctx, resolve)
+		p, c, o, err := in.Request(ctx, resolve)
 		if err != nil {
 			return toolErr("run_kernel", err), nil
 		}
-		c, err := problem.ParseCandidate(in.Candidate, in.CandidateSource)
-		if err != nil {
-			return toolErr("run_kernel", err), nil
-		}
-		o := in.Options()
 		o.Progress = progressFor(ctx, req)
 		res, err := ev.Evaluate(ctx, p, c, nil, o)
 		if err != nil {

@@ -31,7 +31,7 @@ second) and up to a minute on a GPU; the time taken is printed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			stdout := cmd.OutOrStdout()
-			ctx, a, _, cleanup, err := c.openSession()
+			ctx, a, cleanup, err := c.openSession()
 			if err != nil {
 				return err
 			}
@@ -40,7 +40,7 @@ second) and up to a minute on a GPU; the time taken is printed.`,
 			// exclusive lease; none asked for: the default device.
 			envs := [][]string{nil}
 			if gpu != "" {
-				ev, err := a.evaluator()
+				ev, err := a.Evaluator()
 				if err != nil {
 					return err
 				}
@@ -75,7 +75,7 @@ second) and up to a minute on a GPU; the time taken is printed.`,
 			var all []sol.Calibration
 			for _, env := range envs {
 				fmt.Fprintln(cmd.ErrOrStderr(), "measuring copy bandwidth and GEMM rates...")
-				m, err := sol.CalibrateAndStore(ctx, a.db, sol.CalibrateOptions{Python: a.python, Device: dev, Quick: quick, Env: env, Replace: replace})
+				m, err := sol.CalibrateAndStore(ctx, a.DB(), sol.CalibrateOptions{Python: a.Python(), Device: dev, Quick: quick, Env: env, Replace: replace})
 				if err != nil {
 					return err
 				}

@@ -21,13 +21,13 @@ func newCorpusCmd(c *cli) *cobra.Command {
 
 // registry opens the problem registry (built-ins plus imports in --db).
 func (c *cli) registry() (*corpus.Registry, func(), error) {
-	a := c.newApp()
-	reg := a.registry()
+	a := c.host()
+	reg := a.Registry()
 	if reg == nil {
-		a.close()
+		a.Close()
 		return nil, nil, errors.New("corpus: the database is unavailable (see --db)")
 	}
-	return reg, a.close, nil
+	return reg, a.Close, nil
 }
 
 func newCorpusListCmd(c *cli) *cobra.Command {

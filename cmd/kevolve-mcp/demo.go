@@ -41,12 +41,12 @@ the speed of light, with the roofline drawn to an SVG file.`,
 }
 
 func demo(c *cli, name, svgPath string, stdout, stderr io.Writer) error {
-	a := c.newApp()
-	defer a.close()
+	a := c.host()
+	defer a.Close()
 	ctx, cancel := signalContext()
 	defer cancel()
 
-	rep := a.devices.Get(ctx, false)
+	rep := a.Devices().Get(ctx, false)
 	target, kind := "cpu", "c"
 	if rep.Python != nil && rep.Python.CUDAUsable {
 		target, kind = "nvidia", "cuda"
@@ -74,7 +74,7 @@ func demo(c *cli, name, svgPath string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "== %s: its %s start kernel on %s (%s)\n", p.Name, kind, target, where)
 
-	res, err := a.evaluate(ctx, tools.RunKernelInput{Reference: p.Name, Candidate: cand, Target: target}, stageProgress(stderr))
+	res, err := evaluate(ctx, a, tools.RunKernelInput{Reference: p.Name, Candidate: cand, Target: target}, stageProgress(stderr))
 	if err != nil {
 		return err
 	}
@@ -83,17 +83,17 @@ func demo(c *cli, name, svgPath string, stdout, stderr io.Writer) error {
 	}
 
 	fmt.Fprintf(stdout, "\n== speed of light\n")
-	if err := a.openDB(); err == nil && len(rep.GPUs) == 0 && target == "cpu" {
-		if _, ok, _ := sol.CPUCalibrationUUID(ctx, a.db); !ok {
+	if err := a.OpenDB(); err == nil && len(rep.GPUs) == 0 && target == "cpu" {
+		if _, ok, _ := sol.CPUCalibrationUUID(ctx, a.DB()); !ok {
 			fmt.Fprintln(stderr, "calibrating this CPU once (quick: copy bandwidth and fp32 matmul rate)...")
-			if _, err := sol.CalibrateAndStore(ctx, a.db, sol.CalibrateOptions{Python: a.python, Device: "cpu", Quick: true}); err != nil {
+			if _, err := sol.CalibrateAndStore(ctx, a.DB(), sol.CalibrateOptions{Python: a.Python(), Device: "cpu", Quick: true}); err != nil {
 				return err
 			}
 		}
 	}
 	q := harness.SOLQuery{Reference: p.Name}
 	q.WithMeasured(&res)
-	srep, err := harness.SOLAnalysis(ctx, q, a.solDeps(ctx))
+	srep, err := harness.SOLAnalysis(ctx, q, a.SOLDeps(ctx))
 	if err != nil {
 		return err
 	}

@@ -36,11 +36,11 @@ shortens long check details and logs to one line; --verbose prints them whole
   kevolve-mcp eval --ref my_ref.py --candidate my_kernel.py --target cpu --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			a := c.newApp()
-			defer a.close()
+			a := c.host()
+			defer a.Close()
 			ctx, cancel := signalContext()
 			defer cancel()
-			res, err := a.evaluate(ctx, in, stageProgress(cmd.ErrOrStderr()))
+			res, err := evaluate(ctx, a, in, stageProgress(cmd.ErrOrStderr()))
 			if err != nil {
 				return &exitStatus{2, err}
 			}

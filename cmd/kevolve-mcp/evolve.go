@@ -2,11 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,19 +10,15 @@ import (
 
 	"github.com/kevolve/kevolve-mcp/corpus"
 	"github.com/kevolve/kevolve-mcp/harness"
-	"github.com/kevolve/kevolve-mcp/harness/sol"
-	"github.com/kevolve/kevolve-mcp/search"
-	"github.com/kevolve/kevolve-mcp/search/engine"
 	"github.com/kevolve/kevolve-mcp/search/launch"
-	"github.com/kevolve/kevolve-mcp/search/store"
+	"github.com/kevolve/kevolve-mcp/search/runs"
 )
 
 func init() { register(newEvolveCmd) }
 
 // evolveOptions are `evolve`'s flags.
 type evolveOptions struct {
-	spec      engine.ProblemSpec
-	start     engine.StartOptions
+	req       launch.Request // the problem, policy, budget, seed and configuration
 	target    string
 	operator  string
 	evalTO    time.Duration
@@ -43,11 +35,11 @@ type evolveOptions struct {
 	kernelPolicy string
 }
 
-// newEvolveCmd wires `kevolve-mcp evolve` flags to search/engine; the
+// newEvolveCmd wires `kevolve-mcp evolve` flags to search/runs; the
 // search itself lives there.
 func newEvolveCmd(c *cli) *cobra.Command {
 	var eo evolveOptions
-	o := &eo.start
+	o := &eo.req.Start
 	cmd := &cobra.Command{
 		Use:   "evolve [--problem P] [--start FILE] [--policy greedy|uct|evolve] [--budget N] [--resume RUN] [--json]",
 		Short: "Graph search for a faster kernel (the tuner operator needs no LLM)",
@@ -71,11 +63,11 @@ is a checkpoint: a killed run continues with --resume RUN.
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&eo.spec.Name, "problem", corpus.Default, "corpus `problem` or KernelBench-format reference file")
-	f.StringVar(&eo.spec.StartFile, "start", "", "root candidate `file` (default: the corpus start kernel for the target)")
+	f.StringVar(&eo.req.Spec.Name, "problem", corpus.Default, "corpus `problem` or KernelBench-format reference file")
+	f.StringVar(&eo.req.Spec.StartFile, "start", "", "root candidate `file` (default: the corpus start kernel for the target)")
 	f.StringVar(&eo.target, "target", "auto", "cpu, nvidia or auto")
-	f.StringVar(&eo.spec.Language, "language", "", "start kernel kind: c, cuda or triton (default c on cpu, cuda on nvidia)")
-	f.StringVar(&eo.spec.ShapeSet, "shapes", "", "shape set: small or large (default small on cpu, large on a GPU)")
+	f.StringVar(&eo.req.Spec.Language, "language", "", "start kernel kind: c, cuda or triton (default c on cpu, cuda on nvidia)")
+	f.StringVar(&eo.req.Spec.ShapeSet, "shapes", "", "shape set: small or large (default small on cpu, large on a GPU)")
 	f.StringVar(&o.Policy, "policy", "greedy", "selection policy: greedy, uct or evolve")
 	f.StringVar(&eo.operator, "operator", "tuner", "operator: "+launch.OperatorUsage())
 	registerOperatorFlags(f, &eo.ops)
@@ -119,192 +111,54 @@ func evolveRun(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stdout, stderr io.W
 	if err := launch.CheckOperator(eo.operator); err != nil {
 		return err
 	}
-	ctx, a, db, cleanup, err := c.openSession()
+	ctx, h, cleanup, err := c.openSession()
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	st, err := store.New(ctx, db)
-	if err != nil {
-		return err
-	}
-	l := a.launcher(st, stderr, eo.fleet.remote())
+	req := evolveRequest(c, eo, fs, stderr)
 	if eo.suite.spec != "" {
-		if err := launch.Preflight(ctx, eo.operator); err != nil {
+		res, err := runs.Suite(ctx, h, runs.SuiteRequest{Request: req.Request, Given: req.Given, Suite: eo.suite.spec, ID: eo.suite.id,
+			Chunk: eo.suite.chunk, Remote: req.Remote, Stderr: stderr})
+		if res == nil {
 			return err
 		}
-		return evolveSuite(ctx, a, l, eo, fs, stdout, stderr)
+		return printResult(res, err, eo.asJSON, stdout)
 	}
-	if err := preflight(ctx, l, st, eo, stderr); err != nil {
+	res, err := runs.Evolve(ctx, h, req)
+	if res == nil {
 		return err
 	}
-	var run *search.Run
-	if eo.resume != "" {
-		if run, err = resumedRun(ctx, l, st, eo.resume, eo.operator, stderr); err != nil {
-			return err
-		}
-	}
-	p, err := prepareEvolve(ctx, l, eo, run)
-	if err != nil {
-		return err
-	}
-	if eo.fleet.enabled() {
-		fe, stop, err := eo.fleet.startFleet(ctx, a, c, p.Start.Problem, filepath.Join(filepath.Dir(c.g.db), "fleet"), stderr)
-		if err != nil {
-			return err
-		}
-		defer stop()
-		p.Eval = fe
-	}
-	parallel, err := eo.fleet.parallelism(eo.parallel, p.Start.Problem.Target, a.localGPUs)
-	if err != nil {
-		return err
-	}
-	eng := p.Engine(nil, parallel, progressPrinter(stderr))
-	mark := p.Adapter.Ev.Mark() // the in-process evaluator's evaluations and device phases (a fleet's are the workers')
-	if run != nil {
-		err = eng.Resume(ctx, run.ID, resumeBudget(run, eo.start.Budget, fs))
-	} else if run, err = p.Create(ctx, eng); err == nil {
-		o := p.Start
-		fmt.Fprintf(stderr, "evolve run %s: %s on %s (%s start), policy %s, operator %s, budget %d evaluations\n",
-			run.ID, o.Problem.Name, o.Problem.Target, o.Problem.Language, run.Policy, run.Operator, o.Budget.Evals)
-		err = eng.Drive(ctx, run.ID)
-	}
-	fmt.Fprintln(stderr)
-	if tp := p.Adapter.Ev.Throughput(mark); tp.Evaluations > 0 && !eo.fleet.enabled() {
-		fmt.Fprintln(stderr, tp) // evaluations a minute, device busy, device phase against timed work
-	}
-	if run == nil {
-		return err
-	}
-	l.Finish(context.WithoutCancel(ctx), run.ID, eo.ops.settings())
-	return finishEvolve(context.WithoutCancel(ctx), c.g, l, run.ID, eo.reportDir, eo.asJSON, stdout, err)
+	return printResult(res, err, eo.asJSON, stdout)
 }
 
-// evolveRequest is evolve's flags as a launch request.
-func evolveRequest(eo *evolveOptions) launch.Request {
-	spec := eo.spec
-	spec.Target = eo.target
-	return launch.Request{Spec: spec, Start: eo.start, Operator: eo.operator, Op: eo.ops.settings(),
-		Eval: launch.EvalSettings{Timeout: eo.evalTO, KernelPolicy: eo.kernelPolicy, Calibrate: eo.calibrate}}
+// evolveRequest is evolve's flags as a search/runs request.
+func evolveRequest(c *cli, eo *evolveOptions, fs *pflag.FlagSet, stderr io.Writer) runs.EvolveRequest {
+	r := eo.req
+	r.Spec.Target, r.Operator, r.Op = eo.target, eo.operator, eo.ops.settings()
+	r.Eval = launch.EvalSettings{Timeout: eo.evalTO, KernelPolicy: eo.kernelPolicy, Calibrate: eo.calibrate}
+	given := runs.BudgetGiven{Evals: fs.Changed("budget"), Time: fs.Changed("time"), Tokens: fs.Changed("tokens"),
+		Plateau: fs.Changed("plateau"), SOLEpsilon: fs.Changed("sol-eps")}
+	return runs.EvolveRequest{Request: r, Resume: eo.resume, Given: given, Parallel: eo.parallel,
+		Fleet: eo.fleet.options(c), Remote: eo.fleet.remote(), ReportDir: eo.reportDir, Stderr: stderr}
 }
 
-// prepareEvolve assembles a new run, or the parts to continue run.
-func prepareEvolve(ctx context.Context, l *launch.Launcher, eo *evolveOptions, run *search.Run) (*launch.Prepared, error) {
-	if run == nil {
-		return l.Prepare(ctx, evolveRequest(eo))
-	}
-	// A built-in problem's reference lives in the materialized corpus,
-	// which a cache cleanup may have removed since the run started.
-	if _, err := corpus.Get(run.Problem.Name); err == nil {
-		if _, err := corpus.Materialize(corpusRoot()); err != nil {
-			return nil, err
-		}
-	}
-	return l.PrepareResume(ctx, run, evolveRequest(eo))
-}
+// textResult is a search's outcome that prints as a table.
+type textResult interface{ WriteText(io.Writer) error }
 
-// resumedRun finds the run --resume names and records a switch of
-// operator within its kind.
-func resumedRun(ctx context.Context, l *launch.Launcher, st *store.SQLite, ref, op string, stderr io.Writer) (*search.Run, error) {
-	id, err := st.ResolveRunID(ctx, ref)
-	if err != nil {
-		return nil, err
-	}
-	run, err := st.Run(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return run, switchOperator(ctx, l, run, op, stderr)
-}
-
-// resumeBudget is the resumed run's budget with the limits given on this
-// command line (nil = none given: the run's own).
-func resumeBudget(run *search.Run, asked search.Budget, fs *pflag.FlagSet) *search.Budget {
-	if !fs.Changed("budget") && !fs.Changed("time") && !fs.Changed("tokens") && !fs.Changed("plateau") {
-		return nil
-	}
-	nb := run.Budget
-	if fs.Changed("budget") {
-		nb.Evals = asked.Evals
-	}
-	if fs.Changed("time") {
-		nb.Time = asked.Time
-	}
-	if fs.Changed("tokens") {
-		nb.Tokens = asked.Tokens
-	}
-	if fs.Changed("plateau") {
-		nb.Plateau = asked.Plateau
-	}
-	return &nb
-}
-
-// finishEvolve prints the summary and the report's path, or the JSON summary.
-func finishEvolve(ctx context.Context, g globalFlags, l *launch.Launcher, runID, reportDir string, asJSON bool, stdout io.Writer, runErr error) error {
-	run, err := l.Store.Run(ctx, runID)
-	if err != nil {
-		return errors.Join(runErr, err)
-	}
-	nodes, err := l.Store.Nodes(ctx, runID)
-	if err != nil {
-		return errors.Join(runErr, err)
-	}
-	sum := search.Summarize(run, nodes)
-	if reportDir == "" {
-		reportDir = filepath.Join(filepath.Dir(g.db), "runs", runID)
-	}
-	path, rerr := l.Report(ctx, runID, reportDir)
+// printResult prints res as JSON or text, then returns the search's own
+// error: a stopped run still shows what it found.
+func printResult(res textResult, runErr error, asJSON bool, stdout io.Writer) error {
+	var err error
 	if asJSON {
-		out := struct {
-			search.Summary
-			Report string `json:"report,omitempty"`
-		}{sum, path}
-		if err := printJSON(stdout, out); err != nil {
-			return err
-		}
+		err = printJSON(stdout, res)
 	} else {
-		if err := engine.WriteSummary(stdout, sum); err != nil {
-			return err
-		}
-		if rerr == nil {
-			fmt.Fprintf(stdout, "report\t%s\n", path)
-		}
+		err = res.WriteText(stdout)
 	}
-	return errors.Join(runErr, rerr)
-}
-
-// ceilingsFor resolves the device's ceilings, calibrating an uncalibrated
-// CPU once when allowed.
-func ceilingsFor(ctx context.Context, a *app, calibrate bool, stderr io.Writer) (sol.Ceilings, error) {
-	rep := a.devices.Get(ctx, false)
-	c, err := sol.ForDevice(ctx, a.db, rep, "")
-	if err == nil || len(rep.GPUs) > 0 || !calibrate {
-		return c, err
+	if err != nil {
+		return err
 	}
-	fmt.Fprintln(stderr, "calibrating this CPU once (quick: copy bandwidth and fp32 matmul rate)...")
-	if _, err := sol.CalibrateAndStore(ctx, a.db, sol.CalibrateOptions{Python: a.python, Device: "cpu", Quick: true}); err != nil {
-		return sol.Ceilings{}, err
-	}
-	return sol.ForDevice(ctx, a.db, rep, "")
-}
-
-// progressPrinter redraws one line on a terminal, else prints one per node.
-func progressPrinter(w io.Writer) func(engine.Status) {
-	tty := false
-	if f, ok := w.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			tty = true
-		}
-	}
-	return func(s engine.Status) {
-		line := engine.ProgressLine(s)
-		if tty {
-			fmt.Fprintf(w, "\r\033[K%s", line)
-			return
-		}
-		fmt.Fprintln(w, line)
-	}
+	return runErr
 }
 
 func newEvolveListCmd(c *cli) *cobra.Command {
@@ -314,44 +168,25 @@ func newEvolveListCmd(c *cli) *cobra.Command {
 		Short: "Past runs, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, done, err := openSearchStore(c)
-			if err != nil {
-				return err
-			}
-			defer done()
-			runs, err := st.Runs(context.Background())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), runs)
-			}
-			return engine.WriteRuns(cmd.OutOrStdout(), runs)
+			return inspect(c, runs.InspectRequest{Verb: "list"}, asJSON, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 
-func openSearchStore(c *cli) (*store.SQLite, func(), error) {
-	a := c.newApp()
-	if err := a.openDB(); err != nil {
-		a.close()
-		return nil, nil, err
-	}
-	st, err := store.New(context.Background(), a.db)
+// inspect prints what runs.Inspect shows for req: JSON with asJSON, else text.
+func inspect(c *cli, req runs.InspectRequest, asJSON bool, stdout io.Writer) error {
+	h := c.host()
+	defer h.Close()
+	v, err := runs.Inspect(context.Background(), h, req)
 	if err != nil {
-		a.close()
-		return nil, nil, err
+		return err
 	}
-	return st, a.close, nil
-}
-
-// showJSON is `evolve show --json`: the summary and every node (code,
-// result, notes), as the table shows them.
-type showJSON struct {
-	search.Summary
-	Nodes []*search.Node `json:"nodes"`
+	if asJSON {
+		return printJSON(stdout, v.JSON)
+	}
+	return v.WriteText(stdout)
 }
 
 var inspectShort = map[string]string{
@@ -374,12 +209,7 @@ progress line prints them (f7c4ce); shell completion lists the runs.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeRunID(c),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, done, err := openSearchStore(c)
-			if err != nil {
-				return err
-			}
-			defer done()
-			return evolveInspect(context.Background(), c, st, verb, args[0], asJSON, dir, cmd.OutOrStdout())
+			return inspect(c, runs.InspectRequest{Verb: verb, Ref: args[0], ReportDir: dir}, asJSON, cmd.OutOrStdout())
 		},
 	}
 	if verb != "report" {
@@ -388,62 +218,4 @@ progress line prints them (f7c4ce); shell completion lists the runs.`,
 		cmd.Flags().StringVar(&dir, "report-dir", "", "report folder (default: runs/RUN beside the database)")
 	}
 	return cmd
-}
-
-func evolveInspect(ctx context.Context, c *cli, st *store.SQLite, verb, ref string, asJSON bool, dir string, stdout io.Writer) error {
-	id, err := st.ResolveRunID(ctx, ref)
-	if err != nil {
-		return err
-	}
-	run, err := st.Run(ctx, id)
-	if err != nil {
-		return err
-	}
-	nodes, err := st.Nodes(ctx, id)
-	if err != nil {
-		return err
-	}
-	switch verb {
-	case "show":
-		if asJSON {
-			return printJSON(stdout, showJSON{search.Summarize(run, nodes), nodes})
-		}
-		if err := engine.WriteSummary(stdout, search.Summarize(run, nodes)); err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout)
-		if err := engine.WriteNodes(stdout, nodes); err != nil {
-			return err
-		}
-		return writeFleetPanel(ctx, st, run, nodes, stdout)
-	case "best":
-		best := search.NewGraph(nodes).Node(run.BestNode)
-		if best == nil {
-			return fmt.Errorf("run %s has no correct kernel yet", id)
-		}
-		if asJSON {
-			return printJSON(stdout, best)
-		}
-		_, err := io.WriteString(stdout, best.Code)
-		return err
-	}
-	if dir == "" {
-		dir = filepath.Join(filepath.Dir(c.g.db), "runs", id)
-	}
-	// The roofline needs this machine's ceilings; without them (never
-	// calibrated) the page says so and draws none.
-	var ceil *sol.Ceilings
-	a := c.newApp()
-	defer a.close()
-	if err := a.openDB(); err == nil {
-		if cl, err := ceilingsFor(ctx, a, false, io.Discard); err == nil {
-			ceil = &cl
-		}
-	}
-	path, err := engine.WriteReport(ctx, st, id, dir, ceil)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(stdout, path)
-	return nil
 }

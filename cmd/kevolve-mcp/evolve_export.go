@@ -1,15 +1,13 @@
 package main
 
 import (
-	"context"
-
 	"github.com/spf13/cobra"
 
-	"github.com/kevolve/kevolve-mcp/search/trajectory"
+	"github.com/kevolve/kevolve-mcp/search/runs"
 )
 
 // newEvolveExportCmd wires `evolve export RUN --format jsonl|csv` to
-// search/trajectory.
+// search/trajectory (through search/runs, which opens the run).
 func newEvolveExportCmd(c *cli) *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
@@ -17,16 +15,7 @@ func newEvolveExportCmd(c *cli) *cobra.Command {
 		Short: "A run's proposals as training data: context, proposal, verdict, checks and timing, one a line",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, done, err := openSearchStore(c)
-			if err != nil {
-				return err
-			}
-			defer done()
-			recs, err := trajectory.Records(context.Background(), st, args[0])
-			if err != nil {
-				return err
-			}
-			return trajectory.Write(cmd.OutOrStdout(), format, recs)
+			return inspect(c, runs.InspectRequest{Verb: "export", Ref: args[0], Format: format}, false, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "jsonl", "jsonl or csv")

@@ -21,13 +21,13 @@ func newKBCmd(c *cli) *cobra.Command {
 
 // openKB opens the knowledge index the server would open.
 func (c *cli) openKB(ctx context.Context) (*retrieval.Index, func(), error) {
-	a := c.newApp()
-	ix, err := a.knowledge(ctx)
+	a := c.host()
+	ix, err := a.Knowledge(ctx)
 	if err != nil {
-		a.close()
+		a.Close()
 		return nil, nil, err
 	}
-	return ix, a.close, nil
+	return ix, a.Close, nil
 }
 
 func newKBSearchCmd(c *cli) *cobra.Command {

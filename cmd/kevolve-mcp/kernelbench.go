@@ -99,19 +99,19 @@ Tool errors are shortened to a line; --verbose prints them whole.`,
 			opt.Timeout = time.Duration(timeoutS * float64(time.Second))
 			opt.Log = cmd.ErrOrStderr()
 
-			a := c.newApp()
-			defer a.close()
+			a := c.host()
+			defer a.Close()
 			if opt.Jobs == 0 {
-				opt.Jobs = kernelbench.DefaultJobs(opt.Target, a.localGPUs, runtime.NumCPU())
+				opt.Jobs = kernelbench.DefaultJobs(opt.Target, a.LocalGPUs, runtime.NumCPU())
 			}
-			ev, err := a.evaluator()
+			ev, err := a.Evaluator()
 			if err != nil {
 				return err
 			}
-			if err := a.openDB(); err != nil {
+			if err := a.OpenDB(); err != nil {
 				c.logger.Warn("kernelbench: no database, results are not kept for resuming", "err", err)
 			} else {
-				opt.DB = a.db
+				opt.DB = a.DB()
 			}
 			ctx, cancel := signalContext()
 			defer cancel()

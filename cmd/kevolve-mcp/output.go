@@ -16,7 +16,6 @@ import (
 
 	"github.com/kevolve/kevolve-mcp/corpus"
 	"github.com/kevolve/kevolve-mcp/harness/spec"
-	"github.com/kevolve/kevolve-mcp/search/store"
 )
 
 // Helpers the commands share: output, progress, cancellation, completion.
@@ -107,12 +106,9 @@ func completeRunID(c *cli) cobra.CompletionFunc {
 		if _, err := os.Stat(c.g.db); err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		db, err := store.Open(c.g.db)
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		defer db.Close()
-		st, err := store.New(context.Background(), db)
+		h := c.host()
+		defer h.Close()
+		st, err := h.Store(context.Background())
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}

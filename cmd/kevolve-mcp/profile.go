@@ -26,16 +26,16 @@ reference's operators, to say which one is worth a kernel.`,
   kevolve-mcp profile --ref my_ref.py --mode model --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			a := c.newApp()
-			defer a.close()
+			a := c.host()
+			defer a.Close()
 			ctx, cancel := signalContext()
 			defer cancel()
-			p, cand, o, err := in.Request(ctx, a.resolver())
+			p, cand, o, err := in.Request(ctx, a.Resolver())
 			if err != nil {
 				return err
 			}
-			o.Base = profile.Options{Python: a.python}
-			ev, _ := a.evaluator() // nil without Python: the report says what is missing
+			o.Base = profile.Options{Python: a.Python()}
+			ev, _ := a.Evaluator() // nil without Python: the report says what is missing
 			fmt.Fprintln(cmd.ErrOrStderr(), profilingNote(in.Backend, gpuDevicePresent()))
 			rep, err := harness.Profile(ctx, ev, p, cand, o)
 			if err != nil {

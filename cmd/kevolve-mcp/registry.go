@@ -80,12 +80,12 @@ func newRegistryCmd(c *cli) *cobra.Command {
 }
 
 func withRegistry(c *cli, fn func(context.Context, *deploy.Registry) error) error {
-	ctx, _, db, cleanup, err := c.openSession()
+	ctx, a, cleanup, err := c.openSession()
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	r, err := deploy.Open(ctx, db)
+	r, err := deploy.Open(ctx, a.DB())
 	if err != nil {
 		return err
 	}

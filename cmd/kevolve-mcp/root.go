@@ -43,9 +43,6 @@ type cli struct {
 	fleet fleetFlags
 }
 
-// newApp opens on demand what the command calls into (see app.go).
-func (c *cli) newApp() *app { return newApp(c.g, c.logger) }
-
 // commandCtor builds one subcommand over the shared state.
 type commandCtor func(*cli) *cobra.Command
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 
@@ -32,16 +31,16 @@ candidate is evaluated first and scored against the bound.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-			a := c.newApp()
-			defer a.close()
+			a := c.host()
+			defer a.Close()
 			ctx, cancel := signalContext()
 			defer cancel()
-			if err := a.openDB(); err != nil {
+			if err := a.OpenDB(); err != nil {
 				c.logger.Warn("no database: measured ceilings unavailable", "err", err)
 			}
-			d := a.solDeps(ctx)
+			d := a.SOLDeps(ctx)
 			if q.Candidate != "" {
-				ev, err := a.evaluator()
+				ev, err := a.Evaluator()
 				if err != nil {
 					return err
 				}
@@ -82,39 +81,4 @@ candidate is evaluated first and scored against the bound.`,
 	_ = cmd.RegisterFlagCompletionFunc("target", fixedCompletion("auto", "cpu", "nvidia"))
 	_ = cmd.RegisterFlagCompletionFunc("shapes", fixedCompletion("large", "small"))
 	return cmd
-}
-
-// solDeps wires the SOL flow to this machine: its device's ceilings
-// (measured figures over the datasheet), its Python for traces, and the
-// shape set an evaluation here runs, so `sol` with and without --candidate
-// bounds the same shapes.
-func (a *app) solDeps(ctx context.Context) harness.SOLDeps {
-	return harness.SOLDeps{Resolve: a.resolver(), Ceilings: a.ceilings, Trace: sol.TraceOptions{Python: a.python},
-		DefaultShapes: harness.EvalShapes(a.devices.Get(ctx, false))}
-}
-
-// ceilings are the ceilings of a spec-table device key ("" = this
-// machine's device, measured figures over the datasheet); an uncalibrated
-// CPU is calibrated first, into this database.
-func (a *app) ceilings(ctx context.Context, key string) (sol.Ceilings, error) {
-	return a.firstUse().Ceilings(ctx, a.devices.Get(ctx, false), key)
-}
-
-// firstUse is the calibrator of the app's database, shared by every
-// caller on it (sol_analysis, a profile's roofline), so concurrent first
-// calls share one calibration. With an evaluator it holds the CPU alone
-// while it measures (no timed evaluation beside it).
-func (a *app) firstUse() *sol.FirstUse {
-	a.calOnce.Do(func() {
-		switch ev, err := a.evaluator(); {
-		case a.openDB() != nil:
-			a.cal = sol.NewFirstUse(nil, a.python) // no database to store into: ForDevice says what is missing
-		case err == nil:
-			a.cal = ev.Calibrator()
-		}
-		if a.cal == nil { // no evaluator (or one made without the database): nothing to hold
-			a.cal = sol.FirstUseOf(a.db, a.python, nil)
-		}
-	})
-	return a.cal
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kevolve/kevolve-mcp/harness"
-	"github.com/kevolve/kevolve-mcp/harness/sol"
 	"github.com/kevolve/kevolve-mcp/search/fleet"
 )
 
@@ -38,17 +37,12 @@ it never shows in a process list).`,
 			if o.Token == "" {
 				o.Token = os.Getenv("KEVOLVE_TOKEN")
 			}
-			a := c.newApp()
-			defer a.close()
+			a := c.host()
+			defer a.Close()
 			ctx, cancel := signalContext()
 			defer cancel()
-			o.Python, o.Log, o.HostMemLimit = a.python, c.logger, harness.HostMemLimitGiB(c.g.hostMemGiB)
-			if a.openDB() == nil {
-				rep := a.devices.Get(ctx, false)
-				if ceil, err := sol.ForDevice(ctx, a.db, rep, ""); err == nil {
-					o.Ceilings = &ceil
-				}
-			}
+			o.Python, o.Log, o.HostMemLimit = a.Python(), c.logger, harness.HostMemLimitGiB(c.g.hostMemGiB)
+			o.Ceilings = a.MeasuredCeilings(ctx)
 			return fleet.ServeWorker(ctx, o)
 		},
 	}

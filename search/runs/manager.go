@@ -4,6 +4,11 @@
 // node to expand, evolve_submit takes the kernel back), answers long polls
 // for status, and pauses every run when the server ends. Every node is
 // checkpointed by the engine, so a paused run resumes where it stopped.
+//
+// It also holds the CLI's side of the same runs, so that cmd only turns
+// flags into requests: a search driven in the foreground (Evolve, Suite,
+// Optimize, on a fleet where asked), the default parallelism
+// (Parallelism) and looking at past runs (Inspect).
 package runs
 
 import (
