@@ -20,6 +20,23 @@ func (e *Evaluator) DeviceBusy() map[string]time.Duration {
 	return out
 }
 
+// DeviceLimits is, per device ("target:index", as DeviceBusy), how many
+// evaluations it takes at once now: fewer than the pool's MaxHolders while
+// its memory is crowded (lease.Pool.Crowded). A fleet worker claims no more
+// than that for the device, so the coordinator's other devices take the
+// rest. Devices of a target not used yet are absent.
+func (e *Evaluator) DeviceLimits() map[string]int {
+	e.poolMu.Lock()
+	defer e.poolMu.Unlock()
+	out := map[string]int{}
+	for t, p := range e.pools {
+		for i, n := range p.Limits() {
+			out[fmt.Sprintf("%s:%d", t, i)] = n
+		}
+	}
+	return out
+}
+
 // DeviceShare is the share of wall during which a device was held in its
 // device phase between two DeviceBusy samples: the mean over the devices
 // that were used (a one-GPU run: that GPU's busy time over the wall), and

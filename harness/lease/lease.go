@@ -245,6 +245,18 @@ func (p *Pool) Devices() []Device {
 	return out
 }
 
+// Limits reports, per device index, how many leases the device takes at
+// once now (MaxHolders, or fewer while it is crowded: Crowded).
+func (p *Pool) Limits() map[int]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m := map[int]int{}
+	for _, s := range p.slots {
+		m[s.dev.Index] = s.limit
+	}
+	return m
+}
+
 // Holders reports how many leases each device index holds now.
 func (p *Pool) Holders() map[int]int {
 	p.mu.Lock()

@@ -396,6 +396,9 @@ func TestCrowdedDeviceTakesFewerUntilItRecovers(t *testing.T) {
 	if got := held[0].Limit(); got != 6 {
 		t.Fatalf("a lease on the crowded device says %d may share it, want 6", got)
 	}
+	if got := p.Limits(); got[0] != 6 || got[1] != 8 {
+		t.Fatalf("Limits %v, want 6 on the crowded device and 8 on the other", got)
+	}
 	tryAcquire := func(dev string) *Lease {
 		short, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
 		defer cancel()

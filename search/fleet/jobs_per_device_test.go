@@ -179,3 +179,40 @@ func TestWorkerRunsJobsPerDevice(t *testing.T) {
 		t.Errorf("busy %.2f s per device; want between the 1.2 s of three waves (less rounding) and the wall %.2f s", perDev, wall.Seconds())
 	}
 }
+
+// A worker offers a device no more slots than the evaluation service
+// takes on it now (Worker.Limit, lowered where its memory was crowded),
+// less what runs there; without a word from it, the device's Jobs.
+func TestFreeSlotsFollowTheDeviceLimit(t *testing.T) {
+	devs := []Device{{Index: 0, Target: "nvidia", Jobs: 6}, {Index: 1, Target: "nvidia", Jobs: 6}}
+	for _, tc := range []struct {
+		name    string
+		limit   map[int]int // 0 or absent: no word
+		running map[int]int
+		want    map[int]int // free slots per device index
+	}{
+		{"no limit", nil, nil, map[int]int{0: 6, 1: 6}},
+		{"one device crowded", map[int]int{0: 2}, nil, map[int]int{0: 2, 1: 6}},
+		{"crowded below what runs there", map[int]int{0: 2}, map[int]int{0: 3, 1: 1}, map[int]int{1: 5}},
+		{"a limit above Jobs changes nothing", map[int]int{0: 24, 1: 0}, nil, map[int]int{0: 6, 1: 6}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &Worker{Devices: devs, held: map[string]*heldJob{}}
+			if tc.limit != nil {
+				w.Limit = func(d Device) int { return tc.limit[d.Index] }
+			}
+			for dev, n := range tc.running {
+				for i := 0; i < n; i++ {
+					w.held[fmt.Sprintf("%d-%d", dev, i)] = &heldJob{job: Job{ID: fmt.Sprint(i), Device: dev}}
+				}
+			}
+			got := map[int]int{}
+			for _, idx := range w.free() {
+				got[idx]++
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("free slots per device %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -118,6 +118,7 @@ func ServeWorker(ctx context.Context, o WorkerOptions) error {
 		return fmt.Errorf("worker: the evaluation service did not start: %w", werr)
 	}
 	w := &Worker{Coordinator: o.Coordinator, Token: o.Token, Name: o.Name, Devices: devs, Log: o.Log, Drain: o.Drain,
-		Runner: &HarnessRunner{Adapter: launch.NewAdapter(ev, o.Ceilings, launch.EvalSettings{}), Dir: filepath.Join(o.CacheDir, "fleet")}}
+		Runner: &HarnessRunner{Adapter: launch.NewAdapter(ev, o.Ceilings, launch.EvalSettings{}), Dir: filepath.Join(o.CacheDir, "fleet")},
+		Limit:  func(d Device) int { return ev.DeviceLimits()[fmt.Sprintf("%s:%d", d.Target, d.Index)] }}
 	return w.Run(ctx)
 }

@@ -36,6 +36,11 @@ type Worker struct {
 	// Drain is how long a cancelled worker keeps finishing its jobs before
 	// it releases them (default 30 s; 0 < Drain).
 	Drain time.Duration
+	// Limit, where set, is how many jobs a device takes at once now, when
+	// that is below its Jobs (0: no word): the evaluation service places
+	// fewer on a device whose memory was crowded, and a job claimed beyond
+	// that would only wait for this device while another could run it.
+	Limit func(Device) int
 
 	c      *client
 	lease  time.Duration
@@ -225,7 +230,13 @@ func (w *Worker) free() []int {
 	}
 	var out []int
 	for _, d := range w.Devices {
-		for i := running[d.Index]; i < d.jobs(); i++ {
+		n := d.jobs()
+		if w.Limit != nil {
+			if l := w.Limit(d); l > 0 {
+				n = min(n, l)
+			}
+		}
+		for i := running[d.Index]; i < n; i++ {
 			out = append(out, d.Index)
 		}
 	}
