@@ -278,7 +278,8 @@ func TestGPUFleetThroughput(t *testing.T) {
 			// The lease pool's own count of the device phases (profiles
 			// included), over the timed part.
 			share, busy := harness.DeviceShare(busy0, ev.DeviceBusy(), d)
-			t.Logf("in-process lease pool: devices held %.0f%% of the wall on average (%s held in all)", 100*share, busy.Round(time.Second))
+			t.Logf("in-process lease pool: devices held %.0f%% of the wall on average (%s held in all); evaluations each device takes at once now: %v",
+				100*share, busy.Round(time.Second), ev.DeviceLimits())
 			record("in-process", n, d)
 			rates["inproc"] = rate(n, d)
 			ev.Close() // its children leave the GPUs to the sets after it
