@@ -206,7 +206,28 @@ func fleetSet(t *testing.T, dir string, slots int) (int, time.Duration) {
 		s, _ := Snapshot(ctx, q)
 		return s != nil && len(s.Workers) > 0
 	})
-	return searchSet(t, &Evaluator{Queue: q}, filepath.Join(dir, "fleet.db"), nil)
+	n, d := searchSet(t, &Evaluator{Queue: q}, filepath.Join(dir, "fleet.db"), nil)
+	logCrowding(t, filepath.Join(dir, "logs"))
+	return n, d
+}
+
+// logCrowding logs the worker's word each time a device's memory was
+// crowded (harness retryAlone: its limit fell), from its log files.
+func logCrowding(t *testing.T, logDir string) {
+	files, _ := filepath.Glob(filepath.Join(logDir, "*"))
+	var lines []string
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, "device memory crowded") {
+				lines = append(lines, l)
+			}
+		}
+	}
+	t.Logf("worker: a device's memory was crowded %d times", len(lines))
+	for _, l := range lines {
+		t.Log("  " + l)
+	}
 }
 
 // TestGPUFleetThroughput (KEVOLVE_GPU=1): a tuner search over a corpus
