@@ -72,8 +72,7 @@ func (e *Evaluator) retryAlone(ctx context.Context, r *evalRun, job worker.Job, 
 	if err != nil {
 		return nil, nil, err
 	}
-	// Counted before it leaves: once it runs alone, it is all there is.
-	crowd := p.Holders()[r.dev.Index]
+	crowded := r.lease
 	r.lease.Release()
 	t0 := time.Now()
 	l, err := p.Acquire(ctx, lease.Request{Device: strconv.Itoa(r.dev.Index), Alone: true})
@@ -98,8 +97,8 @@ func (e *Evaluator) retryAlone(ctx context.Context, r *evalRun, job worker.Job, 
 		// Alone it fit: its neighbours took the memory. The device takes
 		// fewer at once for a while, so that the next ones need no rerun;
 		// an evaluation that runs out alone too is its own, and changes nothing.
-		n := p.Crowded(r.dev.Index, crowd)
-		e.log.Info("device memory crowded: fewer evaluations placed on it at once", "device", r.dev.Index, "held", crowd, "at_once", n)
+		n := crowded.Crowded()
+		e.log.Info("device memory crowded: fewer evaluations placed on it at once", "device", r.dev.Index, "at_once", n)
 	}
 	return res2, work, nil
 }

@@ -126,11 +126,12 @@ type slot struct {
 	holders int
 	// limit is how many leases this device takes at once now: the pool's
 	// maxHolders until its evaluations run out of device memory beside
-	// each other (Pool.Crowded), then fewer, growing back by one after
-	// every RecoverAfter leases released without that.
-	limit, calm int
-	phase       chan struct{} // the exclusive phase: a one-token semaphore, FIFO for waiters
-	granted     int           // leases ever placed here, for tie-breaking
+	// each other (Lease.Crowded), then fewer, growing back by one after
+	// every RecoverAfter leases released without that. gen counts the
+	// cuts; peak is the most leases held at once since the last one.
+	limit, calm, gen, peak int
+	phase                  chan struct{} // the exclusive phase: a one-token semaphore, FIFO for waiters
+	granted                int           // leases ever placed here, for tie-breaking
 	// alone: an Alone lease holds the device; aloneWaiting: Alone requests
 	// wait for it to empty, and nothing new is placed here meanwhile.
 	alone        bool
@@ -163,7 +164,7 @@ type Pool struct {
 type waiter struct {
 	req   Request
 	cands []*slot // the slots it may take (one, for an Alone request)
-	ready chan *slot
+	ready chan grant
 }
 
 // NewPool returns a pool over devs (all of one target). maxHolders <= 0
@@ -197,41 +198,16 @@ func (p *Pool) Busy() map[int]time.Duration {
 func (p *Pool) Target() target.Name { return p.target }
 
 // MaxHolders is how many leases the pool places on one device at once
-// while its evaluations fit in its memory (Crowded lowers it per device).
+// while its evaluations fit in its memory (Lease.Crowded lowers it per device).
 func (p *Pool) MaxHolders() int { return p.maxHolders }
 
 // RecoverAfter is how many leases a crowded device releases (none of them
 // out of memory, none alone) before it takes one more at once again.
 const RecoverAfter = 16
 
-// MinHoldersCrowded is the fewest leases Crowded leaves a device: its
-// device phase still overlaps one job's loading.
+// MinHoldersCrowded is the fewest leases Lease.Crowded leaves a device:
+// its device phase still overlaps one job's loading.
 const MinHoldersCrowded = 2
-
-// Crowded says an evaluation on device index ran out of device memory
-// beside the others placed there, holders leases in all (its own
-// included) when it did: the device takes a quarter fewer than that at
-// once (never fewer than MinHoldersCrowded, never more than its limit)
-// until RecoverAfter leases end without this, then one more each time, up
-// to MaxHolders. The count of jobs per GPU comes from the host's cores
-// (HoldersPerGPU), which know nothing of how much device memory each
-// problem's processes keep: 24 on one H200 ran out of it over and over.
-// Returns the device's new limit.
-func (p *Pool) Crowded(index, holders int) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, s := range p.slots {
-		if s.dev.Index != index {
-			continue
-		}
-		// A quarter fewer than were there, not than the limit: a device
-		// that held only a few then needs no deeper cut.
-		s.limit = max(MinHoldersCrowded, min(s.limit, holders*3/4))
-		s.calm = 0
-		return s.limit
-	}
-	return p.maxHolders
-}
 
 // Devices lists the pool's devices in index order.
 func (p *Pool) Devices() []Device {
@@ -246,7 +222,7 @@ func (p *Pool) Devices() []Device {
 }
 
 // Limits reports, per device index, how many leases the device takes at
-// once now (MaxHolders, or fewer while it is crowded: Crowded).
+// once now (MaxHolders, or fewer while it is crowded: Lease.Crowded).
 func (p *Pool) Limits() map[int]int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -327,15 +303,23 @@ func contains(ss []*slot, s *slot) bool {
 	return false
 }
 
-func (p *Pool) place(s *slot, alone bool) {
+// grant is a placed lease's device and the generation of its limit then.
+type grant struct {
+	s   *slot
+	gen int
+}
+
+func (p *Pool) place(s *slot, alone bool) grant {
 	s.holders++
 	s.granted++
 	s.alone = alone
+	s.peak = max(s.peak, s.holders)
 	for i, x := range p.slots {
 		if x == s {
 			p.next = (i + 1) % len(p.slots)
 		}
 	}
+	return grant{s, s.gen}
 }
 
 // Acquire places a lease on a device, waiting (first come, first served)
@@ -355,30 +339,31 @@ func (p *Pool) Acquire(ctx context.Context, req Request) (*Lease, error) {
 	if req.Alone || !p.othersWait() {
 		s = p.pick(cands, req.Alone)
 	}
+	var g grant
 	if s != nil {
-		p.place(s, req.Alone)
+		g = p.place(s, req.Alone)
 		p.mu.Unlock()
 	} else {
-		w := &waiter{req: req, cands: cands, ready: make(chan *slot, 1)}
+		w := &waiter{req: req, cands: cands, ready: make(chan grant, 1)}
 		p.waiters = append(p.waiters, w)
 		if req.Alone {
 			cands[0].aloneWaiting++
 		}
 		p.mu.Unlock()
 		select {
-		case s = <-w.ready:
+		case g = <-w.ready:
 		case <-ctx.Done():
 			p.mu.Lock()
 			removed := p.removeWaiter(w)
 			p.mu.Unlock()
 			if !removed { // granted while we gave up: hand it back
-				s = <-w.ready
-				p.release(s, req.Alone)
+				g = <-w.ready
+				p.release(g.s, req.Alone)
 			}
 			return nil, fmt.Errorf("waiting for a %s device: %w", p.target, ctx.Err())
 		}
 	}
-	l := &Lease{pool: p, slot: s, alone: req.Alone}
+	l := &Lease{pool: p, slot: g.s, gen: g.gen, alone: req.Alone}
 	if req.Exclusive {
 		rel, err := l.Exclusive(ctx)
 		if err != nil {
@@ -445,8 +430,7 @@ func (p *Pool) release(s *slot, alone bool) {
 			if w.req.Alone {
 				t.aloneWaiting--
 			}
-			p.place(t, w.req.Alone)
-			w.ready <- t
+			w.ready <- p.place(t, w.req.Alone)
 			continue
 		}
 		keep = append(keep, w)
@@ -463,6 +447,7 @@ type Lease struct {
 	held     func() // the exclusive phase held for the whole lease
 	released bool
 	alone    bool // Request.Alone
+	gen      int  // the generation of its device's limit when it was placed
 }
 
 // Device is the leased device.
@@ -477,11 +462,38 @@ func (l *Lease) Target() target.Name { return l.pool.target }
 func (l *Lease) MaxHolders() int { return l.pool.maxHolders }
 
 // Limit is how many leases the pool places on the lease's device at once
-// now: MaxHolders, or fewer while the device is crowded (Pool.Crowded).
+// now: MaxHolders, or fewer while the device is crowded (Crowded).
 func (l *Lease) Limit() int {
 	l.pool.mu.Lock()
 	defer l.pool.mu.Unlock()
 	return l.slot.limit
+}
+
+// Crowded says the lease's evaluation ran out of device memory beside the
+// others placed on its device (and fit once it had the device alone): the
+// device takes a quarter fewer leases at once than the most it held since
+// its limit last fell (never fewer than MinHoldersCrowded), until
+// RecoverAfter leases end without this, then one more each time, up to
+// MaxHolders. The count of jobs per GPU comes from the host's cores
+// (HoldersPerGPU), which know nothing of how much device memory each
+// problem's processes keep: 24 on one H200 ran out of it over and over.
+//
+// One crowd makes one cut: a lease placed before the limit last fell
+// changes nothing (the evaluations that ran out beside the same
+// neighbours would otherwise cut it again and again, each while the
+// device drains for the one before, down to the floor: on 4 H200s, 10
+// leases at once went to 2 within six seconds). Returns the device's
+// limit now. It may be called after Release.
+func (l *Lease) Crowded() int {
+	p, s := l.pool, l.slot
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if l.gen != s.gen {
+		return s.limit
+	}
+	s.limit = max(MinHoldersCrowded, min(s.limit, s.peak*3/4))
+	s.gen, s.peak, s.calm = s.gen+1, 0, 0 // peak: from the next placement on
+	return s.limit
 }
 
 // Env pins a child process to the device: the target's visible-devices

@@ -376,9 +376,10 @@ func waitUntil(t *testing.T, cond func() bool) {
 }
 
 // A device whose evaluations ran out of memory beside each other takes a
-// quarter fewer of them at once (never fewer than MinHoldersCrowded), the
-// other devices keep their limit, and it grows back by one after every
-// RecoverAfter leases released.
+// quarter fewer of them at once than it held (never fewer than
+// MinHoldersCrowded); the other evaluations of the same crowd cut nothing
+// more, one placed under the new limit does; the other devices keep their
+// limit; and it grows back by one after every RecoverAfter leases released.
 func TestCrowdedDeviceTakesFewerUntilItRecovers(t *testing.T) {
 	p := fakeCPUs(2, 8)
 	ctx := context.Background()
@@ -390,53 +391,59 @@ func TestCrowdedDeviceTakesFewerUntilItRecovers(t *testing.T) {
 		}
 		held = append(held, l)
 	}
-	if got := p.Crowded(0, p.Holders()[0]); got != 6 {
-		t.Fatalf("Crowded with 8 holders: limit %d, want 6", got)
-	}
-	if got := held[0].Limit(); got != 6 {
-		t.Fatalf("a lease on the crowded device says %d may share it, want 6", got)
+	first := held[0]
+	first.Release() // as retryAlone does, before its rerun
+	if got := first.Crowded(); got != 6 {
+		t.Fatalf("crowded with 8 held at once: limit %d, want 6", got)
 	}
 	if got := p.Limits(); got[0] != 6 || got[1] != 8 {
 		t.Fatalf("Limits %v, want 6 on the crowded device and 8 on the other", got)
 	}
+	// The rest of the same crowd drains; their reports change nothing.
+	for _, l := range held[1:4] {
+		l.Release()
+		if got := l.Crowded(); got != 6 {
+			t.Fatalf("a second report of the same crowd cut the limit to %d", got)
+		}
+	}
+	held = held[4:] // 4 held
 	tryAcquire := func(dev string) *Lease {
 		short, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
 		defer cancel()
 		l, _ := p.Acquire(short, Request{Device: dev})
 		return l
 	}
-	for _, l := range held[:3] {
-		l.Release()
-	}
-	held = held[3:]
-	if l := tryAcquire("0"); l == nil {
-		t.Fatal("5 holders under a limit of 6: a lease should be placed")
-	} else {
+	for i := 0; i < 2; i++ {
+		l := tryAcquire("0")
+		if l == nil {
+			t.Fatalf("%d held under a limit of 6: a lease should be placed", len(held))
+		}
 		held = append(held, l)
 	}
 	if l := tryAcquire("0"); l != nil {
-		t.Fatal("a seventh lease was placed on a device crowded down to 6")
+		t.Fatal("a seventh lease was placed on a device cut to 6")
+	}
+	// One placed under the new limit ran out too: a new cut, from the 6.
+	if got := held[len(held)-1].Crowded(); got != 4 {
+		t.Fatalf("a new crowd of 6: limit %d, want 4", got)
 	}
 	other, err := p.Acquire(ctx, Request{Device: "1"})
 	if err != nil || other.Limit() != 8 {
 		t.Fatalf("the other device's limit changed: %v %v", other, err)
 	}
 	other.Release()
-	// Repeated crowding stops at the floor.
-	if got := p.Crowded(0, 16); got != 6 {
-		t.Fatalf("Crowded with more holders than the limit raised it to %d", got)
-	}
-	for i := 0; i < 5; i++ {
-		p.Crowded(0, held[0].Limit())
-	}
-	if got := held[0].Limit(); got != MinHoldersCrowded {
-		t.Fatalf("limit after repeated crowding %d, want the floor %d", got, MinHoldersCrowded)
-	}
 	for _, l := range held {
 		l.Release()
 	}
-	// 6 releases so far counted towards recovery; RecoverAfter in all
-	// raise the limit by one.
+	// Crowds of one or two stop at the floor.
+	for i := 0; i < 3; i++ {
+		l, _ := p.Acquire(ctx, Request{Device: "0"})
+		l.Release()
+		l.Crowded()
+	}
+	if got := p.Limits()[0]; got != MinHoldersCrowded {
+		t.Fatalf("limit after crowds of one: %d, want the floor %d", got, MinHoldersCrowded)
+	}
 	for i := 0; i < RecoverAfter; i++ {
 		l, err := p.Acquire(ctx, Request{Device: "0"})
 		if err != nil {
@@ -444,9 +451,7 @@ func TestCrowdedDeviceTakesFewerUntilItRecovers(t *testing.T) {
 		}
 		l.Release()
 	}
-	l, _ := p.Acquire(ctx, Request{Device: "0"})
-	defer l.Release()
-	if got := l.Limit(); got != MinHoldersCrowded+1 {
+	if got := p.Limits()[0]; got != MinHoldersCrowded+1 {
 		t.Fatalf("limit after %d calm releases: %d, want %d", RecoverAfter, got, MinHoldersCrowded+1)
 	}
 }
