@@ -202,8 +202,10 @@ func (p *Pool) Target() target.Name { return p.target }
 func (p *Pool) MaxHolders() int { return p.maxHolders }
 
 // RecoverAfter is how many leases a crowded device releases (none of them
-// out of memory, none alone) before it takes one more at once again.
-const RecoverAfter = 16
+// out of memory, none alone) before it takes one more at once again: each
+// step up past what fits costs a crowd's reruns, so it comes slowly (16
+// ran a device that holds 6 at 5-7, with twice the reruns).
+const RecoverAfter = 64
 
 // MinHoldersCrowded is the fewest leases Lease.Crowded leaves a device:
 // its device phase still overlaps one job's loading.

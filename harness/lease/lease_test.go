@@ -455,3 +455,53 @@ func TestCrowdedDeviceTakesFewerUntilItRecovers(t *testing.T) {
 		t.Fatalf("limit after %d calm releases: %d, want %d", RecoverAfter, got, MinHoldersCrowded+1)
 	}
 }
+
+// A device that holds 6 evaluations' memory and no more, under 12 at a
+// time that rerun alone whatever ran out beside others (as retryAlone
+// does): the limit settles around 6 instead of falling to the floor, and
+// the reruns stay few.
+func TestCrowdedLimitSettlesWhereTheMemoryIs(t *testing.T) {
+	const fits, workers, each = 6, 12, 40
+	p := fakeCPUs(1, 16)
+	ctx := context.Background()
+	var mu sync.Mutex
+	reruns, lowest := 0, 16
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				l, err := p.Acquire(ctx, Request{})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				crowded := p.Holders()[0] > fits
+				time.Sleep(time.Millisecond)
+				l.Release()
+				if !crowded {
+					continue
+				}
+				a, err := p.Acquire(ctx, Request{Alone: true})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				a.Release()
+				n := l.Crowded()
+				mu.Lock()
+				reruns, lowest = reruns+1, min(lowest, n)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("reruns %d of %d, lowest limit %d, limit at the end %d", reruns, workers*each, lowest, p.Limits()[0])
+	if lowest < fits/2 {
+		t.Errorf("the limit fell to %d for a device that holds %d", lowest, fits)
+	}
+	if reruns > workers*each/4 {
+		t.Errorf("%d of %d evaluations ran again alone", reruns, workers*each)
+	}
+}
