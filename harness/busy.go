@@ -22,7 +22,7 @@ func (e *Evaluator) DeviceBusy() map[string]time.Duration {
 
 // DeviceLimits is, per device ("target:index", as DeviceBusy), how many
 // evaluations it takes at once now: fewer than the pool's MaxHolders while
-// its memory is crowded (lease.Pool.Crowded). A fleet worker claims no more
+// its memory is crowded (lease.Lease.Crowded). A fleet worker claims no more
 // than that for the device, so the coordinator's other devices take the
 // rest. Devices of a target not used yet are absent.
 func (e *Evaluator) DeviceLimits() map[string]int {
