@@ -28,6 +28,10 @@ import (
 // what the attacks gave without the jail (24x to 749x the honest figure).
 const jailSpeedupSlack = 3.0
 
+// jailTwinFloor is the least speedup the honest twin is taken to have: its
+// speed on an idle 2-core host is 0.5-0.8x.
+const jailTwinFloor = 0.5
+
 type jailFixture struct {
 	ev      *Evaluator
 	cache   string
@@ -58,6 +62,10 @@ func (f *jailFixture) honestSpeed(t *testing.T, res *EvalResult) {
 		return
 	}
 	s := *res.SpeedupVsEager
+	// The twin is never taken as slower than its idle-machine speed
+	// (about 0.5x): beside another test suite on 2 cores it read 0.04x,
+	// twice, while the hostile candidate's noise-filtered median read 0.84x.
+	f.twin = max(f.twin, jailTwinFloor)
 	if s > jailSpeedupSlack*f.twin {
 		// The twin timed once may have met a burst of load (CI's 2-core
 		// host, load average 6: the twin read 0.09x, its usual 0.5-0.8x):

@@ -118,10 +118,15 @@ func TestLoadInlinePCHBuildsInSeconds(t *testing.T) {
 	// also checked on the compilers' CPU seconds, which a loaded machine
 	// inflates far less than wall time: at most half of the plain build's
 	// (measured on this 2-core VM: 2.4-2.7 s against 21-27 s).
+	//
+	// The 8 s is an idle machine's: where the plain build itself took
+	// over 24 s of wall (another test suite beside this one: 45 s), a
+	// third of it stands in, as the build's own share of the machine.
+	wallMax := max(8, buildS(plain)/3)
 	for i, r := range rs[1:] {
-		if b := buildS(r); b > 8 || b > buildS(rs[0])/3 {
-			t.Errorf("candidate %d built in %.1f s: want at most 8 s and a third of the first (%.1f s; without the PCH %.1f s)",
-				i+2, b, buildS(rs[0]), buildS(plain))
+		if b := buildS(r); b > wallMax || b > buildS(rs[0])/3 {
+			t.Errorf("candidate %d built in %.1f s: want at most %.1f s and a third of the first (%.1f s; without the PCH %.1f s)",
+				i+2, b, wallMax, buildS(rs[0]), buildS(plain))
 		}
 		if c := cpu(r); c <= 0 || c > cpu(plain)/2 {
 			t.Errorf("candidate %d's build took %.1f s of compiler CPU: want at most half of the plain build's %.1f s",

@@ -227,10 +227,16 @@ const faultSpacing = testLease + testLease/4 + testLease*3/4 + 500*time.Millisec
 // a worker with two slots may also hold a requeued job in its second
 // attempt, and losing that one too makes it a crash by design (seen under
 // load, when the requeued job went back to the worker that had just
-// resumed from its SIGSTOP).
+// resumed from its SIGSTOP). A requeued job still queued counts too: the
+// worker can claim it between this check and the signal (seen beside
+// another test suite on 2 cores: the second attempt's worker was killed),
+// and so does a job whose lease ran out but that the reaper has not
+// requeued yet.
 func (in *injector) spareWorker(ctx context.Context, workerID string) bool {
 	var n int
-	err := in.q.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM fleet_jobs WHERE worker_id = ? AND state = 'claimed' AND lost > 0`, workerID).Scan(&n)
+	err := in.q.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM fleet_jobs WHERE
+		(lost > 0 AND (state = 'queued' OR (worker_id = ? AND state = 'claimed'))) OR (state = 'claimed' AND lease_expires < ?)`,
+		workerID, in.q.unix()).Scan(&n)
 	return err == nil && n == 0
 }
 
