@@ -225,23 +225,18 @@ func (p *Pool) Devices() []Device {
 
 // Limits reports, per device index, how many leases the device takes at
 // once now (MaxHolders, or fewer while it is crowded: Lease.Crowded).
-func (p *Pool) Limits() map[int]int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	m := map[int]int{}
-	for _, s := range p.slots {
-		m[s.dev.Index] = s.limit
-	}
-	return m
-}
+func (p *Pool) Limits() map[int]int { return p.perDevice(func(s *slot) int { return s.limit }) }
 
 // Holders reports how many leases each device index holds now.
-func (p *Pool) Holders() map[int]int {
+func (p *Pool) Holders() map[int]int { return p.perDevice(func(s *slot) int { return s.holders }) }
+
+// perDevice reads one figure of every slot, by device index, under the lock.
+func (p *Pool) perDevice(figure func(*slot) int) map[int]int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	m := map[int]int{}
 	for _, s := range p.slots {
-		m[s.dev.Index] = s.holders
+		m[s.dev.Index] = figure(s)
 	}
 	return m
 }
