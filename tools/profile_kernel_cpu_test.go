@@ -50,9 +50,12 @@ func TestProfileKernelCPUDiagnosis(t *testing.T) {
 	if !rep.Available || cp == nil {
 		t.Fatalf("no CPU profile: %+v", rep)
 	}
-	// The per-call figure is the calls' own, between the fastest and the
-	// mean; the set-up (load, build, warm-up) is apart from it.
-	if cp.CallsTimed < 5 || cp.WallMinUs <= 0 || cp.WallMinUs > cp.WallUsPerIter || cp.WallUsPerIter > cp.WallMeanUs*1.0001 || cp.SetupS <= 0 {
+	// The per-call figure is the calls' own, the fastest under it and under
+	// the mean; the set-up (load, build, warm-up) is apart from it. The
+	// median may exceed the mean (CI read min 95.7, median 135.8, mean
+	// 135.3 µs: a few fast calls pull the mean under it), as in
+	// harness/profile's TestProfileCPU.
+	if cp.CallsTimed < 5 || cp.WallMinUs <= 0 || cp.WallMinUs > cp.WallUsPerIter || cp.WallMinUs > cp.WallMeanUs*1.0001 || cp.SetupS <= 0 {
 		t.Errorf("per-call timing inconsistent: min %.1f median %.1f mean %.1f µs over %d calls, set-up %.2f s", cp.WallMinUs, cp.WallUsPerIter, cp.WallMeanUs, cp.CallsTimed, cp.SetupS)
 	}
 	if cp.Roofline == nil || cp.Roofline.TSolUs <= 0 || cp.PctOfSol == nil || math.Abs(*cp.PctOfSol-100*cp.Roofline.TSolUs/cp.WallUsPerIter) > 1e-6 {

@@ -112,7 +112,7 @@ func checkEvolveLoop(t *testing.T, e evolveLoopResult, dbPath string) {
 	}
 }
 
-// failedChecks reads a node's failed checks from the server's database:
+// failedChecks reads a node's (0: every node's) failed checks from the server's database:
 // what a verdict other than pass rests on.
 func failedChecks(t *testing.T, dbPath, runID string, node int64) string {
 	ctx := context.Background()
@@ -131,10 +131,10 @@ func failedChecks(t *testing.T, dbPath, runID string, node int64) string {
 	}
 	var b strings.Builder
 	for _, n := range nodes {
-		if n.ID != node || n.Result == nil {
+		if (node != 0 && n.ID != node) || n.Result == nil {
 			continue
 		}
-		fmt.Fprintf(&b, "\n  stage %s, time %.3g s, eager %.3g s", n.Result.Stage, n.Result.TimeS, n.Result.EagerS)
+		fmt.Fprintf(&b, "\n  #%d stage %s, time %.3g s, eager %.3g s", n.ID, n.Result.Stage, n.Result.TimeS, n.Result.EagerS)
 		for _, c := range n.Result.Checks {
 			if !c.Passed {
 				fmt.Fprintf(&b, "\n  check %s failed: %s", c.Name, c.Detail)

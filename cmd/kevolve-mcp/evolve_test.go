@@ -79,7 +79,7 @@ func TestEvolveKillResume(t *testing.T) {
 		// the same database (a "#1" matched only a node #10 there).
 		show, err := exec.Command(binary, "--db", db, "evolve", "show", runID).Output()
 		if err != nil || !strings.Contains(string(show), runID) || !regexp.MustCompile(`(?m)^#\d+\s+-\s+done\s+pass\s.*start kernel$`).Match(show) {
-			t.Fatalf("evolve show: %v\n%s", err, show)
+			t.Fatalf("evolve show: %v\n%s%s", err, show, failedChecks(t, db, runID, 0))
 		}
 	}
 }

@@ -132,6 +132,15 @@ CHECKED_CALLS = 10
 # attacks of issue 30 made, are caught; under 100x they are the outside
 # batches' to catch.
 CHECKED_FACTOR = 0.01
+# Where the checked calls' bound still refuses the in-process median after
+# every loaded retry, and programs outside the evaluation kept
+# HOST_LOADED_SHARE of the host busy through each, it is this one: in CI an
+# honest 66 us relu C start read over 100x in its least checked call (a
+# spinning OpenMP pool's idle threads burn their slice beside the other
+# tests' programs: 11-15 ms of the jail's CPU a call under three busy loops,
+# 80x). The candidate cannot make load outside its tree (the jail), so
+# this is not a fake's to ask for.
+CHECKED_FACTOR_LOADED = 0.002
 CHECKED_BYTES = 64 << 20
 CHECKED_REF_S = 0.3
 # The empty round trip a batch subtracts is the candidate's process's own
@@ -576,12 +585,13 @@ class Job:
             cand_min = min(cand_min, GPU_MIN_KERNEL_S)
             rep.setdefault("notes", []).append(
                 "calls of %.3g s are paced by the host: the outside time bounds the candidate's only below %.0e s" % (out["per_call_s"], GPU_MIN_KERNEL_S))
+        checked = _checked_factor(reported, verified, rep)
         if verified is not None:
-            cand_min = max(cand_min, CHECKED_FACTOR * verified["basis_s"])
+            cand_min = max(cand_min, checked * verified["basis_s"])
         rep["bounds"] = {"ref_max_s": REF_FACTOR[self.device.type] * rep["reference_s"]["median_s"],
                          "cand_min_s": cand_min,
                          "cand_factor": factor, "ref_factor": REF_FACTOR[self.device.type],
-                         "checked_factor": CHECKED_FACTOR}
+                         "checked_factor": checked}
         if self.device.type == "cuda" and out["basis_s"] < 0.25 * out["per_call_s"]:
             rep["notes"] = rep.get("notes", []) + ["the candidate's calls are bound by host-side launch time (%.3g of %.3g s per call): "
                             "the outside time bounds its device time loosely" % (out["launch_per_call_s"], out["per_call_s"])]
@@ -946,6 +956,22 @@ def _echo_round_trip(n):
 def _frozen(pid):
     """The jail of the job's process pid, stopped for a with-block."""
     return reftime.Frozen(pid, _tree, cgroup.handle(pid))
+
+
+def _checked_factor(reported, verified, rep):
+    """CHECKED_FACTOR, or CHECKED_FACTOR_LOADED (noted in rep) where the
+    checked calls refused the in-process median in every try while
+    programs outside the evaluation kept HOST_LOADED_SHARE of the host busy."""
+    if verified is None or reported is None or reported >= CHECKED_FACTOR * verified["basis_s"]:
+        return CHECKED_FACTOR
+    shares = verified.get("host_external_share") or []
+    if not shares or min(shares) < HOST_LOADED_SHARE:
+        return CHECKED_FACTOR
+    rep.setdefault("notes", []).append(
+        "programs outside this evaluation kept %.0f%% or more of the host's CPUs busy through each of %d tries of the checked calls: "
+        "their least per-call time bounds the candidate's at %.2g x, not %.2g x" % (
+            100 * min(shares), len(shares), CHECKED_FACTOR_LOADED, CHECKED_FACTOR))
+    return CHECKED_FACTOR_LOADED
 
 
 def _while_loaded(chan, retries, measure, holds, watch=True):
