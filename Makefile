@@ -16,7 +16,7 @@ PY_PINS     := torch==2.11.0 triton==3.6.0 numpy==2.3.5 pyyaml \
 NODE_DIR    ?= $(HOME)/.cache/kevolve/node
 NODE_PKG    := cmd/kevolve-mcp/testdata/node
 
-.PHONY: build dist image image-cuda run test deps venv mcp-clients vet bench bench-session bench-gpu-prep bench-run test-gpu test-gpu-run gpu-bins kb-sweep-prep kb-sweep-run kb-fastp-run kb-regress-prep kb-regress-run kb-regress-buildcheck kb-throughput-prep kb-throughput-run clean
+.PHONY: build dist image image-cuda run test deps venv venv-install mcp-clients node-install vet bench bench-session bench-gpu-prep bench-run test-gpu test-gpu-run gpu-bins kb-sweep-prep kb-sweep-run kb-fastp-run kb-regress-prep kb-regress-run kb-regress-buildcheck kb-throughput-prep kb-throughput-run clean
 
 # --version: the release (git describe), the commit and the build date.
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.1.0-dev)
@@ -60,26 +60,37 @@ image-cuda:
 # A CPU-only virtualenv with the GPU box's torch and triton versions. Made once
 # and reused: PyPI's torch wheel is several GB.
 # The stamp names the pins, so changing them reinstalls.
+# Two `make test`s at once (two clones, one home) take turns at a lock: the
+# second finds the stamp the first made and installs nothing.
 VENV_STAMP  := $(VENV)/.pins-$(shell echo '$(PY_PINS)' | md5sum | cut -c1-10)
 venv: $(VENV_STAMP)
 $(VENV_STAMP):
-	python3 -m venv $(VENV)
-	@echo "venv: downloading torch, triton and nvcc (about 5 GB, once) into $(VENV)"
-	$(VENV)/bin/pip install --progress-bar on $(PY_PINS)
-	touch $@
+	mkdir -p $(dir $(VENV))
+	flock $(VENV).lock $(MAKE) --no-print-directory venv-install
+venv-install:
+	@if [ -e $(VENV_STAMP) ]; then exit 0; fi; \
+	  python3 -m venv $(VENV) && \
+	  echo "venv: downloading torch, triton and nvcc (about 5 GB, once) into $(VENV)" && \
+	  $(VENV)/bin/pip install --progress-bar on $(PY_PINS) && touch $(VENV_STAMP)
 
 # Independent MCP clients for the end-to-end tests: the official TypeScript
 # SDK and the MCP conformance suite, with a Node 22 binary from npm (the suite
 # needs Node >= 22; Debian's is 20).
 # Without npm the client tests skip (.ci/deps has said so).
+# The stamp names the lock file's content, not its time: a fresh clone's
+# newer files must not reinstall (npm ci empties node_modules first, under
+# the feet of another `make test`'s client tests), and a changed lock must.
+NODE_STAMP  := $(NODE_DIR)/.ok-$(shell cat $(NODE_PKG)/package.json $(NODE_PKG)/package-lock.json | md5sum | cut -c1-10)
 mcp-clients:
-	@if command -v npm >/dev/null; then $(MAKE) --no-print-directory $(NODE_DIR)/.kevolve-ok; \
+	@if command -v npm >/dev/null; then $(MAKE) --no-print-directory $(NODE_STAMP); \
 	  else echo "mcp-clients: no npm: the independent MCP client tests skip"; fi
-$(NODE_DIR)/.kevolve-ok: $(NODE_PKG)/package.json $(NODE_PKG)/package-lock.json
+$(NODE_STAMP):
 	mkdir -p $(NODE_DIR)
-	cp $(NODE_PKG)/package.json $(NODE_PKG)/package-lock.json $(NODE_DIR)/
-	cd $(NODE_DIR) && npm ci --silent --no-audit --no-fund
-	touch $@
+	flock $(NODE_DIR).lock $(MAKE) --no-print-directory node-install
+node-install:
+	@if [ -e $(NODE_STAMP) ]; then exit 0; fi; \
+	  rm -f $(NODE_DIR)/.ok-* && cp $(NODE_PKG)/package.json $(NODE_PKG)/package-lock.json $(NODE_DIR)/ && \
+	  (cd $(NODE_DIR) && npm ci --silent --no-audit --no-fund) && touch $(NODE_STAMP)
 
 vet:
 	$(GO) vet ./...
@@ -96,7 +107,7 @@ deps:
 # loaded one (issue 33: no limit that needs an idle machine).
 test: deps venv mcp-clients build
 	$(GO) vet ./...
-	KEVOLVE_PYTHON=$(VENV)/bin/python env $$([ -e $(NODE_DIR)/.kevolve-ok ] && echo KEVOLVE_NODE_DIR=$(NODE_DIR)) \
+	KEVOLVE_PYTHON=$(VENV)/bin/python env $$([ -e $(NODE_STAMP) ] && echo KEVOLVE_NODE_DIR=$(NODE_DIR)) \
 	  $(GO) test -count=1 -timeout 80m ./...
 
 # The main job on whatever hardware is here: discovery, then an evolve run
