@@ -2,7 +2,7 @@ package harness
 
 // An evaluation job's outcome as a result: a verdict of the harness's own
 // where the child did not report one (memory limit, deadline, a forged
-// result, a crash), else what evaluate.py returned, with the judge's
+// result, a crash), else what evaluate/main.py returned, with the judge's
 // report applied.
 
 import (
@@ -16,7 +16,7 @@ import (
 	"github.com/kevolve/kevolve-mcp/harness/worker"
 )
 
-// pyResult is what evaluate.py returns.
+// pyResult is what evaluate/main.py returns.
 type pyResult struct {
 	HarnessError string `json:"harness_error"`
 	Error        string `json:"error"`
@@ -71,7 +71,7 @@ func (e *Evaluator) convert(ctx context.Context, r *evalRun, out *worker.Outcome
 		pr.StageS["verify"] = *u.VerifyS
 	}
 	if pr.Verdict == "" {
-		// A MemoryError escaped evaluate.py's own handling (a memory limit
+		// A MemoryError escaped evaluate/main.py's own handling (a memory limit
 		// was reached): a crash, not the harness's failure.
 		res.Verdict, res.Stage = VerdictCrash, out.Stage
 		res.Checks = append(res.Checks, Check{Name: "memory", Passed: false, Detail: pr.Error})
@@ -86,7 +86,7 @@ func (e *Evaluator) convert(ctx context.Context, r *evalRun, out *worker.Outcome
 }
 
 // processLimit fails a job whose cgroup refused a fork or a thread at its
-// pids.max: an honest job never comes near it (cgroup.py's pids_max), so
+// pids.max: an honest job never comes near it (sandbox/cgroup.py's pids_max), so
 // one that did started processes or threads without bound. A pass
 // becomes a runtime_error; any other verdict stands, with the check.
 func processLimit(res *EvalResult, out *worker.Outcome) {
@@ -165,7 +165,7 @@ func (e *Evaluator) unreported(r *evalRun, res *EvalResult, out *worker.Outcome)
 	return true
 }
 
-// decodePyResult reads evaluate.py's result. An error is the harness's
+// decodePyResult reads evaluate/main.py's result. An error is the harness's
 // failure; an empty verdict is left only for a MemoryError, which the
 // candidate can cause.
 func decodePyResult(b json.RawMessage) (*pyResult, error) {
@@ -182,7 +182,7 @@ func decodePyResult(b json.RawMessage) (*pyResult, error) {
 	return &pr, nil
 }
 
-// fromPython fills the result from evaluate.py's: verdicts, checks,
+// fromPython fills the result from evaluate/main.py's: verdicts, checks,
 // timings, memory and work. A torch.compile timing measured now is kept
 // for the reference's later evaluations; one measured before stands in.
 func (e *Evaluator) fromPython(ctx context.Context, r *evalRun, res *EvalResult, pr *pyResult) {

@@ -35,7 +35,7 @@ func TestDeviceStateGPU(t *testing.T) {
 	}
 	ev := evaluator(t)
 	// The stack size alone is no verdict (the driver raises it for a
-	// kernel with local arrays, evaluate_devstate.GROWN_BY_DRIVER): the
+	// kernel with local arrays, evaluate.guards.devstate.GROWN_BY_DRIVER): the
 	// heap size is what flags the second case.
 	for _, tc := range []struct{ name, cand, want string }{
 		{"persisting_l2_and_access_policy_window", "gpu_persisting_l2.py", "access_policy_window"},

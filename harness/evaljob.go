@@ -1,6 +1,6 @@
 package harness
 
-// The job evaluate.py's main(args, ctx) runs: its arguments as a typed
+// The job evaluate/main.py's main(args, ctx) runs: its arguments as a typed
 // struct, and the worker job (environment, limits, gate, reuse) around it.
 
 import (
@@ -11,7 +11,7 @@ import (
 	"github.com/kevolve/kevolve-mcp/harness/worker"
 )
 
-// evalJob is the arguments of evaluate.py's main. Its fields are in the
+// evalJob is the arguments of evaluate/main.py's main. Its fields are in the
 // order of their JSON keys: the map it replaced was encoded with its keys
 // sorted, and the child reads the same bytes (evaljob_test.go pins them).
 // A key with omitempty was set only in some cases; the others always were.
@@ -30,7 +30,7 @@ type evalJob struct {
 	Seed          int64      `json:"seed"`
 	SkipTiming    bool       `json:"skip_timing"`
 	SOLSeconds    float64    `json:"sol_seconds"`
-	Target        string     `json:"target"` // "nvidia" or "cpu": what evaluate.py knows
+	Target        string     `json:"target"` // "nvidia" or "cpu": what evaluate/main.py knows
 	Tolerance     *Tolerance `json:"tolerance,omitempty"`
 	ToleranceRule string     `json:"tolerance_rule,omitempty"` // set only for a rule other than the default
 	Trials        int        `json:"trials"`
@@ -48,7 +48,7 @@ type jobSource struct {
 // its defaults and whose compile stats were looked up (r.knownCompile).
 func newEvalJob(r *evalRun) evalJob {
 	req := r.req
-	// evaluate.py knows "nvidia" and "cpu": an AMD GPU under ROCm torch is
+	// evaluate/main.py knows "nvidia" and "cpu": an AMD GPU under ROCm torch is
 	// driven through the same torch.cuda calls.
 	pyTarget := "cpu"
 	if r.tgt != target.CPU {
@@ -79,7 +79,7 @@ func newEvalJob(r *evalRun) evalJob {
 		// Measured before, or not asked for.
 		j.CompileReference = &no
 	case r.tgt == target.CPU:
-		yes := true // asked for on the CPU, where evaluate.py's default is off
+		yes := true // asked for on the CPU, where evaluate/main.py's default is off
 		j.CompileReference = &yes
 	}
 	return j
@@ -108,7 +108,7 @@ func (e *Evaluator) workerJob(ctx context.Context, r *evalRun, progress func(str
 	if r.tgt != target.CPU {
 		// How many jobs may keep device memory beside this one: the
 		// child empties its cache on hand-back unless all of them could
-		// keep as much (evaluate.py _holders).
+		// keep as much (evaluate/main.py _holders).
 		r.env["KEVOLVE_DEVICE_HOLDERS"] = strconv.Itoa(r.lease.MaxHolders())
 	}
 	if r.req.Shapes != "" {
@@ -121,7 +121,7 @@ func (e *Evaluator) workerJob(ctx context.Context, r *evalRun, progress func(str
 		mem = e.cfg.CPUMemLimit
 	}
 	return worker.Job{
-		Module: "evaluate", Func: "main", Args: newEvalJob(r), Env: r.env, Timeout: r.req.Timeout, MemLimit: mem,
+		Module: "evaluate.main", Func: "main", Args: newEvalJob(r), Env: r.env, Timeout: r.req.Timeout, MemLimit: mem,
 		RSSLimit: max(e.cfg.HostMemLimit, 0),
 		Progress: progress,
 		Gate:     r.lease.Exclusive, // loading and compiling overlap; the device phase runs alone on its device

@@ -9,7 +9,7 @@ import (
 	"github.com/kevolve/kevolve-mcp/harness/target"
 )
 
-// TestEvalJobJSON pins the arguments evaluate.py's main reads: a key
+// TestEvalJobJSON pins the arguments evaluate/main.py's main reads: a key
 // renamed or dropped on the Go side, or one that starts to be sent when it
 // was left out, fails here before the child reads a default instead.
 func TestEvalJobJSON(t *testing.T) {
@@ -75,7 +75,7 @@ func TestEvalJobJSON(t *testing.T) {
 				t.Fatal(err)
 			}
 			if string(got) != c.want {
-				t.Errorf("evaluate.py's arguments changed:\n got %s\nwant %s", got, c.want)
+				t.Errorf("evaluate/main.py's arguments changed:\n got %s\nwant %s", got, c.want)
 			}
 		})
 	}

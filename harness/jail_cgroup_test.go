@@ -17,7 +17,7 @@ import (
 	"github.com/kevolve/kevolve-mcp/harness/worker"
 )
 
-// The jail's cgroup (issue 30, item 0; worker/py/cgroup.py): a fork bomb
+// The jail's cgroup (issue 30, item 0; worker/py/sandbox/cgroup.py): a fork bomb
 // stops at pids.max and fails its job, a job that fills its tmpfs /dev/shm
 // and /tmp past its memory limit is killed there (out_of_memory) instead
 // of passing, and after either nothing of the job is left: no process and

@@ -8,7 +8,7 @@ import (
 	"github.com/kevolve/kevolve-mcp/harness/worker"
 )
 
-// The judge (worker/py/evaluate_judge.py) is a process of each evaluation
+// The judge (worker/py/evaluate/judge/judge.py) is a process of each evaluation
 // that the candidate cannot reach: forked before any candidate code runs,
 // non-dumpable, with its own secret seed and its own copy of the
 // reference. It re-checks a passing candidate on inputs only it knows,
@@ -46,7 +46,7 @@ type JudgeReport struct {
 	// them: writing them is the least any candidate does (applySOL).
 	OutputBytes float64 `json:"output_bytes,omitempty"`
 	// ShapesTried are the input shapes the judge's trials ran at: the shown
-	// one, then those the candidate was not shown (evaluate_unseen), each
+	// one, then those the candidate was not shown (evaluate.compare.unseen), each
 	// with whether the candidate matched there; ShapesNotTried says which
 	// were left out and why (the reference failed there, or varying a
 	// size was unsafe).
@@ -116,7 +116,7 @@ type JudgeOutside struct {
 }
 
 // JudgeVerified is the candidate's time over the judge's checked calls
-// (evaluate_judge_batch.py): Calls calls, one request each, each on a
+// (evaluate/judge/batch.py): Calls calls, one request each, each on a
 // fresh input set of the judge's seed written just before it with the
 // candidate's processes stopped, each output read when the answer came and
 // compared with the reference; the least of them (PerCallS and BasisS as

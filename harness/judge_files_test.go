@@ -46,7 +46,7 @@ func TestJudgeFilesRepairedInNewServer(t *testing.T) {
 		want   string
 	}{
 		{"compare always agrees", func(t *testing.T) {
-			p := filepath.Join(pyDir, "evaluate_compare.py")
+			p := filepath.Join(pyDir, "evaluate/compare/compare.py")
 			if _, err := os.Stat(p); err != nil {
 				t.Fatalf("%v: the test edits the module that defines compare; update it", err)
 			}
@@ -70,7 +70,7 @@ func TestJudgeFilesRepairedInNewServer(t *testing.T) {
 			if v := evaluate(t, c.code); v != c.want {
 				t.Fatalf("verdict %s, want %s", v, c.want)
 			}
-			b, err := os.ReadFile(filepath.Join(pyDir, "evaluate_compare.py"))
+			b, err := os.ReadFile(filepath.Join(pyDir, "evaluate/compare/compare.py"))
 			mustTest(t, err)
 			if strings.Count(string(b), "def compare(") != 1 {
 				t.Fatal("the edited compare is still on disk")

@@ -13,8 +13,9 @@ import (
 
 // ModelJobs are the worker's whole-model jobs: model_profile (profile a
 // model, extract its hot regions as problems) and model_verify (a patched
-// model against the original, correct and timed).
-var ModelJobs = map[string]bool{"model_profile": true, "model_verify": true}
+// model against the original, correct and timed), each the worker module
+// (worker/py/whole_model/) that runs it.
+var ModelJobs = map[string]string{"model_profile": "whole_model.profile", "model_verify": "whole_model.verify"}
 
 // ModelJobRequest is one whole-model job.
 type ModelJobRequest struct {
@@ -30,7 +31,8 @@ type ModelJobRequest struct {
 // timing shares the device with nothing. The job's JSON result is decoded
 // into out; a result with an "error" field is a Go error.
 func (e *Evaluator) ModelJob(ctx context.Context, r ModelJobRequest, out any) error {
-	if !ModelJobs[r.Module] {
+	module, ok := ModelJobs[r.Module]
+	if !ok {
 		return fmt.Errorf("model job %q: unknown", r.Module)
 	}
 	l, err := e.Acquire(ctx, r.Target, r.Device, true)
@@ -57,7 +59,7 @@ func (e *Evaluator) ModelJob(ctx context.Context, r ModelJobRequest, out any) er
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.Module, err)
 	}
-	o, err := e.w.Run(ctx, worker.Job{Module: r.Module, Func: "main", Args: args, Env: env, Timeout: r.Timeout,
+	o, err := e.w.Run(ctx, worker.Job{Module: module, Func: "main", Args: args, Env: env, Timeout: r.Timeout,
 		MemLimit: mem, RSSLimit: max(e.cfg.HostMemLimit, 0), Writable: writable})
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.Module, err)

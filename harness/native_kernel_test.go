@@ -65,7 +65,7 @@ const nativeRownorm = `        lib.rownorm.argtypes = [V, V, ctypes.c_int64, cty
 // counts as its own kernel (no "no custom kernel" warning, library ops
 // beside it allowed); a ctypes call into a system library, a copy of one,
 // or a libc function found through the candidate's handle does not, so
-// verdicts stay what they were (evaluate_native.py has the rule).
+// verdicts stay what they were (evaluate/guards/native.py has the rule).
 func TestNativeOwnKernel(t *testing.T) {
 	if gpuMode() {
 		t.Skip("CPU candidates")

@@ -79,7 +79,7 @@ func TestReuseKeepsOnlyCleanChildren(t *testing.T) {
 			"_libc.pthread_create(ctypes.byref(_tid), None, ctypes.cast(_libc.sleep, ctypes.c_void_p), ctypes.c_void_p(3600))\n", "native threads", VerdictPass},
 		{"stdout_replaced", "import sys\nclass W:\n    def __init__(self, f): self.f = f\n    def write(self, s): return self.f.write(s)\n    def flush(self): self.f.flush()\nsys.stdout = W(sys.stdout)\n", "sys_hooks", VerdictPass},
 		// A harness function's code swapped in place (the object stays: identity alone would not see it).
-		{"code_swapped", "import sys\ndef _f(*a, **k):\n    return None\nsys.modules['evaluate_warm'].warm_host.__code__ = _f.__code__\n", "replaced evaluate_warm.warm_host", VerdictPass},
+		{"code_swapped", "import sys\ndef _f(*a, **k):\n    return None\nsys.modules['evaluate.warm'].warm_host.__code__ = _f.__code__\n", "replaced evaluate.warm.warm_host", VerdictPass},
 		{"import_hook", "import sys\nclass F:\n    def find_spec(self, *a):\n        return None\nsys.meta_path.insert(0, F())\n", "import_hooks", VerdictPass},
 	}
 	for _, tc := range tainting {

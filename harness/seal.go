@@ -16,7 +16,7 @@ import (
 	"fmt"
 )
 
-// sealedAnswer is what evaluate.py's main returns.
+// sealedAnswer is what evaluate/main.py's main returns.
 type sealedAnswer struct {
 	Sealed *string `json:"sealed"`
 	After  struct {
@@ -34,7 +34,7 @@ type unsealed struct {
 	Forged string
 }
 
-// unseal opens evaluate.py's answer and checks the sealed result against
+// unseal opens evaluate/main.py's answer and checks the sealed result against
 // the hash in the judge's report. An answer that is not sealed (a harness
 // error, a job without the judge) is returned as it is.
 func unseal(answer, judge json.RawMessage) unsealed {

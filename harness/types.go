@@ -96,7 +96,7 @@ type EvalRequest struct {
 }
 
 // Kernel policies (the reference_ops and no_own_kernel checks); what each
-// passes and fails is the one table in evaluate_refops.py's docstring.
+// passes and fails is the one table in evaluate/guards/refops.py's docstring.
 const (
 	// KernelPolicyDefault (run_kernel, evolve, eval): a candidate whose own
 	// kernels run may call some of the reference's heavy ops through torch
@@ -132,7 +132,7 @@ type MemoryUse struct {
 }
 
 // TracedWork is the reference forward's work counted by the child
-// (workcount.py) when EvalRequest.CountWork is set.
+// (evaluate/workcount.py) when EvalRequest.CountWork is set.
 type TracedWork struct {
 	FLOPs  float64 `json:"flops"`
 	Bytes  float64 `json:"bytes"`
@@ -196,7 +196,7 @@ type Stats struct {
 	// QuietIters: on a CPU shared with other programs, the calls in which
 	// no thread of the timing process waited for a CPU; the figures above
 	// are theirs once there are enough, and MedianAllS is every call's
-	// median (both 0: every call counted). evaluate_timing.Undisturbed.
+	// median (both 0: every call counted). evaluate.timing.Undisturbed.
 	QuietIters int     `json:"quiet_iters,omitempty"`
 	MedianAllS float64 `json:"median_all_s,omitempty"`
 	// Host is the host's load over the timed loop (absent from the
@@ -399,7 +399,7 @@ type EvalConfig struct {
 	// DiscoverGPUs lists the host's GPUs; default device.GPUs.
 	DiscoverGPUs func(ctx context.Context) []lease.Device
 	// Reuse says when a child that ran a clean evaluation runs the next on
-	// its device (the child's Python decides what clean is: evaluate_taint.py).
+	// its device (the child's Python decides what clean is: evaluate/guards/taint.py).
 	Reuse ReusePolicy
 	// BaselineMaxAge is how long a stored reference baseline serves
 	// before it is measured again; default DefaultBaselineMaxAge.

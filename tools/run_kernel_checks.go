@@ -30,7 +30,7 @@ func registeredChecks(ev *harness.Evaluator) ([]harness.CheckInfo, error) {
 }
 
 // tolerancesText is how allclose and relative_norm compare, per dtype; the
-// worker's evaluate_compare.DEFAULT_TOL holds the numbers.
+// worker's evaluate.compare.compare.DEFAULT_TOL holds the numbers.
 const tolerancesText = "Tolerances of allclose and relative_norm (atol / rtol / rel_norm), dtype-aware: fp32 1e-4 / 1e-4 / 1e-3, " +
 	"fp16 1e-2 / 1e-2 / 1e-2, bf16 2e-2 / 2e-2 / 2e-2, fp64 1e-7 / 1e-7 / 1e-6, unless the problem sets its own " +
 	"(KernelBench today: allclose 1e-4 fp32, 1e-2 fp16/bf16; its v0/v0.1 used 1e-2 for fp32 too)."

@@ -142,13 +142,13 @@ def timed_calls(model, inputs, min_calls=20, min_s=1.0, max_calls=5000, max_s=3.
 
 def timed_as_run_kernel(model, inputs):
     """The call's median as run_kernel times it: the harness's own timer
-    (evaluate_timing.Timer), a cache flush before each call and, on a busy
+    (evaluate.timing.Timer), a cache flush before each call and, on a busy
     host, the undisturbed calls' statistics. Warm back-to-back calls
     (timed_calls) read faster: a 173 us one-thread softmax read 248 us
     after the flush. None where the harness's timer is not importable."""
     try:
         import torch
-        from evaluate_timing import Timer
+        from evaluate.timing import Timer
     except ImportError:
         return None
     timer = Timer(torch.device("cpu"), 32 << 20)

@@ -115,9 +115,9 @@ func Trace(ctx context.Context, refPath string, opt TraceOptions) (Work, error) 
 	// Tracing is CPU/meta work: hide GPUs so a reference cannot grab one.
 	env = append(env, "CUDA_VISIBLE_DEVICES=", "HIP_VISIBLE_DEVICES=")
 	var out traceOut
-	// The counting core is the worker's workcount.py, shared with the
+	// The counting core is the worker's evaluate/workcount.py (written here as a flat workcount.py), shared with the
 	// evaluation child (which counts the reference on its real inputs).
-	core, err := worker.PyFile("workcount.py")
+	core, err := worker.PyFile("evaluate/workcount.py")
 	if err != nil {
 		return Work{}, fmt.Errorf("trace %s: %w", refPath, err)
 	}

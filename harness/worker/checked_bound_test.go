@@ -38,7 +38,7 @@ func TestCheckedCallsFactorLoosensOnlyUnderOutsideLoad(t *testing.T) {
 	// takes seconds on a loaded host.
 	script := `import json, sys
 sys.path.insert(0, "py")
-import evaluate_judge as j
+from evaluate.judge import judge as j
 out = []
 for a in json.loads(sys.argv[1]):
     rep = {}

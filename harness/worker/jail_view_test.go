@@ -29,7 +29,7 @@ func TestJailClosedWritableFolderKeepsWrites(t *testing.T) {
 	}
 }
 
-// jailScript runs testdata/name, which lays out a view with jail.py (the
+// jailScript runs testdata/name, which lays out a view with sandbox/jail.py (the
 // worker's Python folder its argument), and returns its output, trimmed.
 // It needs root for the mount namespace: the test is skipped without.
 func jailScript(t *testing.T, name string) (string, error) {

@@ -12,7 +12,7 @@ import (
 )
 
 // ProbeSandbox enters the job sandbox in a throwaway process over a
-// temporary folder (sandbox.py --probe), as a job's child would on this
+// temporary folder (python -m sandbox.layers --probe), as a job's child would on this
 // host, and returns which layers it got (for doctor).
 func ProbeSandbox(ctx context.Context, python, cacheDir string) (sandbox.Report, error) {
 	var r sandbox.Report
@@ -27,7 +27,7 @@ func ProbeSandbox(ctx context.Context, python, cacheDir string) (sandbox.Report,
 	defer cancel()
 	// The build cache as the evaluator sets it (NewEvaluator).
 	env := []string{"KEVOLVE_CACHE_DIR=" + filepath.Join(cacheDir, "kernels")}
-	o, err := toolchain.Run(ctx, toolchain.Cmd{Name: python, Args: []string{filepath.Join(dir, "sandbox.py"), "--probe"}, Dir: dir, Env: env})
+	o, err := toolchain.Run(ctx, toolchain.Cmd{Name: python, Args: []string{"-m", "sandbox.layers", "--probe"}, Dir: dir, Env: env})
 	if err != nil {
 		return r, fmt.Errorf("sandbox probe: %w (%s)", err, toolchain.Tail(o.Stderr, 300))
 	}

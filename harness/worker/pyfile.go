@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// PyFile returns one file of the embedded worker Python (e.g. "workcount.py"),
+// PyFile returns one file of the embedded worker Python (e.g. "evaluate/workcount.py"),
 // for other harness packages that run a module of it outside the worker: the
 // sol package's trace script imports the shared work-counting core this way,
 // so there is one copy of it.

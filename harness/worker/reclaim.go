@@ -8,7 +8,7 @@ import (
 
 // reclaim gives the server's user back the folders a job was allowed to
 // write (Job.Writable): the child hands them to the unprivileged uid it
-// runs the job as (worker/py/sandbox.py), and what the job wrote there
+// runs the job as (worker/py/sandbox/layers.py), and what the job wrote there
 // belongs to that uid until now. Best effort: a path that is gone is
 // skipped.
 func reclaim(paths []string) {

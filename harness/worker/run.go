@@ -105,7 +105,7 @@ type Outcome struct {
 	LoadGrant time.Duration
 	// Judge is what the job's judge process wrote (job_dir/judge/judge.json,
 	// up to judgeSize bytes), nil if nothing: a process of the job's own
-	// that the candidate cannot reach (evaluate_judge.py).
+	// that the candidate cannot reach (evaluate/judge/judge.py).
 	Judge json.RawMessage
 	// GateWait is how long the job waited for the device (Job.Gate): not
 	// part of Wall, nor of its deadline.
@@ -134,7 +134,7 @@ type Outcome struct {
 	// so the host, not the candidate, ran its time out.
 	Build            BuildGrant
 	BuildLoadTimeout bool
-	// Cgroup is what the job's cgroup counted (worker.py's cgroup.py), nil
+	// Cgroup is what the job's cgroup counted (worker.py's sandbox/cgroup.py), nil
 	// where it had none: from the parent's "exit" event where Run waited
 	// for the exit (a killed or dead child), else from the child's "done".
 	Cgroup *CgroupUse

@@ -75,7 +75,7 @@ func killTree(pid int) {
 
 // jailInits returns those of pids that are the init of a PID namespace
 // made by parent: the reaper a job's child starts for its jail
-// (worker/py/jail.py), which a kept child keeps. A candidate cannot make
+// (worker/py/sandbox/jail.py), which a kept child keeps. A candidate cannot make
 // one: a new PID namespace needs privileges its sandbox took away.
 func jailInits(parent int, pids []int) []int {
 	var out []int

@@ -19,7 +19,7 @@ import (
 	"sync"
 )
 
-// The Python side: worker.py (the parent loop), evaluate.py (the evaluation
+// The Python side: worker.py (the parent loop), evaluate/main.py (the evaluation
 // job), the checks package (the check registry) and the kevolve loader
 // package. "all:" keeps __init__.py.
 //
@@ -27,7 +27,7 @@ import (
 var pyFS embed.FS
 
 // Embedded is the worker's Python as this binary carries it, rooted at its
-// files (worker.py, evaluate.py, checks/, kevolve/): the default
+// files (worker.py, evaluate/main.py, checks/, kevolve/): the default
 // Config.Source.
 func Embedded() fs.FS {
 	sub, err := fs.Sub(pyFS, "py")

@@ -31,7 +31,7 @@ var asideSeq atomic.Int64
 const maxReported = 20
 
 // check compares the folder dir with the manifest; it returns what differs
-// ("evaluate.py: modified"), empty when the folder is intact.
+// ("evaluate/main.py: modified"), empty when the folder is intact.
 func check(dir string, m *manifest) []string {
 	var bad []string
 	seen := map[string]bool{}

@@ -18,15 +18,15 @@ func TestUnpackRepairs(t *testing.T) {
 		want   string // in the reported differences; "" = a fresh install, nothing reported
 	}{
 		{"edited file", func(t *testing.T, dir string) {
-			appendTo(t, filepath.Join(dir, "evaluate_compare.py"), "\ndef compare(*a):\n    return True, 'allclose', ''\n")
-		}, "evaluate_compare.py: modified"},
-		{"missing file", func(t *testing.T, dir string) { mustDo(t, os.Remove(filepath.Join(dir, "evaluate.py"))) }, "evaluate.py: missing"},
+			appendTo(t, filepath.Join(dir, "evaluate/compare/compare.py"), "\ndef compare(*a):\n    return True, 'allclose', ''\n")
+		}, "evaluate/compare/compare.py: modified"},
+		{"missing file", func(t *testing.T, dir string) { mustDo(t, os.Remove(filepath.Join(dir, "evaluate/main.py"))) }, "evaluate/main.py: missing"},
 		{"extra py", func(t *testing.T, dir string) {
 			mustDo(t, os.WriteFile(filepath.Join(dir, "sitecustomize.py"), []byte("x = 1\n"), 0o644))
 		}, "sitecustomize.py: unexpected file"},
 		{"extension module", func(t *testing.T, dir string) {
-			mustDo(t, os.WriteFile(filepath.Join(dir, "evaluate_compare.cpython-312-x86_64-linux-gnu.so"), []byte("x"), 0o644))
-		}, "evaluate_compare.cpython-312-x86_64-linux-gnu.so: unexpected file"},
+			mustDo(t, os.WriteFile(filepath.Join(dir, "evaluate", "compare", "compare.cpython-312-x86_64-linux-gnu.so"), []byte("x"), 0o644))
+		}, "evaluate/compare/compare.cpython-312-x86_64-linux-gnu.so: unexpected file"},
 		{"shadowing package", func(t *testing.T, dir string) {
 			mustDo(t, os.MkdirAll(filepath.Join(dir, "torch"), 0o755))
 		}, "torch/: unexpected folder"},
@@ -75,10 +75,10 @@ func TestUnpackRepairs(t *testing.T) {
 			if left := check(dir, mustManifest(t)); len(left) != 0 {
 				t.Fatalf("after the repair: %q", left)
 			}
-			st, err := os.Stat(filepath.Join(dir, "evaluate.py"))
+			st, err := os.Stat(filepath.Join(dir, "evaluate/main.py"))
 			mustDo(t, err)
 			if st.Mode().Perm() != 0o444 {
-				t.Fatalf("evaluate.py mode %v, want 0444", st.Mode().Perm())
+				t.Fatalf("evaluate/main.py mode %v, want 0444", st.Mode().Perm())
 			}
 			leftovers, _ := filepath.Glob(filepath.Join(cache, "worker", "*.*-*"))
 			if len(leftovers) != 0 {
@@ -118,7 +118,7 @@ func TestVerifyAfterJobRestartsParent(t *testing.T) {
 	info, err := w.Info(ctx)
 	mustDo(t, err)
 	pid := int(info["pid"].(float64))
-	target := filepath.Join(w.PyDir(), "evaluate_compare.py")
+	target := filepath.Join(w.PyDir(), "evaluate/compare/compare.py")
 	o, err := w.Run(ctx, Job{Module: "selftest", Func: "append_file", Timeout: time.Minute,
 		Env:  map[string]string{"KEVOLVE_SANDBOX": "0"},
 		Args: map[string]any{"path": target, "line": "\nALWAYS = True\n"}})
@@ -149,7 +149,7 @@ func TestUnpackConcurrentRepairs(t *testing.T) {
 	mustDo(t, err)
 	for round := 0; round < 3; round++ {
 		mustDo(t, os.Remove(filepath.Join(dir, completeMarker)))
-		mustDo(t, os.Remove(filepath.Join(dir, "evaluate.py")))
+		mustDo(t, os.Remove(filepath.Join(dir, "evaluate/main.py")))
 		errs := make(chan error, 6)
 		for i := 0; i < cap(errs); i++ {
 			go func() { _, _, err := unpack(cache); errs <- err }()

@@ -47,7 +47,7 @@ type Config struct {
 	// StartTimeout bounds the parent's imports (7.3 s measured on the GPU box).
 	StartTimeout time.Duration
 	// Source is the Python tree the worker unpacks, verifies and runs
-	// (worker.py, evaluate.py, checks/, ...); nil is the embedded one
+	// (worker.py, evaluate/main.py, checks/, ...); nil is the embedded one
 	// (Embedded). A test overlays a check module of its own this way
 	// (Overlay); its check registry must parse (ParseChecks).
 	Source fs.FS

@@ -27,7 +27,7 @@ type entry struct {
 
 // Export writes the self-contained Python package kevolve_kernels into dir
 // (dir/kevolve_kernels): the dispatch runtime, the region finder the
-// optimizer used (model_patterns.py, from the worker's files), the kevolve
+// optimizer used (whole_model/patterns.py, from the worker's files), the kevolve
 // loaders the kernels import (under _vendor), every entry's kernel and the
 // registry. It needs torch, and a C compiler or GPU toolchain where its
 // kernels are built, not this binary. It returns the package's folder.
@@ -48,7 +48,7 @@ func Export(dir string, entries []Entry) (string, error) {
 		}
 		files[f.Name()] = b
 	}
-	pat, err := worker.PyFile("model_patterns.py")
+	pat, err := worker.PyFile("whole_model/patterns.py")
 	if err != nil {
 		return "", err
 	}

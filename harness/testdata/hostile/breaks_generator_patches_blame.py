@@ -1,5 +1,5 @@
 # breaks_generator.py, and it also rewrites the harness's blame for a
-# failed get_inputs() (evaluate_inputs_blame.blame) to do nothing, so the
+# failed get_inputs() (evaluate.compare.inputs_blame.blame) to do nothing, so the
 # failure it caused would be charged to the reference again. The stage
 # holds the function it imported, and the module is under the tamper
 # guard: the failure stays the candidate's.
@@ -21,7 +21,7 @@ def _no_blame(st, failure):
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
-        mod = sys.modules.get("evaluate_inputs_blame")
+        mod = sys.modules.get("evaluate.compare.inputs_blame")
         if mod is not None:
             mod.blame = _no_blame
 

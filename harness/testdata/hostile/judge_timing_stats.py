@@ -1,5 +1,5 @@
 # Hostile: correct and honest in its computation, but rewrites the timing
-# statistics from inside the process (the __code__ of evaluate_timing.stats,
+# statistics from inside the process (the __code__ of evaluate.timing.stats,
 # and statistics.median) so every median it reports is a thousandth of
 # what was measured: a 1000x speedup that never ran.
 import statistics
@@ -20,7 +20,7 @@ def _fake_median(data):
     return xs[len(xs) // 2] / 1000.0
 
 
-sys.modules["evaluate_timing"].stats.__code__ = _fake_stats.__code__
+sys.modules["evaluate.timing"].stats.__code__ = _fake_stats.__code__
 statistics.median.__code__ = _fake_median.__code__
 
 

@@ -1,7 +1,7 @@
 # KernelBench-style sizes at module level. dim is a constructor argument
 # too (the judge never varies it: the candidate's model was built with it);
 # batch_size is read by get_inputs() alone, so the judge's re-check also
-# runs at batch_size x0.5 and x2 (evaluate_unseen).
+# runs at batch_size x0.5 and x2 (evaluate.compare.unseen).
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

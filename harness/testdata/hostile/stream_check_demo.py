@@ -15,8 +15,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "worker", "py"))
 
 import torch  # noqa: E402
 
-from evaluate_integrity import InputRefresher, stream_work_check  # noqa: E402
-from evaluate_timing import Timer  # noqa: E402
+from evaluate.guards.integrity import InputRefresher, stream_work_check  # noqa: E402
+from evaluate.timing import Timer  # noqa: E402
 
 
 def load(name, modname):

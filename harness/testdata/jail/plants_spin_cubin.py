@@ -11,7 +11,7 @@ import torch.nn as nn
 keys = []
 try:
     from kevolve import _cache, _cuda
-    import evaluate_timing
+    from evaluate import timing as evaluate_timing
 
     arch = _cuda._arch_default()
     nvrtc, nvcc = _cuda._load_nvrtc(), _cuda.find_nvcc()

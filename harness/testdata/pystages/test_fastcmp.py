@@ -1,5 +1,5 @@
-"""The comparison's one-pass kernel (evaluate_fastcmp) against the torch
-path of evaluate_compare, which it stands in for: the same verdicts, check
+"""The comparison's one-pass kernel (evaluate.compare.fastcmp) against the torch
+path of evaluate.compare.compare, which it stands in for: the same verdicts, check
 names and details, and the same counts on elements at the tolerance's
 edge. The kernel source is compiled with NVRTC wherever NVRTC is (no GPU
 needed); the comparisons run on a CUDA device, and KEVOLVE_FASTCMP_GPU=1
@@ -10,9 +10,9 @@ import unittest
 
 import torch
 
-import evaluate_common
-import evaluate_fastcmp as fastcmp
-from evaluate_compare import compare, tolerance
+from evaluate import common as evaluate_common
+from evaluate.compare import fastcmp
+from evaluate.compare.compare import compare, tolerance
 
 STRICT = os.environ.get("KEVOLVE_FASTCMP_GPU") == "1"
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)

@@ -9,12 +9,12 @@ import unittest
 
 import torch
 
-import evaluate_common
-from evaluate_common import same_tensor_values
-from evaluate_compare import compare
-from evaluate_integrity import InputRefresher, refill, snapshot
-from evaluate_fingerprint import Fingerprinter, differing_chunks, same
-from evaluate_ops import OpTrace, same_trace
+from evaluate import common as evaluate_common
+from evaluate.common import same_tensor_values
+from evaluate.compare.compare import compare
+from evaluate.guards.integrity import InputRefresher, refill, snapshot
+from evaluate.guards.fingerprint import Fingerprinter, differing_chunks, same
+from evaluate.guards.ops import OpTrace, same_trace
 
 
 class ChunkedCompare(unittest.TestCase):
@@ -248,7 +248,7 @@ if __name__ == "__main__":
 
 
 class Construct(unittest.TestCase):
-    """evaluate_construct: which constructions drew from the host's
+    """evaluate.compare.construct: which constructions drew from the host's
     generator under a device context (meta stands in for a GPU: it has no
     generator of its own, so only host draws move a generator here)."""
 
@@ -259,7 +259,7 @@ class Construct(unittest.TestCase):
             torch.nn.init.kaiming_uniform_(self.weight)
 
     def test_host_draws_under_the_context(self):
-        from evaluate_construct import build, kernelbench_way_needed
+        from evaluate.compare.construct import build, kernelbench_way_needed
         meta = torch.device("meta")
         cases = [("nn.Linear", lambda: torch.nn.Linear(3, 4), False), ("legacy torch.Tensor", self.Legacy, True)]
         for name, cls, want in cases:
@@ -271,7 +271,7 @@ class Construct(unittest.TestCase):
                 self.assertFalse(kernelbench_way_needed(torch.device("cpu"), drew, drew))
 
     def test_host_construction_matches_from_one_seed(self):
-        from evaluate_construct import build
+        from evaluate.compare.construct import build
         cpu = torch.device("cpu")
         torch.manual_seed(3)
         a, drew = build(self.Legacy, [], cpu, False)
@@ -287,7 +287,7 @@ class StageClockClose(unittest.TestCase):
 
     def test_last_stage_counted_once(self):
         from types import SimpleNamespace
-        from evaluate import StageClock
+        from evaluate.main import StageClock
         seen = []
         st = SimpleNamespace(side=None, prof=None, res={"stage_s": {}})
         clock = StageClock(lambda stage, done, total: seen.append(stage), st)
@@ -313,11 +313,11 @@ class StageClockClose(unittest.TestCase):
 
 
 class HostLoadWindow(unittest.TestCase):
-    """evaluate_judge_hostload: a busy process the jail does not count is
+    """evaluate.judge.hostload: a busy process the jail does not count is
     the host's load; the same process counted as the jail's is not."""
 
     def test_busy_process_outside_the_jail(self):
-        import evaluate_judge_hostload as hostload
+        from evaluate.judge import hostload
         # It spins until it has spent 0.8 s of CPU (or 20 s of wall), not
         # 0.8 s of wall: beside another test suite on 2 cores it got 0.26 s
         # of CPU in 0.8 s.
@@ -339,15 +339,15 @@ class HostLoadWindow(unittest.TestCase):
 
 
 class JailFreeze(unittest.TestCase):
-    """evaluate_judge_reftime.Frozen stops the jail by its cgroup: a busy
+    """evaluate.judge.reftime.Frozen stops the jail by its cgroup: a busy
     process in it, and one it forks while frozen would be, spend no CPU
     until the block ends (the cgroup's own account, so a process that
     left the parent links is counted). Where the host makes no cgroup or
     gives it no freezer, there is nothing to test."""
 
     def test_frozen_cgroup_spends_no_cpu(self):
-        import cgroup
-        import evaluate_judge_reftime as reftime
+        from sandbox import cgroup
+        from evaluate.judge import reftime
         if os.geteuid() != 0:
             self.skipTest("making a cgroup needs root")
         cgroup.prepare(clean=False)

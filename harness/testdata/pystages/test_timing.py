@@ -1,4 +1,4 @@
-"""The timer on the CPU (evaluate_timing): its cache flush allocates
+"""The timer on the CPU (evaluate.timing): its cache flush allocates
 nothing, and a small kernel's timed median stays near what a plain loop
 of calls gives (issue 36: the flush's 64 MB temporary made a 12.5 us
 kernel read 212 us)."""
@@ -8,8 +8,8 @@ import unittest
 
 import torch
 
-import evaluate_timing
-from evaluate_timing import Timer
+from evaluate import timing as evaluate_timing
+from evaluate.timing import Timer
 
 
 # harness/noise.go's NoisyWaitShare: a timing whose threads waited for a

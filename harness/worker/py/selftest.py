@@ -4,7 +4,7 @@ import os
 import sys
 import time
 
-import jail
+from sandbox import jail
 
 
 def echo(args, ctx):

@@ -12,12 +12,12 @@ work/ (the candidate's cwd, HOME and TMPDIR, its private caches: the only
 place it may write) and judge/ (args.json, and the log, result, board and
 sandbox report, opened here before the sandbox and written through those
 fds). Before the job function runs, the child enters the sandbox
-(sandbox.py: network namespace, uid, capabilities, no_new_privs, Landlock,
+(sandbox/layers.py: network namespace, uid, capabilities, no_new_privs, Landlock,
 seccomp), unless the job's module sets SANDBOX_SELF = True and calls
 ctx.enter_sandbox() itself (after forking what must stay outside it). The
 parent and each child are subreapers: what a job starts is killed when it
 ends (kill_descendants, and the parent's sweep of orphans). Where the host
-lets it, the job's process is in a cgroup of its own (cgroup.py: pids.max,
+lets it, the job's process is in a cgroup of its own (sandbox/cgroup.py: pids.max,
 the job's memory limit counting its tmpfs); when the parent reaps a child
 it kills whatever is left in the child's cgroup and removes it.
 
@@ -179,7 +179,7 @@ if "torch" in versions and os.environ.get("KEVOLVE_WORKER_NO_DYNAMO") != "1":
         versions["dynamo_error"] = repr(e)
 versions["libcuda_mapped"] = _libcuda_mapped()
 # Pre-import the job modules so children fork with them loaded.
-for _name in ("kevolve", "evaluate"):
+for _name in ("kevolve", "evaluate.main"):
     try:
         importlib.import_module(_name)
     except Exception as e:  # noqa: BLE001
@@ -235,7 +235,7 @@ class ChildContext:
         self.job_index = job_index  # 1 for a fresh child
 
     def enter_sandbox(self, extra_write=(), builder=False):
-        """Enters the sandbox (sandbox.py) once per child and returns its
+        """Enters the sandbox (sandbox/layers.py) once per child and returns its
         report; later calls return the same report. The report is written
         to judge/sandbox.json through an fd opened before, for Go, and that
         fd is closed then: no code of the candidate's holds it."""
@@ -297,7 +297,7 @@ def _set_subreaper():
     """Orphans below this process come back to it, not to init: a job's
     setsid or double-forked processes stay where they can be found."""
     try:
-        import sandbox
+        from sandbox import layers as sandbox
         sandbox.set_subreaper()
     except Exception:  # noqa: BLE001 - best effort (non-Linux)
         pass
@@ -368,12 +368,12 @@ def run_child(req, grant_r):
         os._exit(1)
     try:
         _enter_view(req)
-        if req.get("module") == "evaluate":
+        if req.get("module") == "evaluate.main":
             # The judge reads the job's environment as the job does (its
             # device pinning, its shape set): set before it is forked.
             for k, v in (req.get("env") or {}).items():
                 os.environ[str(k)] = str(v)
-            import evaluate_judge_client
+            from evaluate.judge import client as evaluate_judge_client
             evaluate_judge_client.spawn_early()
         _enter_pidns(req)
     except BaseException:  # noqa: BLE001 - never back into the parent's loop
@@ -401,7 +401,7 @@ _VIEW = None
 # The PID namespace the job's process was forked into (jail.fork_jailed):
 # (ok, detail), None before.
 _PIDNS = None
-# The job's cgroup (cgroup.py), joined by the job's process: its handle
+# The job's cgroup (sandbox/cgroup.py), joined by the job's process: its handle
 # (None without one) and (ok, detail) for the sandbox's report.
 _CGROUP = None
 _CGROUP_REPORT = None
@@ -449,8 +449,8 @@ def _enter_pidns(req):
     global _PIDNS
     if _sandbox_off(req):
         return
-    import cgroup
-    import jail
+    from sandbox import cgroup
+    from sandbox import jail
     # The job's cgroup, made while this process is root; the judge, forked
     # before, stays outside it.
     cg, cg_why = cgroup.make(os.getpid(), int(req.get("mem_limit") or 0))
@@ -499,7 +499,7 @@ def _join_cgroup(cg, why):
     if cg is None:
         _CGROUP_REPORT = (False, why)
         return
-    import cgroup
+    from sandbox import cgroup
     ok, detail = cgroup.join(cg)
     _CGROUP = cg if ok else None
     _CGROUP_REPORT = (ok, detail)
@@ -520,7 +520,7 @@ def _enter_view(req):
         return
     _gpu_job(req)
     try:
-        import jail
+        from sandbox import jail
         job_dir = req["job_dir"]
         writable = [job_dir] + [p for p in (req.get("writable") or ()) if p] + _profile_dirs()
         size = jail.scratch_bytes(int(req.get("mem_limit") or 0))
@@ -540,7 +540,7 @@ BOARD_SIZE = 64
 
 
 def _profile_dirs():
-    """The operator's profile dumps (evaluate.py's KEVOLVE_EVAL_PROFILE): a
+    """The operator's profile dumps (evaluate/main.py's KEVOLVE_EVAL_PROFILE): a
     folder every job may write, when it is set."""
     prof = os.environ.get("KEVOLVE_EVAL_PROFILE")
     return [prof] if prof and os.path.isdir(prof) else []
@@ -550,7 +550,7 @@ def _enter_sandbox(work_dir, extra_write, network, builder=False, job_write=()):
     if _sandbox_off():
         return {"active": [], "missing": {"all": "disabled by KEVOLVE_SANDBOX=0"}, "detail": {}}
     try:
-        import sandbox
+        from sandbox import layers as sandbox
         need = [sys.executable, sys.prefix, os.path.dirname(os.path.abspath(__file__))]
         extra_write = list(extra_write) + _profile_dirs()
         view = _VIEW or (False, "the worker entered no view")
@@ -603,7 +603,7 @@ def _job_env(work_dir):
     os.makedirs(work_dir, exist_ok=True)
     os.chdir(work_dir)
     try:
-        import sandbox
+        from sandbox import layers as sandbox
         env = sandbox.private_env(work_dir)
     except OSError:
         env = {}
@@ -637,7 +637,7 @@ def kill_descendants(spare=()):
     harness's own helpers in spare (the judge a kept child keeps: Go checks
     that it is the pid the judge itself declared). Returns how many there
     were."""
-    import jail
+    from sandbox import jail
     n = 0
     spare = set(spare)
     me = jail.host_pid()  # the host's /proc, which names this process so
@@ -670,11 +670,11 @@ def _sweep_jail(helpers):
     parent link points (kill(-1) from its init); without one, this
     process's descendants (it is their subreaper) and whatever else is in
     its cgroup, helpers spared."""
-    import jail
+    from sandbox import jail
     swept = jail.sweep()
     n = kill_descendants(helpers) if swept is None else int(swept)
     if swept is None and _CGROUP is not None:
-        import cgroup
+        from sandbox import cgroup
         n += cgroup.kill(_CGROUP, spare={os.getpid()} | set(helpers))
     if _VIEW and _VIEW[0]:
         jail.empty_scratch()
@@ -699,7 +699,7 @@ def _run_job(req, grant_r, index):
     """Runs one job in this child; returns (exit code, may serve another)."""
     code = 1
     ctx = None
-    import cgroup
+    from sandbox import cgroup
     counted = cgroup.counters(_CGROUP)  # a kept child's cgroup counted its earlier jobs too
     try:
         job_dir = req["job_dir"]
@@ -744,7 +744,7 @@ def _run_job(req, grant_r, index):
         # Go returns on this, not on the exit, which waits for the driver
         # to tear the CUDA context down; idle says the child stays for
         # another job instead (run_child waits for it).
-        import jail
+        from sandbox import jail
         ev = {"event": "done", "id": req["id"], "pid": jail.host_pid(), "idle": again}
         if _CGROUP is not None:
             ev["cgroup"] = cgroup.since(_CGROUP, counted)  # the job process's word; the parent's "exit" has its own
@@ -822,7 +822,7 @@ def _cgroup_prepare():
     """Finds where jobs' cgroups go (inherited by every child) and removes
     those a crashed worker left; returns how many."""
     try:
-        import cgroup
+        from sandbox import cgroup
         return cgroup.prepare()
     except Exception:  # noqa: BLE001 - a host without cgroups runs jobs as before
         return 0
@@ -834,7 +834,7 @@ def _release_cgroup(pid, pending):
     whose killed processes have not left yet goes to pending. None when the
     child had none."""
     try:
-        import cgroup
+        from sandbox import cgroup
         cg = cgroup.handle(pid)
         use, gone = cgroup.release(cg)
         if not gone:
@@ -845,7 +845,7 @@ def _release_cgroup(pid, pending):
 
 
 def _retry_cgroups(pending, wait_s=0.0):
-    import cgroup
+    from sandbox import cgroup
     pending[:] = [cg for cg in pending if not cgroup.release(cg, wait_s=wait_s)[1]]
 
 

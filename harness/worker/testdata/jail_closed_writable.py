@@ -10,7 +10,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, sys.argv[1])
-import jail  # noqa: E402
+from sandbox import jail  # noqa: E402
 
 
 def main():

@@ -11,7 +11,7 @@ run_kernel description):
     ORDER = 20                      # optional: its place in its stage (default 100)
 
 and, where its stage runs it through the registry, run(st) over the
-evaluation's state (evaluate_state.EvalState) returning None (does not
+evaluation's state (evaluate.state.EvalState) returning None (does not
 apply here) or (passed, detail). A module without run() declares a check
 decided inline, inside a stage's loop (the comparisons of each trial), by
 the judge's process or by the Go side: it is listed all the same.

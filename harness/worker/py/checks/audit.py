@@ -1,4 +1,4 @@
-"""Decided inside the timed loop (evaluate_integrity.Auditor) and by evaluate_stage_after.after_timing."""
+"""Decided inside the timed loop (evaluate.guards.integrity.Auditor) and by evaluate.stages.after.after_timing."""
 NAME = "audit"
 STAGE = "after_timing"
 VERDICT = "integrity_violation"

@@ -1,4 +1,4 @@
-"""Decided by evaluate_stage_load.construct."""
+"""Decided by evaluate.stages.load.construct."""
 NAME = "construct"
 STAGE = "construct"
 VERDICT = "compile_error or runtime_error"

@@ -1,4 +1,4 @@
-"""Decided after the trials (evaluate_degenerate)."""
+"""Decided after the trials (evaluate.compare.degenerate)."""
 NAME = "degenerate_reference"
 STAGE = "correctness"
 VERDICT = "reference_error"

@@ -1,4 +1,4 @@
-"""Decided inside each correctness trial (evaluate_compare.compare)."""
+"""Decided inside each correctness trial (evaluate.compare.compare.compare)."""
 NAME = "device"
 STAGE = "correctness"
 VERDICT = "incorrect"

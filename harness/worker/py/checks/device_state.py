@@ -1,4 +1,4 @@
-"""Decided by evaluate_devstate.check inside the timing stage."""
+"""Decided by evaluate.guards.devstate.check inside the timing stage."""
 NAME = "device_state"
 STAGE = "timing"
 VERDICT = "integrity_violation"

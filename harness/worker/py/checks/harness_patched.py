@@ -1,8 +1,8 @@
 """The functions the checks themselves call (torch's comparisons, the
 harness's modules) must be the ones snapshotted before the candidate
-loaded (evaluate_common.guard_snapshot). Also decided inline at the
+loaded (evaluate.common.guard_snapshot). Also decided inline at the
 candidate's import and after timing."""
-from evaluate_common import guard_changed
+from evaluate.common import guard_changed
 
 NAME = "harness_patched"
 STAGE = "integrity"

@@ -1,4 +1,4 @@
-"""Decided by the Go side from the judge's report (harness/judge.go, evaluate_judge)."""
+"""Decided by the Go side from the judge's report (harness/judge.go, evaluate.judge.judge)."""
 NAME = "judge"
 STAGE = "verify"
 VERDICT = "incorrect or runtime_error or timeout"

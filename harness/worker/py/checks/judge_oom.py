@@ -1,4 +1,4 @@
-"""Named in the judge's report (evaluate_judge); the Go side reports it as check out_of_memory."""
+"""Named in the judge's report (evaluate.judge.judge); the Go side reports it as check out_of_memory."""
 NAME = "judge_oom"
 STAGE = "verify"
 VERDICT = "runtime_error"

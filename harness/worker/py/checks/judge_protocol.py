@@ -1,4 +1,4 @@
-"""Named in the judge's report (evaluate_judge); the Go side reports it as check judge_missing."""
+"""Named in the judge's report (evaluate.judge.judge); the Go side reports it as check judge_missing."""
 NAME = "judge_protocol"
 STAGE = "verify"
 VERDICT = "integrity_violation"

@@ -1,4 +1,4 @@
-"""Named in the judge's report (evaluate_judge); the Go side reports it as check judge."""
+"""Named in the judge's report (evaluate.judge.judge); the Go side reports it as check judge."""
 NAME = "judge_run"
 STAGE = "verify"
 VERDICT = "runtime_error"

@@ -1,4 +1,4 @@
-"""Decided by evaluate_stage_load.load_candidate: a compiler's error is compile_error, any other runtime_error."""
+"""Decided by evaluate.stages.load.load_candidate: a compiler's error is compile_error, any other runtime_error."""
 NAME = "load_candidate"
 STAGE = "load_candidate"
 VERDICT = "compile_error or runtime_error"

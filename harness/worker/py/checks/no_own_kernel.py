@@ -1,4 +1,4 @@
-"""KernelBench's rule (kernel_policy kernelbench, evaluate_refops' table):
+"""KernelBench's rule (kernel_policy kernelbench, evaluate.guards.refops' table):
 the work runs in kernels of the candidate's own. A plain-torch rewrite
 (F.silu for Swish, amax, var_mean) or a load_inline that never built and
 fell back to torch has none, whatever its speed."""
@@ -8,7 +8,7 @@ VERDICT = "integrity_violation"
 DESCRIPTION = "Under kernel_policy kernelbench, a kernel of the candidate's own ran in its forward (a kevolve loader, load_inline, Triton, cupy, a library it built); library calls beside it are allowed."
 ORDER = 110
 
-import evaluate_refops as refops  # noqa: E402 - after the literals the Go side parses
+from evaluate.guards import refops  # noqa: E402 - after the literals the Go side parses
 
 
 def run(st):

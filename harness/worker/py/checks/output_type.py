@@ -1,4 +1,4 @@
-"""Decided inside each correctness trial (evaluate_stage_correctness)."""
+"""Decided inside each correctness trial (evaluate.stages.correctness)."""
 NAME = "output_type"
 STAGE = "correctness"
 VERDICT = "integrity_violation or incorrect"

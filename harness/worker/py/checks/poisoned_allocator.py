@@ -1,4 +1,4 @@
-"""Recorded by evaluate_stage_correctness (evaluate_compare.poison_allocator)."""
+"""Recorded by evaluate.stages.correctness (evaluate.compare.compare.poison_allocator)."""
 NAME = "poisoned_allocator"
 STAGE = "correctness"
 VERDICT = "none"

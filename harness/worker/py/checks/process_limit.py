@@ -1,4 +1,4 @@
-"""Decided by the Go side (harness/convert.go) from the job's cgroup (cgroup.py)."""
+"""Decided by the Go side (harness/convert.go) from the job's cgroup (sandbox/cgroup.py)."""
 NAME = "process_limit"
 STAGE = "process"
 VERDICT = "runtime_error"

@@ -1,4 +1,4 @@
-"""Decided at every call of the reference (evaluate_state.EvalState.ref_forward)."""
+"""Decided at every call of the reference (evaluate.state.EvalState.ref_forward)."""
 NAME = "reference_forward"
 STAGE = "correctness"
 VERDICT = "reference_error"

@@ -1,4 +1,4 @@
-"""Decided by evaluate_stage_load.load_reference (a ReferenceFailure names the reference's file:line)."""
+"""Decided by evaluate.stages.load.load_reference (a ReferenceFailure names the reference's file:line)."""
 NAME = "reference_import"
 STAGE = "load_reference"
 VERDICT = "reference_error"

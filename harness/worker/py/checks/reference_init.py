@@ -1,4 +1,4 @@
-"""Decided by evaluate_stage_load.construct."""
+"""Decided by evaluate.stages.load.construct."""
 NAME = "reference_init"
 STAGE = "construct"
 VERDICT = "reference_error"

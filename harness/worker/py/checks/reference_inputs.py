@@ -1,4 +1,4 @@
-"""Decided wherever inputs are made (evaluate_state.EvalState.make_inputs)."""
+"""Decided wherever inputs are made (evaluate.state.EvalState.make_inputs)."""
 NAME = "reference_inputs"
 STAGE = "correctness"
 VERDICT = "reference_error"

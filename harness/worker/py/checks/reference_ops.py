@@ -1,8 +1,8 @@
-"""The reference_ops rule (evaluate_refops): the candidate's work must not
+"""The reference_ops rule (evaluate.guards.refops): the candidate's work must not
 be the reference's own ops. Run over the correctness trials' traces by its
 stage; once_timed applies it to the calls traced during and after timing."""
-import evaluate_refops as refops
-from evaluate_ops import heavy_aten, same_trace
+from evaluate.guards import refops
+from evaluate.guards.ops import heavy_aten, same_trace
 
 NAME = "reference_ops"
 STAGE = "reference_ops"

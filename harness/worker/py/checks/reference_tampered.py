@@ -1,4 +1,4 @@
-"""Decided by evaluate_tamper.RefGuard wherever the reference is about to run."""
+"""Decided by evaluate.guards.tamper.RefGuard wherever the reference is about to run."""
 NAME = "reference_tampered"
 STAGE = "load_candidate"
 VERDICT = "integrity_violation"

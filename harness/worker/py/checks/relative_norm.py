@@ -1,4 +1,4 @@
-"""Decided inside each correctness trial (evaluate_compare.compare, through evaluate_tolerance)."""
+"""Decided inside each correctness trial (evaluate.compare.compare.compare, through evaluate.compare.tolerance)."""
 NAME = "relative_norm"
 STAGE = "correctness"
 VERDICT = "incorrect"

@@ -1,4 +1,4 @@
-"""Decided at every call of the candidate (evaluate_state.EvalState.run_candidate, the timing stages)."""
+"""Decided at every call of the candidate (evaluate.state.EvalState.run_candidate, the timing stages)."""
 NAME = "run_candidate"
 STAGE = "correctness"
 VERDICT = "compile_error or runtime_error"

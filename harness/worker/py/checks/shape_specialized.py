@@ -1,4 +1,4 @@
-"""Named in the judge's report (evaluate_judge, evaluate_unseen); the Go side reports it as check shape_specialized."""
+"""Named in the judge's report (evaluate.judge.judge, evaluate.compare.unseen); the Go side reports it as check shape_specialized."""
 NAME = "shape_specialized"
 STAGE = "verify"
 VERDICT = "shape_specialized"

@@ -1,4 +1,4 @@
-"""Decided by evaluate_integrity.stream_work_check inside the stream_check stage."""
+"""Decided by evaluate.guards.integrity.stream_work_check inside the stream_check stage."""
 NAME = "stream_work"
 STAGE = "stream_check"
 VERDICT = "integrity_violation"

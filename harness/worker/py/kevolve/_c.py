@@ -79,13 +79,13 @@ def _function(lib: ctypes.CDLL, fn: Function) -> CFunction:
 
 class _Library(ctypes.CDLL):
     """The loader's own handle on a library: its calls are counted where
-    the loader's module is (evaluate_hooks), not again as a ctypes call."""
+    the loader's module is (evaluate.guards.hooks), not again as a ctypes call."""
 
     _kv_loader = True
 
 
 # Every library load_c returned in this process, by real path: code built
-# from a source a candidate gave (evaluate_native counts a ctypes call
+# from a source a candidate gave (evaluate.guards.native counts a ctypes call
 # into one as the candidate's own kernel; the harness clears it per job).
 loaded_libraries: set[str] = set()
 

@@ -274,7 +274,7 @@ class Module:
 
     api: Lazy
     kernel_class = Kernel
-    may_skip = True  # False for the harness's own kernels (evaluate_fastcmp), which always launch
+    may_skip = True  # False for the harness's own kernels (evaluate.compare.fastcmp), which always launch
 
     def __init__(self, image: bytes, kernels: dict[str, Function], mangled: list[str], *, backend: str,
                  arch: str, compile_seconds: float, cached: bool, path: str):

@@ -7,7 +7,7 @@ Rows, each the median of interleaved rounds of warm calls:
                   calls (no Python in it);
   ctypes          a direct ctypes call, argtypes set, data_ptr() per call;
   ctypes_counted  the same with the harness's hook that counts a call into
-                  a library the candidate built (evaluate_native);
+                  a library the candidate built (evaluate.guards.native);
   load_c          a load_c function called on tensors;
   load_c_counted  the same through the harness's launch counter (as a
                   candidate's calls run in an evaluation);
@@ -83,7 +83,7 @@ def main():
     args = ap.parse_args()
     os.environ.setdefault("KEVOLVE_CACHE_DIR", tempfile.mkdtemp(prefix="kevolve-bench-"))
     import kevolve
-    import evaluate_hooks
+    from evaluate.guards import hooks as evaluate_hooks
 
     src = SRC + "// bench %d\n" % os.getpid()
     plain = kevolve.load_c(src)  # before the hooks: a module the counter does not see

@@ -1,0 +1,2 @@
+"""The evaluation's stages in pipeline order: load, warmup, correctness,
+integrity, timing, after (evaluate.main runs them)."""
