@@ -1,7 +1,8 @@
 package harness
 
 // The evaluation's checks as the worker's Python tree registers them
-// (harness/worker/py/checks/, one module per check): what run_kernel's
+// (harness/worker/py/checks/: a module per check that runs in its stage,
+// the table _declared.py of those decided inline): what run_kernel's
 // description lists, and what an evaluator built over another tree runs.
 
 import (

@@ -1,8 +1,9 @@
 package tools
 
 // run_kernel's catalogue of checks, read from the harness's check registry
-// (one Python module per check, harness/worker/py/checks/): a check added
-// there is listed here with no other edit. The catalogue is the resource
+// (harness/worker/py/checks/: a Python module per check that runs, the
+// table _declared.py of those decided inline): a check added there is
+// listed here with no other edit. The catalogue is the resource
 // kevolve://checks; run_kernel's description names it and counts the
 // checks instead of listing them, which kept that description at 7 K.
 

@@ -80,6 +80,68 @@ func TestParseCheckMalformed(t *testing.T) {
 	}
 }
 
+const declared = `"""Checks a test declares.
+More of the docstring."""
+DECLARED = (
+    # Decided by the test.
+    ("always_declared", "integrity", "integrity_violation",
+     "Always passes."),
+
+    ("also_declared", "any", "incorrect or runtime_error",
+     "Never fails either."),
+)
+# after the table
+`
+
+// The table of checks without a module: every way it can be malformed is
+// refused, naming what is wrong.
+func TestParseDeclaredMalformed(t *testing.T) {
+	ok, err := ParseDeclared([]byte(declared))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []CheckInfo{{"always_declared", "integrity", "integrity_violation", "Always passes.", defaultOrder},
+		{"also_declared", "any", "incorrect or runtime_error", "Never fails either.", defaultOrder}}
+	if !reflect.DeepEqual(ok, want) {
+		t.Fatalf("got %+v, want %+v", ok, want)
+	}
+	cases := []struct{ name, old, new, want string }{
+		{"no docstring", `"""Checks a test declares.`, `# Checks a test declares.`, "must open the docstring"},
+		{"code before the table", "DECLARED = (", "import os\nDECLARED = (", "want DECLARED = ("},
+		{"code after the table", "# after the table", "DECLARED += ()", "only comments may follow"},
+		{"never closed", "\n)\n", "\n", "never closes"},
+		{"one-line entry", "\"integrity_violation\",\n     \"Always passes.\"),", "\"integrity_violation\", \"Always passes.\"),", "an entry opens with"},
+		{"single quotes", `"Always passes."`, `'Always passes.'`, "second line must read"},
+		{"escape", `"Always passes."`, `"Always \"passes\"."`, "second line must read"},
+		{"trailing comment", `"Always passes."),`, `"Always passes."),  # why`, "second line must read"},
+		{"no description", "\n     \"Never fails either.\"),", "", "second line must read"},
+		{"bad name", `("always_declared"`, `("Always declared"`, "must be the module's file name"},
+		{"unknown verdict", `"integrity_violation",`, `"wrong",`, `"wrong" is not a verdict`},
+		{"bad stage", `("always_declared", "integrity"`, `("always_declared", "Integrity stage"`, "is not a stage name"},
+		{"empty description", `"Always passes."`, `" "`, "empty DESCRIPTION"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := strings.Replace(declared, c.old, c.new, 1)
+			if src == declared {
+				t.Fatalf("%q is not in the table", c.old)
+			}
+			_, err := ParseDeclared([]byte(src))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want an error with %q", err, c.want)
+			}
+		})
+	}
+}
+
+// A check declared both as a module and in the table is refused.
+func TestParseChecksDeclaredTwice(t *testing.T) {
+	twice := Overlay(Embedded(), fstest.MapFS{"checks/allclose.py": {Data: []byte(strings.ReplaceAll(noted, "always_noted", "allclose"))}})
+	if _, err := ParseChecks(twice); err == nil || !strings.Contains(err.Error(), "check allclose declared twice") {
+		t.Fatalf("got %v, want allclose refused as declared twice", err)
+	}
+}
+
 // A worker refuses a tree whose registry does not parse, before it
 // unpacks anything.
 func TestWorkerRefusesMalformedRegistry(t *testing.T) {

@@ -1,8 +1,9 @@
-"""The registry of the evaluation's checks: one module per check in this
-package, found at import (pkgutil), so adding a check is adding a module
-and nothing else. Each module declares, as plain literals at the start of
-a line, which the Go side parses too (harness/worker/checks.go, for the
-run_kernel description):
+"""The registry of the evaluation's checks: one module per check that runs
+in its stage (run(st), below), found at import (pkgutil), so adding such
+a check is adding a module and nothing else, and one table, _declared.py,
+of the checks decided inline. Each module declares, as plain literals at
+the start of a line, which the Go side parses too (harness/worker/checks.go,
+for the run_kernel description):
 
     NAME = "threads"                # its name in results; the module's file name
     STAGE = "integrity"             # the stage that runs it, or decides it
@@ -12,14 +13,18 @@ run_kernel description):
 
 and, where its stage runs it through the registry, run(st) over the
 evaluation's state (evaluate.state.EvalState) returning None (does not
-apply here) or (passed, detail). A module without run() declares a check
-decided inline, inside a stage's loop (the comparisons of each trial), by
-the judge's process or by the Go side: it is listed all the same.
+apply here) or (passed, detail). A check decided inline, inside a stage's
+loop (the comparisons of each trial), by the judge's process or by the Go
+side, has no run(): it is an entry of _declared.py (the same fields, no
+ORDER), listed all the same. A module without run() declares one too.
 
 VERDICT "none" marks a record that never fails (what the harness did)."""
 import importlib
 import pkgutil
 import re
+import types
+
+from checks._declared import DECLARED
 
 # What a failed check can give (Go: harness.Verdict*), and "none".
 VERDICTS = ("integrity_violation", "incorrect", "shape_specialized", "compile_error", "runtime_error", "timeout", "crash",
@@ -65,6 +70,14 @@ def _validate(name, mod):
         raise ImportError("check module %s: run() needs one verdict" % name)
 
 
+def _declared(entry):
+    """One entry of _declared.py as a module's declarations would read."""
+    if not (isinstance(entry, tuple) and len(entry) == 4 and all(isinstance(v, str) for v in entry)):
+        raise ImportError("checks/_declared.py: %r is not (name, stage, verdict, description)" % (entry,))
+    name, stage, verdict, description = entry
+    return name, types.SimpleNamespace(NAME=name, STAGE=stage, VERDICT=verdict, DESCRIPTION=description)
+
+
 def _discover():
     found = []
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
@@ -73,7 +86,15 @@ def _discover():
         mod = importlib.import_module(__name__ + "." + info.name)
         _validate(info.name, mod)
         found.append(Registered(mod))
-    return found
+    for entry in DECLARED:
+        name, decl = _declared(entry)
+        _validate(name, decl)
+        found.append(Registered(decl))
+    names = [c.name for c in found]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ImportError("checks declared twice: %s" % twice)
+    return sorted(found, key=lambda c: c.name)
 
 
 ALL = _discover()

@@ -1,5 +1,0 @@
-"""Decided inside each correctness trial (evaluate.compare.compare.compare, through evaluate.compare.tolerance)."""
-NAME = "allclose"
-STAGE = "correctness"
-VERDICT = "incorrect"
-DESCRIPTION = "Every element is within the dtype's tolerance of the reference's: |out-ref| <= atol + rtol*|ref|."

@@ -1,5 +1,0 @@
-"""Decided inside the timed loop (evaluate.guards.integrity.Auditor) and by evaluate.stages.after.after_timing."""
-NAME = "audit"
-STAGE = "after_timing"
-VERDICT = "integrity_violation"
-DESCRIPTION = "Timed calls checked at random on refreshed inputs, and one call on fresh inputs after timing, match the reference."

@@ -1,5 +1,0 @@
-"""Decided by evaluate.stages.load.construct."""
-NAME = "construct"
-STAGE = "construct"
-VERDICT = "compile_error or runtime_error"
-DESCRIPTION = "ModelNew(*get_init_inputs()) builds, from the seed the reference's weights came from."

@@ -1,5 +1,0 @@
-"""Decided inside each correctness trial (evaluate.compare.compare.compare)."""
-NAME = "contiguity"
-STAGE = "correctness"
-VERDICT = "incorrect"
-DESCRIPTION = "Each output is a dense tensor (another dense layout such as transposed or channels-last passes with a note; expanded or overlapping outputs fail)."

@@ -1,5 +1,0 @@
-"""Decided by the Go side (harness/evaluate.go)."""
-NAME = "deadline"
-STAGE = "process"
-VERDICT = "timeout"
-DESCRIPTION = "The evaluation finished within its time limit (the time it waited for a CPU on a loaded host is granted)."

@@ -1,5 +1,0 @@
-"""Decided after the trials (evaluate.compare.degenerate)."""
-NAME = "degenerate_reference"
-STAGE = "correctness"
-VERDICT = "reference_error"
-DESCRIPTION = "The reference's outputs change with its inputs across the trials: a constant output measures nothing."

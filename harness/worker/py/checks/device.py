@@ -1,5 +1,0 @@
-"""Decided inside each correctness trial (evaluate.compare.compare.compare)."""
-NAME = "device"
-STAGE = "correctness"
-VERDICT = "incorrect"
-DESCRIPTION = "Each output is on the reference's device."

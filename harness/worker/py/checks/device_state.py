@@ -1,5 +1,0 @@
-"""Decided by evaluate.guards.devstate.check inside the timing stage."""
-NAME = "device_state"
-STAGE = "timing"
-VERDICT = "integrity_violation"
-DESCRIPTION = "The candidate left the device's context limits, cache configuration and stream attributes as the harness set them (checked before the reference is timed)."

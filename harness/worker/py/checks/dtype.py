@@ -1,5 +1,0 @@
-"""Decided inside each correctness trial (evaluate.compare.compare.compare)."""
-NAME = "dtype"
-STAGE = "correctness"
-VERDICT = "incorrect"
-DESCRIPTION = "Each output has the reference's dtype."

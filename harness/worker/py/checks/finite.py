@@ -1,5 +1,0 @@
-"""Decided inside each correctness trial (evaluate.compare.compare.compare)."""
-NAME = "finite"
-STAGE = "correctness"
-VERDICT = "incorrect"
-DESCRIPTION = "Outputs are NaN or Inf exactly where the reference's are (unwritten memory is NaN-poisoned)."

@@ -1,5 +1,0 @@
-"""Decided inside each correctness trial (chunk fingerprints before and after the call)."""
-NAME = "input_mutation"
-STAGE = "correctness"
-VERDICT = "integrity_violation"
-DESCRIPTION = "The candidate does not write its inputs in place (unless the reference does)."

@@ -1,5 +1,0 @@
-"""Decided by the Go side from the judge's report (harness/judge.go, evaluate.judge.judge)."""
-NAME = "judge"
-STAGE = "verify"
-VERDICT = "incorrect or runtime_error or timeout"
-DESCRIPTION = "A separate judge process, which the candidate cannot reach, runs ModelNew on inputs only it knows and agrees with the in-process pass."

@@ -1,5 +1,0 @@
-"""Decided by the Go side from the judge's report (harness/judge.go)."""
-NAME = "judge_missing"
-STAGE = "verify"
-VERDICT = "integrity_violation"
-DESCRIPTION = "The judge verified the in-process pass and wrote its report."

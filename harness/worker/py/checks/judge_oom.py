@@ -1,5 +1,0 @@
-"""Named in the judge's report (evaluate.judge.judge); the Go side reports it as check out_of_memory."""
-NAME = "judge_oom"
-STAGE = "verify"
-VERDICT = "runtime_error"
-DESCRIPTION = "In the judge's report: neither the judge nor ModelNew on the judge's inputs ran out of device memory (on a shared device the evaluation runs again alone first)."

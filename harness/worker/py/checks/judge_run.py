@@ -1,5 +1,0 @@
-"""Named in the judge's report (evaluate.judge.judge); the Go side reports it as check judge."""
-NAME = "judge_run"
-STAGE = "verify"
-VERDICT = "runtime_error"
-DESCRIPTION = "In the judge's report: ModelNew ran on the judge's inputs."

@@ -1,5 +1,0 @@
-"""Named in the judge's report (evaluate.judge.judge); the Go side reports it as check judge."""
-NAME = "judge_timeout"
-STAGE = "verify"
-VERDICT = "timeout"
-DESCRIPTION = "In the judge's report: the judge's verification finished within its budget."

@@ -1,5 +1,0 @@
-"""Decided by evaluate.stages.load.load_candidate: a compiler's error is compile_error, any other runtime_error."""
-NAME = "load_candidate"
-STAGE = "load_candidate"
-VERDICT = "compile_error or runtime_error"
-DESCRIPTION = "The candidate imports (its kernels build) and defines ModelNew."

@@ -1,5 +1,0 @@
-"""Decided by the Go side (harness/evaluate.go)."""
-NAME = "memory"
-STAGE = "process"
-VERDICT = "crash"
-DESCRIPTION = "The harness's own Python did not run out of host memory (MemoryError) before it reported."

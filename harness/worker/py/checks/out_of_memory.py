@@ -1,5 +1,0 @@
-"""Decided wherever memory runs out (evaluate.main) and by the Go side for the host limit and the job's cgroup (harness/convert.go)."""
-NAME = "out_of_memory"
-STAGE = "any"
-VERDICT = "runtime_error or integrity_violation"
-DESCRIPTION = "Neither program runs out of device memory, nor the evaluation process (its children counted) past its host memory limit or its cgroup's memory limit (which counts what the job writes to its /tmp and /dev/shm); after an integrity violation, running out of memory stays an integrity_violation."

@@ -1,5 +1,0 @@
-"""Decided inside each correctness trial."""
-NAME = "output_aliasing"
-STAGE = "correctness"
-VERDICT = "integrity_violation"
-DESCRIPTION = "No output shares memory with an input (unless the reference's do)."

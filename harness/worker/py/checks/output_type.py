@@ -1,5 +1,0 @@
-"""Decided inside each correctness trial (evaluate.stages.correctness)."""
-NAME = "output_type"
-STAGE = "correctness"
-VERDICT = "integrity_violation or incorrect"
-DESCRIPTION = "The candidate returns plain tensors where the reference does (a subclass or another object is an integrity_violation) and as many outputs (incorrect otherwise)."

@@ -1,5 +1,0 @@
-"""Recorded by evaluate.stages.correctness (evaluate.compare.compare.poison_allocator)."""
-NAME = "poisoned_allocator"
-STAGE = "correctness"
-VERDICT = "none"
-DESCRIPTION = "Free device memory was filled with NaN before the candidate's first call, so an output it never writes shows (a record of what was done)."

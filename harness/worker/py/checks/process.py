@@ -1,5 +1,0 @@
-"""Decided by the Go side (harness/evaluate.go)."""
-NAME = "process"
-STAGE = "process"
-VERDICT = "crash"
-DESCRIPTION = "The evaluation process did not die (a signal, an exit) before it reported a result."

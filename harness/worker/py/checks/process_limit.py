@@ -1,5 +1,0 @@
-"""Decided by the Go side (harness/convert.go) from the job's cgroup (sandbox/cgroup.py)."""
-NAME = "process_limit"
-STAGE = "process"
-VERDICT = "runtime_error"
-DESCRIPTION = "The job's processes and threads stayed under its cgroup's pids.max, which no honest job comes near: a fork or thread bomb is stopped there, fails the job and is killed with it."

@@ -1,5 +1,0 @@
-"""Decided at every call of the reference (evaluate.state.EvalState.ref_forward)."""
-NAME = "reference_forward"
-STAGE = "correctness"
-VERDICT = "reference_error"
-DESCRIPTION = "The reference's forward runs on its inputs."

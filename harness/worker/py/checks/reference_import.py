@@ -1,5 +1,0 @@
-"""Decided by evaluate.stages.load.load_reference (a ReferenceFailure names the reference's file:line)."""
-NAME = "reference_import"
-STAGE = "load_reference"
-VERDICT = "reference_error"
-DESCRIPTION = "The reference imports and defines Model, get_inputs and get_init_inputs (KernelBench format)."

@@ -1,5 +1,0 @@
-"""Decided by evaluate.stages.load.construct."""
-NAME = "reference_init"
-STAGE = "construct"
-VERDICT = "reference_error"
-DESCRIPTION = "The reference's get_init_inputs() and Model(*get_init_inputs()) run."

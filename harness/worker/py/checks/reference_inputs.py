@@ -1,5 +1,0 @@
-"""Decided wherever inputs are made (evaluate.state.EvalState.make_inputs)."""
-NAME = "reference_inputs"
-STAGE = "correctness"
-VERDICT = "reference_error"
-DESCRIPTION = "The reference's get_inputs() runs and returns a list of forward arguments."

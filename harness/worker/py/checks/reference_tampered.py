@@ -1,5 +1,0 @@
-"""Decided by evaluate.guards.tamper.RefGuard wherever the reference is about to run."""
-NAME = "reference_tampered"
-STAGE = "load_candidate"
-VERDICT = "integrity_violation"
-DESCRIPTION = "The candidate leaves torch, the process's settings and the reference model as it found them, from its import on, before every call of the reference."

@@ -1,5 +1,0 @@
-"""Decided inside each correctness trial (evaluate.compare.compare.compare, through evaluate.compare.tolerance)."""
-NAME = "relative_norm"
-STAGE = "correctness"
-VERDICT = "incorrect"
-DESCRIPTION = "The output's relative error ||out-ref||/||ref|| is within the dtype's rel_norm."

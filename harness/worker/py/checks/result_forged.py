@@ -1,5 +1,0 @@
-"""Decided by the Go side (harness/evaluate.go)."""
-NAME = "result_forged"
-STAGE = "process"
-VERDICT = "integrity_violation"
-DESCRIPTION = "The result the Go side reads was written by the harness, which reports before its process ends."

@@ -1,5 +1,0 @@
-"""Decided at every call of the candidate (evaluate.state.EvalState.run_candidate, the timing stages)."""
-NAME = "run_candidate"
-STAGE = "correctness"
-VERDICT = "compile_error or runtime_error"
-DESCRIPTION = "The candidate's forward runs, in the trials and in every later call (memoization, timing, audits, the stream check)."

@@ -1,5 +1,0 @@
-"""Decided inside each correctness trial (evaluate.compare.compare.compare)."""
-NAME = "shape"
-STAGE = "correctness"
-VERDICT = "incorrect"
-DESCRIPTION = "Each output has the reference's shape."

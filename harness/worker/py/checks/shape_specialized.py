@@ -1,5 +1,0 @@
-"""Named in the judge's report (evaluate.judge.judge, evaluate.compare.unseen); the Go side reports it as check shape_specialized."""
-NAME = "shape_specialized"
-STAGE = "verify"
-VERDICT = "shape_specialized"
-DESCRIPTION = "In the judge's report: ModelNew, correct at the shown shape, is correct at shapes it was not shown (other SHAPES entries, module-level sizes halved or doubled) where the problem allows them."

@@ -1,5 +1,0 @@
-"""Decided by evaluate.guards.integrity.stream_work_check inside the stream_check stage."""
-NAME = "stream_work"
-STAGE = "stream_check"
-VERDICT = "integrity_violation"
-DESCRIPTION = "No work of the candidate's runs outside the measured stream or thread: its output is complete when the measured stream ends (CUDA)."

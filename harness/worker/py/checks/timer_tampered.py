@@ -1,5 +1,0 @@
-"""Decided by the Go side from the judge's report (harness/judge.go)."""
-NAME = "timer_tampered"
-STAGE = "verify"
-VERDICT = "integrity_violation"
-DESCRIPTION = "The in-process timing agrees with the judge's own timing of the candidate from outside the process."
