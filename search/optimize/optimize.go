@@ -61,8 +61,12 @@ type Options struct {
 
 // Summary is what optimize reports (--json).
 type Summary struct {
-	Model     string           `json:"model"`
-	Device    string           `json:"device"`
+	Model  string `json:"model"`
+	Device string `json:"device"`
+	// Target and Language are what the job resolved (auto becomes this
+	// host's target) and the language its start kernels are in.
+	Target    string           `json:"target,omitempty"`
+	Language  string           `json:"language,omitempty"`
 	Arch      string           `json:"arch"`
 	ForwardUs float64          `json:"forward_us"`
 	TimeBasis string           `json:"time_basis"`
@@ -165,7 +169,7 @@ func profileRanked(ctx context.Context, jobs Jobs, db *sql.DB, o *Options) (*Sum
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	s := &Summary{Model: o.Model, Device: prof.Device, Arch: prof.Arch, ForwardUs: prof.ForwardUs, TimeBasis: prof.TimeBasis, Profile: prof}
+	s := &Summary{Model: o.Model, Target: o.Target, Language: o.Language, Device: prof.Device, Arch: prof.Arch, ForwardUs: prof.ForwardUs, TimeBasis: prof.TimeBasis, Profile: prof}
 	s.Ops = Rank(prof, o.Ceilings)
 	if prof.Note != "" {
 		s.Notes = append(s.Notes, prof.Note)
@@ -265,7 +269,7 @@ func pick(s *Summary, o Options, prior map[string]deploy.Entry) ([]suite.Problem
 			op.Note = fmt.Sprintf("not searched: %.1f%% of the model's time, under %.0f%%", 100*op.Share, 100*o.MinShare)
 			continue
 		}
-		start, from := extract.Start(*r, o.Language), "the bundled "+r.Bundled+" kernel"
+		start, from := extract.Start(*r, o.Language), "the bundled "+o.Language+" kernel of "+r.Bundled
 		if e, ok := prior[r.Sig]; ok {
 			start, from = e.Source, fmt.Sprintf("registry entry %s (%.2fx on %v)", e.ID, e.Speedup, e.Shapes)
 		}

@@ -61,7 +61,7 @@ func TestPick(t *testing.T) {
 	for _, op := range s.Ops {
 		notes[op.Sig] = op.Note
 	}
-	for sig, want := range map[string]string{"rmsnorm": "registry entry", "swiglu": "bundled llm/swiglu", "linear": "needs an LLM or agent operator", "layernorm": "under 2%"} {
+	for sig, want := range map[string]string{"rmsnorm": "registry entry", "swiglu": "bundled c kernel of llm/swiglu", "linear": "needs an LLM or agent operator", "layernorm": "under 2%"} {
 		if !strings.Contains(notes[sig], want) {
 			t.Errorf("%s: note %q, want %q", sig, notes[sig], want)
 		}
