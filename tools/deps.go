@@ -14,7 +14,6 @@ import (
 	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/fleet"
 	"github.com/kevolve/kevolve-mcp/search/launch"
-	"github.com/kevolve/kevolve-mcp/search/optimize"
 	"github.com/kevolve/kevolve-mcp/search/runs"
 )
 
@@ -73,7 +72,7 @@ func OpenDeps(ctx context.Context, h *launch.Host, o ServerOptions) (Deps, func(
 		closeRest := closeAll
 		d.Runs, closeAll = m, func() { m.Close(); closeRest() }
 	}
-	d.Model = modelService(h, d)
+	d.Model = runs.ModelService(h)
 	return d, closeAll, nil
 }
 
@@ -134,21 +133,4 @@ func runManager(ctx context.Context, h *launch.Host, o ServerOptions, fl *fleet.
 		ro.Fleet = func(ctx context.Context) (*fleet.FleetStatus, error) { return fleet.Snapshot(ctx, fl.Queue) }
 	}
 	return runs.New(ro)
-}
-
-// modelService wires the model flow's tools (model_profile, deploy,
-// verify_model) to the server's worker, database and search store; nil
-// when the worker or the database is missing (the tools say so).
-func modelService(h *launch.Host, d Deps) *optimize.Service {
-	if d.Evaluator == nil || h.DB() == nil {
-		return nil
-	}
-	svc := &optimize.Service{Jobs: d.Evaluator, DB: h.DB(), DataDir: h.DataDir(),
-		Ceilings: h.MeasuredCeilings,
-		// The model runs on this host's device: auto is its GPU (or CPU).
-		ResolveTarget: h.Launcher(nil, nil, false).ResolveTarget}
-	if st, err := h.Store(context.Background()); err == nil {
-		svc.Store = st
-	}
-	return svc
 }

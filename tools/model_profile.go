@@ -7,6 +7,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/kevolve/kevolve-mcp/search/optimize"
+	"github.com/kevolve/kevolve-mcp/search/runs"
 )
 
 // ModelProfileInput is model_profile's arguments.
@@ -14,6 +15,14 @@ type ModelProfileInput struct {
 	Model    string  `json:"model" jsonschema:"A KernelBench-format model file (Model, get_inputs, get_init_inputs)."`
 	Target   string  `json:"target,omitempty" jsonschema:"auto (default), cpu or nvidia."`
 	MinShare float64 `json:"min_share,omitempty" jsonschema:"Regions under this share of the time are listed but not worth a search (default 0.02)."`
+}
+
+// Request is what the tool asks of the model flow, as the optimize
+// command asks it. The operator is the client: it searches the regions
+// itself or names an operator per run (evolve), so the notes do not
+// assume the tuner's limits.
+func (in ModelProfileInput) Request() optimize.Request {
+	return optimize.Request{Model: in.Model, Target: in.Target, MinShare: in.MinShare, Operator: runs.OperatorName}
 }
 
 // ModelProfile returns the model_profile tool.
@@ -32,17 +41,10 @@ func ModelProfile(svc *optimize.Service) server.ServerTool {
 		mcp.WithOpenWorldHintAnnotation(false),
 	)
 	return server.ServerTool{Tool: tool, Handler: mcp.NewTypedToolHandler(func(ctx context.Context, req mcp.CallToolRequest, in ModelProfileInput) (*mcp.CallToolResult, error) {
-		s, err := svc.Profile(ctx, in.Model, targetOrAuto(in.Target), in.MinShare)
+		s, err := svc.Profile(ctx, in.Request())
 		if err != nil {
 			return toolErrorf("model_profile: %v", err), nil
 		}
 		return structured(s), nil
 	})}
-}
-
-func targetOrAuto(t string) string {
-	if t == "" {
-		return "auto"
-	}
-	return t
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/kevolve/kevolve-mcp/search/optimize"
+	"github.com/kevolve/kevolve-mcp/search/runs"
 )
 
 // VerifyModelInput is verify_model's arguments.
@@ -14,14 +15,20 @@ type VerifyModelInput struct {
 	Model   string `json:"model" jsonschema:"The KernelBench-format model file."`
 	Target  string `json:"target,omitempty" jsonschema:"auto (default), cpu or nvidia."`
 	Export  string `json:"export,omitempty" jsonschema:"Write the verified kevolve_kernels package into this folder (import kevolve_kernels; kevolve_kernels.patch(model))."`
-	Compile bool   `json:"compile,omitempty" jsonschema:"Also time torch.compile of the original (slow on a CPU)."`
+	Compile *bool  `json:"compile,omitempty" jsonschema:"Also time torch.compile of the original (default on a GPU; slow on a CPU)."`
+}
+
+// Request is what the tool asks of the model flow, as the optimize
+// command asks it; the operator is the client, as for model_profile.
+func (in VerifyModelInput) Request() optimize.Request {
+	return optimize.Request{Model: in.Model, Target: in.Target, Export: in.Export, Compile: in.Compile, Operator: runs.OperatorName}
 }
 
 // VerifyModel returns the verify_model tool.
 func VerifyModel(svc *optimize.Service) server.ServerTool {
 	tool := mcp.NewTool("verify_model",
 		mcp.WithDescription("Use after deploy: run the model patched with the registry's kernels (the kevolve_kernels package exactly as exported) against the original "+
-			"on fresh inputs: correct within the output dtype's tolerance, timed like the harness (eager; torch.compile when asked), beside the speedup "+
+			"on fresh inputs: correct within the output dtype's tolerance, timed like the harness (eager; torch.compile on a GPU or when asked), beside the speedup "+
 			"Amdahl predicted from the deployed entries; the gap is reported, and stats counts each region's kernel calls and fallbacks. Takes ~30-120 s."),
 		mcp.WithInputSchema[VerifyModelInput](),
 		outputSchema[optimize.Summary](),
@@ -32,7 +39,7 @@ func VerifyModel(svc *optimize.Service) server.ServerTool {
 		mcp.WithOpenWorldHintAnnotation(false),
 	)
 	return server.ServerTool{Tool: tool, Handler: mcp.NewTypedToolHandler(func(ctx context.Context, req mcp.CallToolRequest, in VerifyModelInput) (*mcp.CallToolResult, error) {
-		s, err := svc.Verify(ctx, in.Model, targetOrAuto(in.Target), in.Export, in.Compile)
+		s, err := svc.Verify(ctx, in.Request())
 		if err != nil {
 			return toolErrorf("verify_model: %v", err), nil
 		}

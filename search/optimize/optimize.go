@@ -42,7 +42,7 @@ type Options struct {
 	DataDir  string // extracted problems go under DataDir/extracted
 	Export   string // write kevolve_kernels here ("" = only a temporary copy, for verification)
 	// MinShare leaves out regions under this share of the model's time
-	// (default 0.02).
+	// (default DefaultMinShare).
 	MinShare float64
 	// Tuner: the operator is the offline tuner, which can only tune a
 	// start kernel: regions without a bundled one are listed, not searched.
@@ -155,7 +155,7 @@ func profileRanked(ctx context.Context, jobs Jobs, db *sql.DB, o *Options) (*Sum
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	if o.MinShare == 0 {
-		o.MinShare = 0.02
+		o.MinShare = DefaultMinShare
 	}
 	if t, ok := target.Get(target.Name(o.Target)); ok && o.Language == "" {
 		o.Language = t.DefaultLanguage() // the one target table's: hip on amd, too

@@ -4,17 +4,16 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 
 	"github.com/kevolve/kevolve-mcp/harness/sol"
-	"github.com/kevolve/kevolve-mcp/harness/target"
 	"github.com/kevolve/kevolve-mcp/search"
 	"github.com/kevolve/kevolve-mcp/search/deploy"
 )
 
 // Service is the model flow's steps for an agent that drives them itself
 // (the model_profile, deploy and verify_model tools): the same functions
-// optimize runs, over the server's worker and database.
+// optimize runs, over the server's worker and database. The optimize
+// command resolves its options through one too (Options).
 type Service struct {
 	Jobs    Jobs
 	DB      *sql.DB
@@ -30,34 +29,15 @@ type Service struct {
 
 var errNoService = errors.New("the model flow needs the Python worker and the database: start the server with both")
 
-func (s *Service) options(ctx context.Context, model, tgt, export string) (Options, error) {
-	o := Options{Model: model, Target: tgt, DataDir: s.DataDir, Export: export}
-	if s.ResolveTarget != nil {
-		t, err := s.ResolveTarget(ctx, tgt)
-		if err != nil {
-			return o, fmt.Errorf("target %q: %w", tgt, err)
-		}
-		o.Target = t
-	}
-	if t, ok := target.Get(target.Name(o.Target)); ok {
-		o.Language = t.DefaultLanguage()
-	}
-	if s.Ceilings != nil {
-		o.Ceilings = s.Ceilings(ctx)
-	}
-	return o, nil
-}
-
 // Profile ranks a model's operators and extracts its hot regions.
-func (s *Service) Profile(ctx context.Context, model, target string, minShare float64) (*Summary, error) {
+func (s *Service) Profile(ctx context.Context, r Request) (*Summary, error) {
 	if s == nil || s.Jobs == nil || s.DB == nil {
 		return nil, errNoService
 	}
-	o, err := s.options(ctx, model, target, "")
+	o, err := s.Options(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	o.MinShare = minShare
 	return ProfileModel(ctx, s.Jobs, s.DB, o)
 }
 
@@ -70,14 +50,13 @@ func (s *Service) Deploy(ctx context.Context, runID string) (*deploy.Entry, stri
 }
 
 // Verify checks a model patched with the registry against the original.
-func (s *Service) Verify(ctx context.Context, model, target, export string, compile bool) (*Summary, error) {
+func (s *Service) Verify(ctx context.Context, r Request) (*Summary, error) {
 	if s == nil || s.Jobs == nil || s.DB == nil {
 		return nil, errNoService
 	}
-	o, err := s.options(ctx, model, target, export)
+	o, err := s.Options(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	o.Compile = compile
 	return VerifyModel(ctx, s.Jobs, s.DB, o)
 }
