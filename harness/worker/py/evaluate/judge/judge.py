@@ -578,12 +578,9 @@ class Job:
                                     lambda best: _agrees(reported, best, factor), watch=cpu)
         if cpu:
             out["host_external_share"] = [round(s, 3) for s in shares]
-        if cpu and not _agrees(reported, out, factor) and min(shares) >= HOST_LOADED_SHARE:
-            factor = CAND_FACTOR_LOADED
-            rep.setdefault("notes", []).append(
-                "programs outside this evaluation kept %.0f%% or more of the host's CPUs busy through each of %d outside timings: "
-                "the outside time bounds the candidate's at %.2g x, not %.2g x" % (
-                    100 * min(shares), len(shares), CAND_FACTOR_LOADED, CAND_FACTOR["cpu"]))
+        if cpu:
+            factor = _loaded_factor(factor, CAND_FACTOR_LOADED, not _agrees(reported, out, factor), shares, rep,
+                                    "%d outside timings" % len(shares), "the outside time bounds the candidate's")
         rep["outside"] = out
         cand_min = factor * out["basis_s"]
         if self.device.type == "cuda" and out["per_call_s"] < GPU_HOST_BOUND_S:
@@ -968,19 +965,27 @@ def _frozen(pid):
 
 
 def _checked_factor(reported, verified, rep):
-    """CHECKED_FACTOR, or CHECKED_FACTOR_LOADED (noted in rep) where the
-    checked calls refused the in-process median in every try while
-    programs outside the evaluation kept HOST_LOADED_SHARE of the host busy."""
-    if verified is None or reported is None or reported >= CHECKED_FACTOR * verified["basis_s"]:
+    """The checked calls' bound (CHECKED_FACTOR), loosened by
+    _loaded_factor where they refused the in-process median in every try."""
+    if verified is None or reported is None:
         return CHECKED_FACTOR
     shares = verified.get("host_external_share") or []
-    if not shares or min(shares) < HOST_LOADED_SHARE:
-        return CHECKED_FACTOR
+    return _loaded_factor(CHECKED_FACTOR, CHECKED_FACTOR_LOADED, reported < CHECKED_FACTOR * verified["basis_s"], shares, rep,
+                          "%d tries of the checked calls" % len(shares), "their least per-call time bounds the candidate's")
+
+
+def _loaded_factor(tight, loose, refused, shares, rep, tries, what):
+    """One rule for every bound the host's load can inflate: tight, or
+    loose (noted in rep) where the bound refused the in-process median in
+    every try while programs outside the evaluation kept HOST_LOADED_SHARE
+    of the host busy through each. The candidate cannot make load outside
+    its jail, so it cannot ask for the looser bound."""
+    if not refused or not shares or min(shares) < HOST_LOADED_SHARE:
+        return tight
     rep.setdefault("notes", []).append(
-        "programs outside this evaluation kept %.0f%% or more of the host's CPUs busy through each of %d tries of the checked calls: "
-        "their least per-call time bounds the candidate's at %.2g x, not %.2g x" % (
-            100 * min(shares), len(shares), CHECKED_FACTOR_LOADED, CHECKED_FACTOR))
-    return CHECKED_FACTOR_LOADED
+        "programs outside this evaluation kept %.0f%% or more of the host's CPUs busy through each of %s: "
+        "%s at %.2g x, not %.2g x" % (100 * min(shares), tries, what, loose, tight))
+    return loose
 
 
 def _while_loaded(chan, retries, measure, holds, watch=True):
