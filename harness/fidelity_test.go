@@ -84,6 +84,14 @@ var fidelityCases = []fidelityCase{
 	{"library_gemm_fused_c_epilogue_kernelbench_policy", "ref_gemm_epilogue.py", "gemm_fused_c_epilogue.py", KernelPolicyKernelBench, VerdictPass, "reference_ops", "library calls beside its own kernels", false},
 	// The reference itself as the candidate: passes every trial, same verdict.
 	{"degenerate_within_tolerance_as_candidate", "ref_degenerate_groupnorm_mean.py", "rename:ref_degenerate_groupnorm_mean.py", "", VerdictReferenceError, "degenerate_reference", "within tolerance of the constant", false},
+	// A random reference (a Dropout in training mode, as built): its own
+	// code as the candidate, and a candidate without the Dropout, both
+	// fail a trial; the reference called twice on those inputs differs
+	// from itself, so the failure is the reference's. (A wrong candidate
+	// of a deterministic reference stays incorrect:
+	// batchnorm_folded_running_stats.)
+	{"random_reference_as_candidate", "ref_random_dropout.py", "rename:ref_random_dropout.py", "", VerdictReferenceError, "nondeterministic_reference", "called twice on the same inputs", false},
+	{"random_reference_dropout_left_out", "ref_random_dropout.py", "dropout_left_out.py", "", VerdictReferenceError, "nondeterministic_reference", "a Dropout in training mode", false},
 }
 
 func TestFidelityVerdicts(t *testing.T) {

@@ -72,6 +72,9 @@ DECLARED = (
     # Decided by the Go side (harness/evaluate.go).
     ("memory", "process", "crash",
      "The harness's own Python did not run out of host memory (MemoryError) before it reported."),
+    # Decided after a wrong answer in the trials (evaluate.stages.correctness).
+    ("nondeterministic_reference", "correctness", "reference_error",
+     "The reference gives the same outputs when called twice on the same inputs: a random one (a Dropout in training mode) no candidate can match."),
     # Decided wherever memory runs out (evaluate.main) and by the Go side for the host limit and the job's cgroup (harness/convert.go).
     ("out_of_memory", "any", "runtime_error or integrity_violation",
      "Neither program runs out of device memory, nor the evaluation process (its children counted) past its host memory limit or its cgroup's memory limit (which counts what the job writes to its /tmp and /dev/shm); after an integrity violation, running out of memory stays an integrity_violation."),

@@ -12,8 +12,8 @@ import math
 
 import torch
 
-from evaluate.common import KernelFailure, clone_tree, flatten, nbytes, overlaps, release, tensors_of
-from evaluate.compare.compare import poison_allocator
+from evaluate.common import KernelFailure, ReferenceFailure, clone_tree, flatten, nbytes, overlaps, release, tensors_of
+from evaluate.compare.compare import compare_outputs, poison_allocator
 from evaluate.compare.degenerate import DegenerateWatch
 from evaluate.compare.nearconst import rounding_noise
 from evaluate.guards.fingerprint import differing_chunks, same
@@ -43,6 +43,8 @@ def correctness(st):
     if failed_at is not None and degen.suspect():
         _reference_alone(st, failed_at + 1, degen)
     degen.check(st.ref_path, lambda: rounding_noise(st, st.job.seed + 1000003, st.trial_judge.tol))
+    if failed_at is not None:
+        _reference_repeats(st, failed_at)
     del prev, degen
     release(st.device)  # the poison goes before the next stage where memory is short
 
@@ -60,6 +62,27 @@ def _reference_alone(st, first, degen):
         out = st.ref_forward(inputs)
         degen.add(st.fpr, fp_in, out)
         del inputs, out
+
+
+def _reference_repeats(st, trial):
+    """A wrong answer is the candidate's only where the reference agrees
+    with itself: called twice in a row on the failed trial's inputs (no
+    seeding between), a reference that draws random numbers (a Dropout in
+    training mode, as built) or is otherwise nondeterministic differs
+    beyond the tolerance, and no candidate, the reference's own code
+    included, can match it. Only on a wrong answer: a pass costs nothing."""
+    if st.remaining() < 1:
+        return
+    inputs = st.make_inputs(st.job.seed + 1000003 * (trial + 1))
+    first = flatten(st.ref_forward(clone_tree(inputs)))
+    second = flatten(st.ref_forward(clone_tree(inputs)))
+    ok, name, detail = compare_outputs(first, second, st.trial_judge.tol)
+    if not ok:
+        raise ReferenceFailure("nondeterministic_reference", (
+            "the reference %s gives other outputs when called twice on the same inputs (%s: %s): it draws random numbers "
+            "(a Dropout in training mode, as constructed) or is otherwise nondeterministic, so no candidate can match it; "
+            "the problem measures nothing until its forward is deterministic (eval mode, p=0, or a fixed generator)") % (
+            st.ref_path or "", name, detail[:300]))
 
 
 def _trial(st, trial, prev, degen):
