@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -121,7 +122,7 @@ func checkJobsOnce(t *testing.T, q *Queue) []*JobRecord {
 			t.Errorf("job %s: state %s, %d completions; want done once", j.ID, j.State, j.Completions)
 		}
 		if j.Result != nil && j.Result.Verdict == search.VerdictCrash {
-			t.Errorf("job %s recorded as crash: %s", j.ID, j.Error)
+			t.Errorf("job %s recorded as crash: %s\n%s", j.ID, j.Error, jobHistory(q, j.ID))
 		}
 	}
 	return jobs
@@ -192,10 +193,10 @@ func (in *injector) run(ctx context.Context, t *testing.T) {
 		in.mu.Unlock()
 		switch fault {
 		case "kill":
-			t.Logf("kill -9 worker %s (pid %d) running job %s", workerID, pid, jobID)
+			t.Logf("%s kill -9 worker %s (pid %d) running job %s", time.Now().Format("15:04:05.000"), workerID, pid, jobID)
 			syscall.Kill(-pid, syscall.SIGKILL)
 		case "stop":
-			t.Logf("SIGSTOP worker %s (pid %d) running job %s, for %s", workerID, pid, jobID, stopHold)
+			t.Logf("%s SIGSTOP worker %s (pid %d) running job %s, for %s", time.Now().Format("15:04:05.000"), workerID, pid, jobID, stopHold)
 			in.mu.Lock()
 			in.stopped[pid] = true
 			in.mu.Unlock()
@@ -385,6 +386,26 @@ func faultOutcome(fault string, requeued bool, j *JobRecord) string {
 		return ""
 	}
 	return fmt.Sprintf("requeued but claimed %d times, %s by %q", j.Claims, j.State, j.DoneBy)
+}
+
+// jobHistory is a job's events, one a line, with each worker's pid: which
+// worker held it when, and which lease it lost.
+func jobHistory(q *Queue, id string) string {
+	rows, err := q.db.Query(`SELECT l.at, l.what, l.worker_id, COALESCE(w.pid, 0), l.detail FROM fleet_job_log l
+		LEFT JOIN fleet_workers w ON w.id = l.worker_id WHERE l.job_id = ? ORDER BY l.seq`, id)
+	if err != nil {
+		return err.Error()
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var at float64
+		var what, worker, detail string
+		var pid int
+		rows.Scan(&at, &what, &worker, &pid, &detail)
+		fmt.Fprintf(&b, "  %s %-10s %s (pid %d) %s\n", fromUnix(at).Format("15:04:05.000"), what, worker, pid, detail)
+	}
+	return b.String()
 }
 
 func dumpLogs(t *testing.T, dir string) {

@@ -679,7 +679,8 @@ func (q *Queue) Reap(ctx context.Context) (int, error) {
 		rows, err := tx.QueryContext(ctx, `SELECT j.id, COALESCE(j.worker_id, ''), j.lost, j.blame,
 			(SELECT COUNT(*) FROM fleet_jobs o WHERE o.state = 'claimed' AND o.worker_id = j.worker_id) +
 			(SELECT COUNT(*) FROM fleet_job_log l WHERE l.worker_id = j.worker_id AND l.what = 'lease_lost'
-				AND l.at >= COALESCE((SELECT last_seen FROM fleet_workers w WHERE w.id = j.worker_id), 0))
+				AND l.at >= COALESCE((SELECT last_seen FROM fleet_workers w WHERE w.id = j.worker_id), 0)),
+			COALESCE((SELECT last_seen FROM fleet_workers w WHERE w.id = j.worker_id), 0)
 			FROM fleet_jobs j WHERE j.state = 'claimed' AND j.lease_expires < ?`, now)
 		if err != nil {
 			return err
@@ -688,12 +689,13 @@ func (q *Queue) Reap(ctx context.Context) (int, error) {
 			id, worker string
 			lost       int
 			blame      float64
-			held       int // the worker's jobs in flight, this one included
+			held       int     // the worker's jobs in flight, this one included
+			seen       float64 // when the worker was last heard from
 		}
 		var es []exp
 		for rows.Next() {
 			var e exp
-			if err := rows.Scan(&e.id, &e.worker, &e.lost, &e.blame, &e.held); err != nil {
+			if err := rows.Scan(&e.id, &e.worker, &e.lost, &e.blame, &e.held, &e.seen); err != nil {
 				rows.Close()
 				return err
 			}
@@ -706,7 +708,9 @@ func (q *Queue) Reap(ctx context.Context) (int, error) {
 			if _, err := tx.ExecContext(ctx, `UPDATE fleet_workers SET leases_lost = leases_lost + 1 WHERE id = ?`, e.worker); err != nil {
 				return err
 			}
-			if err := logJob(ctx, tx, now, e.id, e.worker, "lease_lost", ""); err != nil {
+			// How long the worker was silent tells a dead or stopped worker
+			// (a lease or more) from a live one that did not renew this lease.
+			if err := logJob(ctx, tx, now, e.id, e.worker, "lease_lost", fmt.Sprintf("worker last heard from %.2f s before", now-e.seen)); err != nil {
 				return err
 			}
 			// A small tolerance: three shares of 1/3 make one death.

@@ -156,12 +156,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		for _, j := range resp.Jobs {
 			jctx, cancel := context.WithCancel(evalCtx)
 			h := &heldJob{job: j, cancel: cancel}
-			w.mu.Lock()
-			w.held[j.ID] = h
-			if o := w.occ[j.Device]; o != nil {
-				o.start(time.Now())
-			}
-			w.mu.Unlock()
+			w.hold(h)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -190,6 +185,25 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.c.post(rctx, PathRelease, ReleaseRequest{WorkerID: w.ID, Jobs: w.heldLeases(), Reason: "exit"}, nil)
 	w.log().Info("worker stopped", "worker", w.Name)
 	return nil
+}
+
+// hold records a claimed job. The coordinator may hand back a job this
+// worker still runs under an older lease: a worker SIGSTOPped past its
+// lease whose requeued job waited in the queue until it resumed and
+// claimed again. That older attempt's lease is gone, so it is abandoned
+// here, and its end must not drop the new attempt (see runJob).
+func (w *Worker) hold(h *heldJob) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if old := w.held[h.job.ID]; old != nil && !old.lost {
+		old.lost = true
+		old.cancel()
+		w.log().Warn("lease lost: abandoning job, claimed again", "job", h.job.ID)
+	}
+	w.held[h.job.ID] = h
+	if o := w.occ[h.job.Device]; o != nil {
+		o.start(time.Now())
+	}
 }
 
 func (w *Worker) register(ctx context.Context) error {
@@ -263,7 +277,8 @@ func (w *Worker) heartbeats(ctx context.Context) {
 		}
 		var resp HeartbeatResponse
 		hctx, cancel := context.WithTimeout(ctx, max(w.lease/2, 500*time.Millisecond))
-		err := w.c.post(hctx, PathHeartbeat, HeartbeatRequest{WorkerID: w.ID, Jobs: w.heldLeases()}, &resp)
+		sent := w.heldLeases()
+		err := w.c.post(hctx, PathHeartbeat, HeartbeatRequest{WorkerID: w.ID, Jobs: sent}, &resp)
 		cancel()
 		if err != nil {
 			if isStatus(err, http.StatusNotFound) {
@@ -271,29 +286,37 @@ func (w *Worker) heartbeats(ctx context.Context) {
 			}
 			continue // the coordinator may be restarting: keep evaluating
 		}
-		if len(resp.Lost) == 0 {
-			continue
+		if len(resp.Lost) > 0 {
+			w.abandon(sent, resp.Lost)
 		}
-		lost := map[string]bool{}
-		for _, id := range resp.Lost {
-			lost[id] = true
+	}
+}
+
+// abandon cancels the jobs whose leases the coordinator no longer renews
+// (lost, of those sent). Only the leases sent are lost: the job may have
+// been claimed again under a new lease while the heartbeat was out.
+func (w *Worker) abandon(sent []JobLease, lost []string) {
+	token := map[string]string{}
+	for _, l := range sent {
+		token[l.JobID] = l.LeaseToken
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, id := range lost {
+		if h := w.held[id]; h != nil && !h.lost && h.job.LeaseToken == token[id] {
+			h.lost = true
+			h.cancel()
+			w.log().Warn("lease lost: abandoning job", "job", id)
 		}
-		w.mu.Lock()
-		for _, h := range w.held {
-			if lost[h.job.ID] && !h.lost {
-				h.lost = true
-				h.cancel()
-				w.log().Warn("lease lost: abandoning job", "job", h.job.ID)
-			}
-		}
-		w.mu.Unlock()
 	}
 }
 
 func (w *Worker) runJob(ctx context.Context, h *heldJob) {
 	defer func() {
 		w.mu.Lock()
-		delete(w.held, h.job.ID)
+		if w.held[h.job.ID] == h { // not a newer attempt's (see hold)
+			delete(w.held, h.job.ID)
+		}
 		w.mu.Unlock()
 		h.cancel()
 		select {
