@@ -28,6 +28,9 @@ func (e *Evaluator) cpuRoofline(ctx context.Context, p Problem, refPath string) 
 	if ceil.Calibrated != nil {
 		notes = append(notes, sol.FirstUseNote(ceil.Calibrated))
 	}
+	if ceil.Provisional {
+		notes = append(notes, sol.ProvisionalNote)
+	}
 	w, err := e.workFor(ctx, p.Shapes, "", p.Work, func(ctx context.Context) (sol.Work, error) {
 		return sol.Trace(ctx, refPath, sol.TraceOptions{Python: e.cfg.Python, Shapes: p.Shapes, Timeout: 120 * time.Second})
 	})

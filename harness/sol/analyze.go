@@ -54,6 +54,9 @@ func Analyze(work Work, ceil Ceilings, candidateS, referenceS float64, correct b
 	if work.Bytes > 0 {
 		r.ArithmeticIntensity = work.FLOPs / work.Bytes
 	}
+	if ceil.Provisional {
+		r.Notes = append(r.Notes, ProvisionalNote)
+	}
 	peak, _ := peakFor(ceil, work.Dtype)
 	r.PeakFLOPS = peak
 	switch {

@@ -4,6 +4,9 @@
 # Prints one JSON object on the last stdout line:
 #   {"device_uuid", "device_name", "kind", "metrics": {"mem_bandwidth": B/s,
 #    "bf16": FLOP/s, ...}, "notes": [...]}
+# On the CPU also "loaded" and "host_busy_share": whether programs other
+# than this one kept HOST_LOADED_SHARE of the host's CPUs busy while it
+# measured (its figures then read low: every timed call was slowed).
 # Bandwidth counts read + write bytes of a large device-to-device copy.
 # GEMM rates use large square matrices of random data (zeros would let
 # power management flatter the figure) and the median of many timed runs.
@@ -11,6 +14,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import sys
 import time
@@ -92,6 +96,63 @@ def wall(fn, iters):
     return min(ts)
 
 
+# The judge's threshold (evaluate/judge/judge.py HOST_LOADED_SHARE): outside
+# programs keeping this share of the host's CPUs busy slow every timed call.
+HOST_LOADED_SHARE = 0.25
+_TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
+
+
+def _host_busy_s():
+    """CPU seconds the whole host spent busy since boot (/proc/stat), or
+    None where it cannot be read."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+    except OSError:
+        return None
+    if len(fields) < 8 or fields[0] != "cpu":
+        return None
+    busy = sum(int(v) for i, v in enumerate(fields[1:9]) if i not in (3, 4))  # less idle, iowait
+    return busy * _TICK_S
+
+
+def _self_cpu_s():
+    r = resource.getrusage(resource.RUSAGE_SELF)  # every thread of this process
+    return r.ru_utime + r.ru_stime
+
+
+class OutsideLoad:
+    """Opened before the measurement, read after it: share() is the share of
+    the host's CPUs that programs other than this one kept busy meanwhile
+    (None where /proc/stat cannot be read)."""
+
+    def __init__(self):
+        self.t0, self.busy0, self.self0 = time.perf_counter(), _host_busy_s(), _self_cpu_s()
+
+    def share(self):
+        busy, wall = _host_busy_s(), time.perf_counter() - self.t0
+        if busy is None or self.busy0 is None or wall <= 0:
+            return None
+        # A tick or two either way is rounding, not load.
+        outside = (busy - self.busy0) - (_self_cpu_s() - self.self0) - 2 * _TICK_S
+        return max(0.0, min(1.0, outside / (wall * (os.cpu_count() or 1))))
+
+
+def mark_load(res, share):
+    """Sets res["loaded"] from the measured share; KEVOLVE_CALIBRATE_LOAD
+    (loaded | quiet) overrides it, so tests force either state on a host
+    whose real load they cannot control."""
+    forced = os.environ.get("KEVOLVE_CALIBRATE_LOAD", "")
+    if share is not None:
+        res["host_busy_share"] = round(share, 3)
+        res["notes"].append("other programs kept %.0f%% of the host's CPUs busy while it measured" % (100 * share))
+    if forced in ("loaded", "quiet"):
+        res["loaded"] = forced == "loaded"
+        res["notes"].append("load state forced by KEVOLVE_CALIBRATE_LOAD=" + forced)
+    else:
+        res["loaded"] = share is not None and share >= HOST_LOADED_SHARE
+
+
 def cpu_name():
     try:
         with open("/proc/cpuinfo") as f:
@@ -104,6 +165,7 @@ def cpu_name():
 
 
 def calibrate_cpu(quick):
+    load = OutsideLoad()
     threads = os.cpu_count() or 1
     torch.set_num_threads(threads)
     m, notes = {}, ["%d threads" % threads]
@@ -130,7 +192,9 @@ def calibrate_cpu(quick):
     name = cpu_name()
     # No hardware UUID for a CPU: host name plus model identifies the machine.
     uuid = "cpu:%s:%s" % (platform.node(), name)
-    return {"device_uuid": uuid, "device_name": name, "kind": "cpu", "metrics": m, "notes": notes}
+    res = {"device_uuid": uuid, "device_name": name, "kind": "cpu", "metrics": m, "notes": notes}
+    mark_load(res, load.share())
+    return res
 
 
 def main():

@@ -22,6 +22,9 @@ type Ceilings struct {
 	MemBandwidth float64            `json:"mem_bandwidth_bytes_per_s"`
 	Source       string             `json:"source"` // "measured" | "spec:<key>" | "measured+spec:<key>"
 	DeviceUUID   string             `json:"device_uuid,omitempty"`
+	// Provisional: the measured figures were calibrated while the host was
+	// busy, so they read low (ProvisionalNote).
+	Provisional bool `json:"provisional,omitempty"`
 	// Calibrated is the calibration FirstUse ran to answer this call (nil:
 	// the figures were stored already).
 	Calibrated *Calibration `json:"calibrated,omitempty"`
@@ -53,7 +56,7 @@ func Resolve(measured *Ceilings, row *spec.Row) (Ceilings, error) {
 		return FromSpec(*row), nil
 	}
 	c := FromSpec(*row)
-	c.DeviceUUID = measured.DeviceUUID
+	c.DeviceUUID, c.Provisional = measured.DeviceUUID, measured.Provisional
 	mixed := false
 	for k := range c.PeakFLOPS {
 		if _, ok := measured.PeakFLOPS[k]; !ok {
@@ -88,11 +91,20 @@ type Calibration struct {
 	MeasuredAt time.Time          `json:"measured_at"`
 	// DurationS is how long the measurement took (CalibrateAndStore).
 	DurationS float64 `json:"duration_s,omitempty"`
+	// Loaded: other programs kept HostBusyShare of the host's CPUs busy
+	// while this run measured (calibrate.py; CPU only), so its figures read low.
+	Loaded        bool    `json:"loaded,omitempty"`
+	HostBusyShare float64 `json:"host_busy_share,omitempty"`
+	// Provisional: the stored figures come only from loaded runs, so a later
+	// first use calibrates again (FirstUse.CPU).
+	Provisional bool `json:"provisional,omitempty"`
+	// Recalibrated: FirstUse ran this to replace provisional figures.
+	Recalibrated bool `json:"recalibrated,omitempty"`
 }
 
 // Ceilings returns the calibration as ceilings.
 func (c Calibration) Ceilings() Ceilings {
-	out := Ceilings{PeakFLOPS: map[string]float64{}, Source: "measured", DeviceUUID: c.DeviceUUID}
+	out := Ceilings{PeakFLOPS: map[string]float64{}, Source: "measured", DeviceUUID: c.DeviceUUID, Provisional: c.Provisional}
 	for k, v := range c.Metrics {
 		if k == MetricMemBandwidth {
 			out.MemBandwidth = v
@@ -147,9 +159,16 @@ func Calibrate(ctx context.Context, opt CalibrateOptions) (Calibration, error) {
 	return c, nil
 }
 
-// Migrate creates the calibration table.
+// Migrate creates the calibration tables. The provisional marks have a
+// table of their own: a database made before them gains it empty (its
+// figures final), and Ceilings never reads a mark as a metric.
 func Migrate(ctx context.Context, db *sql.DB) error {
-	_, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS calibration (
+	_, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS calibration_provisional (
+		device_uuid     TEXT PRIMARY KEY,
+		host_busy_share REAL NOT NULL, -- outside load while the last loaded run measured
+		measured_at     TEXT NOT NULL
+	);
+	CREATE TABLE IF NOT EXISTS calibration (
 		device_uuid TEXT NOT NULL,
 		device_name TEXT NOT NULL,
 		metric      TEXT NOT NULL, -- mem_bandwidth (bytes/s) or a dtype key (FLOP/s)
@@ -168,7 +187,7 @@ func Migrate(ctx context.Context, db *sql.DB) error {
 // recalibration on a loaded machine must not lower it. ReplaceCalibration
 // discards earlier figures (new hardware, driver or settings).
 func SaveCalibration(ctx context.Context, db *sql.DB, c Calibration) error {
-	return saveCalibration(ctx, db, c, `INSERT INTO calibration (device_uuid, device_name, metric, value, measured_at)
+	return saveCalibration(ctx, db, c, false, `INSERT INTO calibration (device_uuid, device_name, metric, value, measured_at)
 		VALUES (?, ?, ?, ?, ?) ON CONFLICT(device_uuid, metric) DO UPDATE SET
 		device_name = excluded.device_name, value = excluded.value, measured_at = excluded.measured_at
 		WHERE excluded.value > calibration.value`)
@@ -176,11 +195,11 @@ func SaveCalibration(ctx context.Context, db *sql.DB, c Calibration) error {
 
 // ReplaceCalibration stores c over the device's earlier figures.
 func ReplaceCalibration(ctx context.Context, db *sql.DB, c Calibration) error {
-	return saveCalibration(ctx, db, c, `INSERT OR REPLACE INTO calibration
+	return saveCalibration(ctx, db, c, true, `INSERT OR REPLACE INTO calibration
 		(device_uuid, device_name, metric, value, measured_at) VALUES (?, ?, ?, ?, ?)`)
 }
 
-func saveCalibration(ctx context.Context, db *sql.DB, c Calibration, upsert string) error {
+func saveCalibration(ctx context.Context, db *sql.DB, c Calibration, replace bool, upsert string) error {
 	if err := Migrate(ctx, db); err != nil {
 		return err
 	}
@@ -192,6 +211,9 @@ func saveCalibration(ctx context.Context, db *sql.DB, c Calibration, upsert stri
 	at := c.MeasuredAt
 	if at.IsZero() {
 		at = time.Now().UTC()
+	}
+	if err := markProvisional(ctx, tx, c, at, replace); err != nil {
+		return err
 	}
 	keys := make([]string, 0, len(c.Metrics))
 	for k := range c.Metrics {
@@ -208,6 +230,43 @@ func saveCalibration(ctx context.Context, db *sql.DB, c Calibration, upsert stri
 		return fmt.Errorf("save calibration: %w", err)
 	}
 	return nil
+}
+
+// markProvisional records, before c's figures are stored, whether the
+// device's figures will be provisional: a loaded run marks a device that
+// had no figures (or only provisional ones) or whose figures it replaces,
+// a run that was not loaded makes them final. Otherwise a loaded run never
+// demotes final figures: a quiet run measured them, and the best per
+// metric is kept.
+func markProvisional(ctx context.Context, tx *sql.Tx, c Calibration, at time.Time, replace bool) error {
+	var q string
+	var args []any
+	switch {
+	case !c.Loaded:
+		q, args = `DELETE FROM calibration_provisional WHERE device_uuid = ?`, []any{c.DeviceUUID}
+	case replace:
+		q = `INSERT OR REPLACE INTO calibration_provisional (device_uuid, host_busy_share, measured_at) VALUES (?, ?, ?)`
+		args = []any{c.DeviceUUID, c.HostBusyShare, at.Format(time.RFC3339)}
+	default:
+		q = `INSERT OR REPLACE INTO calibration_provisional (device_uuid, host_busy_share, measured_at)
+			SELECT ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM calibration WHERE device_uuid = ?)
+			OR EXISTS (SELECT 1 FROM calibration_provisional WHERE device_uuid = ?)`
+		args = []any{c.DeviceUUID, c.HostBusyShare, at.Format(time.RFC3339), c.DeviceUUID, c.DeviceUUID}
+	}
+	if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+		return fmt.Errorf("save calibration %s: provisional mark: %w", c.DeviceUUID, err)
+	}
+	return nil
+}
+
+// provisional says whether the device's stored figures are provisional.
+func provisional(ctx context.Context, db *sql.DB, deviceUUID string) (bool, error) {
+	var n int
+	err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM calibration_provisional WHERE device_uuid = ?`, deviceUUID).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("load calibration %s: provisional mark: %w", deviceUUID, err)
+	}
+	return n > 0, nil
 }
 
 // LoadCalibration returns the stored figures of a device; ok is false when
@@ -236,6 +295,9 @@ func LoadCalibration(ctx context.Context, db *sql.DB, deviceUUID string) (c Cali
 	if err := rows.Err(); err != nil {
 		return Calibration{}, false, fmt.Errorf("load calibration %s: %w", deviceUUID, err)
 	}
+	if c.Provisional, err = provisional(ctx, db, deviceUUID); err != nil {
+		return Calibration{}, false, err
+	}
 	c.Kind = "cuda"
 	if strings.HasPrefix(deviceUUID, "cpu:") {
 		c.Kind = "cpu"
@@ -262,6 +324,7 @@ func CalibrateAndStore(ctx context.Context, db *sql.DB, opt CalibrateOptions) (C
 	if err != nil || !ok {
 		return c, err
 	}
+	c.Provisional = stored.Provisional
 	// What is kept: the best of this run and earlier ones, saying which.
 	for k, v := range stored.Metrics {
 		if m, measured := c.Metrics[k]; measured && v > m {

@@ -55,5 +55,8 @@ func (l *Launcher) ceilings(ctx context.Context, calibrate bool) *sol.Ceilings {
 		l.note("no speed-of-light figures: %v", err)
 		return nil
 	}
+	if c.Provisional {
+		l.note("speed-of-light figures: %s", sol.ProvisionalNote)
+	}
 	return c
 }

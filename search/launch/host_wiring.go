@@ -91,17 +91,19 @@ func (h *Host) serverCommand() []string {
 	return append(cmd, "--stdio")
 }
 
-// CeilingsFor resolves the device's ceilings, calibrating an uncalibrated
-// CPU once when allowed (saying so on w).
+// CeilingsFor resolves the device's ceilings, calibrating the CPU when
+// allowed through the host's FirstUse (once, or again while its figures
+// are provisional), saying so on w.
 func (h *Host) CeilingsFor(ctx context.Context, calibrate bool, w io.Writer) (sol.Ceilings, error) {
 	rep := h.devices.Get(ctx, false)
-	c, err := sol.ForDevice(ctx, h.db, rep, "")
-	if err == nil || len(rep.GPUs) > 0 || !calibrate {
-		return c, err
-	}
-	fmt.Fprintln(w, "calibrating this CPU once (quick: copy bandwidth and fp32 matmul rate)...")
-	if _, err := sol.CalibrateAndStore(ctx, h.db, sol.CalibrateOptions{Python: h.python, Device: "cpu", Quick: true}); err != nil {
-		return sol.Ceilings{}, err
+	if calibrate && len(rep.GPUs) == 0 && h.OpenDB() == nil {
+		cal, err := h.firstUse().CPU(ctx)
+		if err != nil {
+			return sol.Ceilings{}, err
+		}
+		if cal != nil {
+			fmt.Fprintln(w, sol.FirstUseNote(cal))
+		}
 	}
 	return sol.ForDevice(ctx, h.db, rep, "")
 }
