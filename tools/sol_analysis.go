@@ -37,10 +37,10 @@ type CeilingsProvider = harness.CeilingsFunc
 func SolAnalysis(ceilings CeilingsProvider, trace sol.TraceOptions, resolve problem.Resolver, ev *harness.Evaluator) server.ServerTool {
 	tool := mcp.NewTool("sol_analysis",
 		mcp.WithDescription("Use before optimizing, to know the floor: the speed-of-light (roofline) bound of a problem on a device. Returns FLOPs and the fewest bytes "+
-			"that must move (declared, or traced from the reference), arithmetic_intensity, t_compute_s and t_memory_s under the device's ceilings "+
-			"(calibrated, else the datasheet; an uncalibrated CPU is calibrated first, in seconds, and calibration says so), the bound and t_sol_s. With candidate (checked and timed first) or candidate_s it adds pct_of_sol, "+
+			"that must move (declared or traced), arithmetic_intensity, t_compute_s and t_memory_s under the device's ceilings "+
+			"(calibrated, else the datasheet; an uncalibrated CPU is calibrated first: calibration says so), the bound and t_sol_s. With candidate (checked and timed first) or candidate_s it adds pct_of_sol, "+
 			"sol_score (0.5 at the eager reference, 1 at SOL), headroom and faster_than_sol (over 10% under the bound: wrong counts or skipped work). "+
-			"detail says how each count was derived. At 90% of SOL little is left; at 20% profile_kernel finds the bottleneck."),
+			"detail says how each was counted. At 90% of SOL little is left; at 20%, profile_kernel finds why."),
 		mcp.WithInputSchema[SolAnalysisInput](),
 		outputSchema[sol.Report](),
 		mcp.WithTitleAnnotation("Speed-of-light analysis"),
