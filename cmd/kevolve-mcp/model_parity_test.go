@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -19,6 +17,7 @@ import (
 	"github.com/kevolve/kevolve-mcp/harness/toolchain/toolchaintest"
 	"github.com/kevolve/kevolve-mcp/search/launch"
 	"github.com/kevolve/kevolve-mcp/search/operator"
+	"github.com/kevolve/kevolve-mcp/search/operator/operatortest"
 	"github.com/kevolve/kevolve-mcp/search/optimize"
 	"github.com/kevolve/kevolve-mcp/search/runs"
 	"github.com/kevolve/kevolve-mcp/tools"
@@ -52,13 +51,7 @@ func TestModelFlowParity(t *testing.T) {
 	calibrated(t, h.DB())
 	model, _ := filepath.Abs("../../search/optimize/testdata/swiglu_mlp.py")
 	export := filepath.Join(dir, "out")
-	script := filepath.Join(dir, "op.sh") // a scripted cmd: operator (never asked: nothing is searched)
-	if err := os.WriteFile(script, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	api := httptest.NewServer(http.NotFoundHandler()) // a scripted OpenAI-compatible endpoint
-	defer api.Close()
-	for _, op := range []string{"tuner", "cmd:" + script, "claude", "openai:parity-model@" + api.URL + "/v1"} {
+	for _, op := range operatortest.Kinds(t) {
 		t.Run(op, func(t *testing.T) {
 			p, cli := cliModelOptions(t, c, h, "--model", model, "--operator", op, "--export", export)
 			if operator.Kind(p.Operator.Name()) != operator.Kind(op) || p.Target != cli.Target {

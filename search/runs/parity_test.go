@@ -3,8 +3,6 @@ package runs
 import (
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,6 +13,7 @@ import (
 	"github.com/kevolve/kevolve-mcp/search/brief"
 	"github.com/kevolve/kevolve-mcp/search/engine"
 	"github.com/kevolve/kevolve-mcp/search/launch"
+	"github.com/kevolve/kevolve-mcp/search/operator/operatortest"
 )
 
 // TestLaunchParity: the same search asked for on the command line (a
@@ -22,14 +21,7 @@ import (
 // evolve tool's start request) stores the same run configuration and gives
 // the operator the same context, for every operator kind.
 func TestLaunchParity(t *testing.T) {
-	dir := t.TempDir()
-	script := filepath.Join(dir, "op.sh") // a scripted cmd: operator (never asked: the budget is the root's)
-	if err := os.WriteFile(script, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	api := httptest.NewServer(http.NotFoundHandler()) // a scripted OpenAI-compatible endpoint
-	defer api.Close()
-	for _, op := range []string{"tuner", "cmd:" + script, "claude", "openai:parity-model@" + api.URL + "/v1"} {
+	for _, op := range operatortest.Kinds(t) {
 		t.Run(op, func(t *testing.T) {
 			f := newFixture(t, 0)
 			kb := knowledgeIndex(t, f)
