@@ -55,15 +55,16 @@ func TestJailCgroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ev.Close()
+	bomb := ownName("kvbomb")
 	eval := func(t *testing.T, name string, subst ...string) *EvalResult {
 		t.Helper()
-		code := strings.NewReplacer(subst...).Replace(readJail(t, name))
+		code := strings.NewReplacer(append(subst, "kvbomb", bomb)...).Replace(readJail(t, name))
 		res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Path: refPath},
 			Candidate: Source{Code: code}, Target: testTarget(), Timeout: 240 * time.Second, SkipTiming: true}, nil)
 		if err != nil {
 			t.Fatalf("%s: Evaluate: %v", name, err)
 		}
-		jobLeftNothing(t, res, "kvbomb")
+		jobLeftNothing(t, res, bomb)
 		return res
 	}
 
@@ -384,8 +385,9 @@ func TestJailCgroupV2Core(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ev.Close()
+	relay := ownName("kvrelay")
 	res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Path: refPath},
-		Candidate: Source{Code: readJail(t, "escape_relay.py")}, Target: testTarget(), Timeout: 240 * time.Second, SkipTiming: true}, nil)
+		Candidate: Source{Code: strings.ReplaceAll(readJail(t, "escape_relay.py"), "kvrelay", relay)}, Target: testTarget(), Timeout: 240 * time.Second, SkipTiming: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +398,7 @@ func TestJailCgroupV2Core(t *testing.T) {
 	jobs := func() []string {
 		m, _ := filepath.Glob(filepath.Join(root, "*", "kevolve.*"))
 		n, _ := filepath.Glob(filepath.Join(root, "kevolve.*"))
-		return append(append(m, n...), leftovers("kvrelay")...)
+		return append(append(m, n...), leftovers(relay)...)
 	}
 	for len(jobs()) > 0 && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
