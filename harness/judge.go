@@ -128,6 +128,15 @@ type JudgeVerified struct {
 	PerCallS   float64 `json:"per_call_s"`
 	BasisS     float64 `json:"basis_s"`
 	RoundTripS float64 `json:"round_trip_s"`
+	// Parallel: the least call ran on more than one thread of the
+	// candidate's (threads that wait for each other at a barrier spin
+	// through the time slices a loaded host takes; one thread's CPU time
+	// does not include them). Only then may the host's load loosen
+	// CheckedFactor.
+	Parallel bool `json:"parallel,omitempty"`
+	// HostExternalShare: per try of the checked calls, the share of the
+	// host's CPUs that programs outside the evaluation kept busy.
+	HostExternalShare []float64 `json:"host_external_share,omitempty"`
 }
 
 // JudgeBounds limit the in-process timings: the candidate's median may
