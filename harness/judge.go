@@ -133,10 +133,10 @@ type JudgeVerified struct {
 	// through the time slices a loaded host takes; one thread's CPU time
 	// does not include them). Only then may the host's load loosen
 	// CheckedFactor.
-	Parallel bool `json:"parallel,omitempty"`
+	Parallel bool `json:"parallel"`
 	// HostExternalShare: per try of the checked calls, the share of the
 	// host's CPUs that programs outside the evaluation kept busy.
-	HostExternalShare []float64 `json:"host_external_share,omitempty"`
+	HostExternalShare []float64 `json:"host_external_share"`
 }
 
 // JudgeBounds limit the in-process timings: the candidate's median may
