@@ -37,6 +37,13 @@ type Adapter struct {
 	KernelPolicy string
 }
 
+// New is the one place an Adapter is built (search/launch's evaluators and
+// the fleet's, the GPU tests' in harnessevaltest): timeout per evaluation
+// (0 = the harness default), kernelPolicy the reference_ops policy.
+func New(ev *harness.Evaluator, ceil *sol.Ceilings, timeout time.Duration, kernelPolicy string) *Adapter {
+	return &Adapter{Ev: ev, Ceilings: ceil, Timeout: timeout, KernelPolicy: kernelPolicy}
+}
+
 var (
 	_ search.FreshEvaluator = (*Adapter)(nil)
 	_ harness.CostReader    = (*Adapter)(nil)

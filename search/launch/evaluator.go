@@ -21,10 +21,10 @@ type EvalSettings struct {
 	Calibrate bool
 }
 
-// NewAdapter is the one place a harness evaluation adapter is built: the
-// in-process evaluator's and a fleet worker's.
+// NewAdapter is a request's harness evaluation adapter: the in-process
+// evaluator's and a fleet worker's.
 func NewAdapter(ev *harness.Evaluator, ceil *sol.Ceilings, s EvalSettings) *harnesseval.Adapter {
-	return &harnesseval.Adapter{Ev: ev, Ceilings: ceil, Timeout: s.Timeout, KernelPolicy: s.KernelPolicy}
+	return harnesseval.New(ev, ceil, s.Timeout, s.KernelPolicy)
 }
 
 // NewEvaluator builds the in-process evaluator for s, with the device's

@@ -34,11 +34,11 @@ func GPU(t *testing.T) (*harnesseval.Adapter, device.Report) {
 	}
 	t.Cleanup(func() { ev.Close() })
 	rep := device.Discover(ctx, device.Options{Python: py})
-	ad := &harnesseval.Adapter{Ev: ev, Timeout: 120 * time.Second}
+	var ceil *sol.Ceilings
 	if c, err := sol.ForDevice(ctx, nil, rep, ""); err == nil {
-		ad.Ceilings = &c
+		ceil = &c
 	} else {
 		t.Logf("no SOL ceilings: %v", err)
 	}
-	return ad, rep
+	return harnesseval.New(ev, ceil, 120*time.Second, ""), rep
 }
