@@ -31,6 +31,8 @@ func TestJudgeUnseenShapes(t *testing.T) {
 			[]string{"shown", "batch_size x0.5", "batch_size x2"}},
 		{"kernelbench_sizes_hardcoded", readTestdata(t, "ref_kb_sizes.py"), "kb_sizes_hardcoded.py", "", VerdictShapeSpecialized,
 			[]string{"shown", "batch_size x0.5"}},
+		{"reference_writes_inputs_unseen_only", readTestdata(t, "ref_writes_unseen.py"), "writes_unseen_honest.py", "", VerdictPass,
+			[]string{"shown", "batch_size x0.5", "dim x2"}},
 		{"corpus_shapes_honest", string(corpusSoftmax), "softmax_written_out.py", "small", VerdictPass,
 			[]string{"shown", "_S['B'] x0.5", "_S['V'] x2"}},
 		{"corpus_shapes_shown_batch", string(corpusSoftmax), "softmax_shown_batch.py", "small", VerdictShapeSpecialized,

@@ -611,38 +611,18 @@ def _job_env(work_dir):
     tempfile.tempdir = env.get("TMPDIR") or tempfile.tempdir
 
 
-def _descendants(pid):
-    """Every process below pid, from /proc/PID/task/TID/children."""
-    out, stack = [], [pid]
-    while stack and len(out) < 4096:
-        p = stack.pop()
-        try:
-            tasks = os.listdir("/proc/%d/task" % p)
-        except OSError:
-            continue
-        for t in tasks:
-            try:
-                with open("/proc/%d/task/%s/children" % (p, t)) as f:
-                    kids = [int(x) for x in f.read().split()]
-            except (OSError, ValueError):
-                continue
-            out.extend(kids)
-            stack.extend(kids)
-    return out
-
-
 def kill_descendants(spare=()):
     """Kills every process this child started (it is their subreaper, so
     setsid and double-forked ones are found too) and reaps them, but the
     harness's own helpers in spare (the judge a kept child keeps: Go checks
     that it is the pid the judge itself declared). Returns how many there
     were."""
-    from sandbox import jail
+    from sandbox import jail, proctree
     n = 0
     spare = set(spare)
     me = jail.host_pid()  # the host's /proc, which names this process so
     for _ in range(10):
-        pids = [p for p in _descendants(me) if p not in spare]
+        pids = [p for p in proctree.descendants(me) if p not in spare]
         if not pids:
             break
         n += len(pids)
@@ -658,7 +638,7 @@ def kill_descendants(spare=()):
                 break
             if pid == 0:
                 time.sleep(0.005)
-                if not [p for p in _descendants(me) if p not in spare]:
+                if not [p for p in proctree.descendants(me) if p not in spare]:
                     break
     return n
 

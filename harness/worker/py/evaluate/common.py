@@ -62,6 +62,39 @@ class ReferenceFailure(Exception):
 
 # ---------------------------------------------------------------- sides and memory
 
+# KEVOLVE_EVAL_PROFILE=DIR writes a cProfile of each evaluation (and of the
+# judge's verify), as text sorted by cumulative time, to DIR/STEM-PID-N.txt:
+# where a slow stage spends its time, measured where it runs (a forked
+# child on the device, the judge beside it).
+PROFILE_ENV = "KEVOLVE_EVAL_PROFILE"
+_PROFILES_WRITTEN = [0]
+
+
+def profiler():
+    if not os.environ.get(PROFILE_ENV):
+        return None
+    import cProfile
+    return cProfile.Profile()
+
+
+def dump_profile(prof, stem):
+    if prof is None:
+        return
+    import io
+    import pstats
+    _PROFILES_WRITTEN[0] += 1
+    try:
+        out = io.StringIO()
+        st = pstats.Stats(prof, stream=out)
+        st.sort_stats("cumulative").print_stats(r"evaluate|workcount|kevolve", 60)
+        st.sort_stats("tottime").print_stats(40)
+        name = "%s-%d-%d.txt" % (stem, os.getpid(), _PROFILES_WRITTEN[0])
+        with open(os.path.join(os.environ[PROFILE_ENV], name), "w") as f:
+            f.write(out.getvalue())
+    except OSError:
+        pass
+
+
 def peak_allocated(device):
     """The CUDA allocator's peak allocated bytes since its last reset.
     max_memory_allocated() flattens the allocator's whole nested statistics

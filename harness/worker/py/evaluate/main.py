@@ -22,7 +22,7 @@ import time
 
 import torch
 
-from evaluate.common import Check, HarnessError, KernelFailure, ReferenceFailure, is_oom, release
+from evaluate.common import Check, HarnessError, KernelFailure, ReferenceFailure, dump_profile, is_oom, profiler, release
 from evaluate.job import Job
 from evaluate.pipeline import Stage, run_stages
 from evaluate.state import EvalState
@@ -91,7 +91,7 @@ def main(args, ctx):
     # where there is no judge.
     st.judge_times_reference = judge.sock is not None
     clock = ctx.progress = StageClock(ctx.progress, st)
-    st.prof = _profiler()
+    st.prof = profiler()
     try:
         _run(st, clock)
     except HarnessError as e:
@@ -131,7 +131,7 @@ def _run(st, clock):
             raise
         _out_of_memory(e, st, checks, res, clock.last)
     finally:
-        _dump_profile(st.prof)
+        dump_profile(st.prof, "eval")
 
 
 def _finish(st, judge):
@@ -223,35 +223,6 @@ def _verdict_of(checks):
         if any(c["_verdict"] == want for c in failed):
             return want
     return "incorrect" if failed else "pass"
-
-
-# KEVOLVE_EVAL_PROFILE=DIR writes a cProfile of each evaluation, as text
-# sorted by cumulative time, to DIR/eval-PID.txt: where a slow stage spends
-# its time, measured where it runs (a forked child on the device).
-PROFILE_ENV = "KEVOLVE_EVAL_PROFILE"
-
-
-def _profiler():
-    if not os.environ.get(PROFILE_ENV):
-        return None
-    import cProfile
-    return cProfile.Profile()
-
-
-def _dump_profile(prof):
-    if prof is None:
-        return
-    import io
-    import pstats
-    try:
-        out = io.StringIO()
-        st = pstats.Stats(prof, stream=out)
-        st.sort_stats("cumulative").print_stats(r"evaluate|workcount|kevolve", 60)
-        st.sort_stats("tottime").print_stats(40)
-        with open(os.path.join(os.environ[PROFILE_ENV], "eval-%d.txt" % os.getpid()), "w") as f:
-            f.write(out.getvalue())
-    except OSError:
-        pass
 
 
 # A child still holding this much device memory once its caches are freed

@@ -35,9 +35,11 @@ def tolerance(dtype, override):
     return atol, rtol, rel
 
 
-def compare(i, ref, out, tol_override, notes=None):
+def compare(i, ref, out, tol_override, notes=None, fast=True):
     """Returns (ok, check_name, detail) for one output tensor; a note on an
-    accepted layout goes to notes."""
+    accepted layout goes to notes. fast: a passing verdict may come from
+    the one-pass kernel (fastcmp) where this process built it; False
+    keeps the torch path whatever."""
     if out.shape != ref.shape:
         return False, "shape", "output %d: shape %s, expected %s" % (i, tuple(out.shape), tuple(ref.shape))
     if out.dtype != ref.dtype:
@@ -60,7 +62,7 @@ def compare(i, ref, out, tol_override, notes=None):
             return True, "allclose", ""
         return False, "allclose", "output %d: %d of %d integer elements differ" % (i, bad, ref.numel())
     atol, rtol, rel = tolerance(ref.dtype, tol_override)
-    if fastcmp.usable(ref):
+    if fast and fastcmp.usable(ref):
         s = fastcmp.stats(zip(chunks(ref), chunks(out)), ref.dtype, atol, rtol)
         if not (s.nonfinite or s.pattern or s.nbad):
             return _norms(i, atol, rel, s.maxerr, s.dn2, s.rn2)

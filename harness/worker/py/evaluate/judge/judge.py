@@ -46,11 +46,12 @@ import time
 import torch
 
 from evaluate.compare import construct
+from evaluate.compare import fastcmp
 from evaluate.judge import batch
 from evaluate.judge import hostload
 from evaluate.guards import devstate
 from evaluate.judge import wire
-from evaluate.common import clone_tree, flatten, load_module, tensors_of, to_device
+from evaluate.common import clone_tree, dump_profile, flatten, load_module, profiler, tensors_of, to_device
 from evaluate.compare.compare import compare
 from evaluate.guards.fingerprint import Fingerprinter, same
 from evaluate.timing import Timer
@@ -59,6 +60,7 @@ from evaluate.guards import stateful
 from evaluate.compare import unseen
 from sandbox import cgroup
 from sandbox import jail
+from sandbox import proctree
 
 TRIALS = 2
 # The candidate's in-process median may be at most this far below the
@@ -238,7 +240,12 @@ def _judge_main(sock, parent):
             # candidate's code ran in the verify stage: the Go side takes
             # the result file only if it still hashes to this.
             sealed = str(msg.get("result_sha256") or "")[:64]
-            rep = job.verify(sock, msg) if op == "verify" else {"status": "skipped", "reason": str(msg.get("reason", ""))[:500]}
+            if op == "verify":
+                prof = profiler()
+                rep = prof.runcall(job.verify, sock, msg) if prof is not None else job.verify(sock, msg)
+                dump_profile(prof, "judge")
+            else:
+                rep = {"status": "skipped", "reason": str(msg.get("reason", ""))[:500]}
             rep["judge_pid"] = os.getpid()
             rep["result_sha256"] = sealed
             job.write(rep)
@@ -261,6 +268,8 @@ class Job:
         self.error = "the judge was given this job's folder before" if again else None
         self.model = None
         self.stateful, self.state = False, None
+        self.plan = None  # unseen.plan's answer, or the exception it raised
+        self.ref_writes_inputs = False  # seen by _fresh: the reference wrote the inputs it was given
         self.device = torch.device("cpu")
         if again:
             return
@@ -294,8 +303,14 @@ class Job:
                 torch.backends.cuda.matmul.allow_tf32 = False
                 torch.backends.cudnn.allow_tf32 = False
                 torch.zeros(1, device=self.device)
+                fastcmp.prepare(self.device)  # for the unseen shapes' compares; the torch path where it cannot
         except BaseException as e:  # noqa: BLE001 - reported by verify
             self.error = "the judge could not use the device: %s: %s" % (type(e).__name__, str(e)[:300])
+            return
+        try:
+            self._unseen_plan()
+        except Exception:  # noqa: BLE001 - kept in self.plan, raised in verify
+            pass
 
     def write(self, rep):
         if not os.path.isdir(self.judge_dir):
@@ -419,56 +434,97 @@ class Job:
         if self.stateful:
             rep["shapes_not_tried"] = ["a stateful reference: its state has the shown shape, so no other is tried"]
             return
-        s = int(self.args.get("seed") or 42)
-        variants, skipped = unseen.plan(self.ref_mod, lambda: construct.init_inputs_of(self.ref_mod, s, self.device), shown)
+        variants, skipped = self._unseen_plan()
+        skipped = list(skipped)
+        if not variants:
+            skipped.append("no module-level size that get_inputs() alone reads (nor another SHAPES entry): only the "
+                           "shown shape %s" % unseen.shape_of(shown))
         tried = rep["shapes_tried"] = [{"label": "shown", "shapes": unseen.shape_of(shown), "passed": True}]
         limit, shown_shapes = unseen.MAX_GROWTH * max(unseen.nbytes(shown), 1), unseen.shape_of(shown)
         for v in variants:
             chan.need("the unseen shape %s" % v.label)
-            seed, ref_out = self.rng.randrange(1, 1 << 62), None
-            try:
-                with v:
-                    # The inputs decide most skips: the reference runs only
-                    # at a variant that will be tried (a square GEMM's size
-                    # doubled is 4x the inputs and 8x the work, then left out).
-                    x = self._inputs(seed)
-                    why = ("its inputs are the shown shape" if unseen.shape_of(x) == shown_shapes else
-                           "its inputs take %d bytes, over %.0fx the shown" % (unseen.nbytes(x), unseen.MAX_GROWTH)
-                           if unseen.nbytes(x) > limit else "")
-                    if not why:
-                        x, ref_out = self._fresh(seed, fpr, x)
-            except Exception as e:  # noqa: BLE001 - the reference's, never the candidate's
-                skipped.append("%s: the reference failed there (%s: %s)" % (v.label, type(e).__name__, str(e)[:120]))
-                continue
-            if not why and not unseen.finite(ref_out):
-                why = "the reference's output is not finite there"
+            seed = self.rng.randrange(1, 1 << 62)
+            x, ref_out, why = self._variant_inputs(v, seed, fpr, limit, shown_shapes)
             if why:
                 skipped.append("%s: %s" % (v.label, why))
                 continue
             entry = {"label": v.label, "shapes": unseen.shape_of(x), "passed": False}
             tried.append(entry)
-            chan.request({"op": "release"})
-            try:
-                outs = chan.run(x)
-            except _Failed as e:
-                if _oom(e):
-                    # Up to MAX_GROWTH-fold inputs beside what the candidate's
-                    # process holds: the host's limit, not the candidate's fault.
-                    tried.pop()
-                    skipped.append("%s: the candidate's process ran out of memory there, not judged" % v.label)
-                    break
-                rep.update(status="incorrect", check="shape_specialized",
-                           detail="ModelNew failed at a shape it was not shown (%s, inputs %s): %s" % (v.label, entry["shapes"], str(e)[:400]))
+            failed = self._variant_run(chan, x, ref_out)
+            if failed and failed != "oom" and not self.ref_writes_inputs:
+                # Run unfingerprinted (_variant_inputs): the reference may
+                # write its inputs at this shape alone. Made again with the
+                # check; where it does, the candidate is tried again on them.
+                try:
+                    with v:
+                        x, ref_out = self._fresh(seed, fpr)
+                except Exception:  # noqa: BLE001 - it ran there once: the failure stands
+                    pass
+                if self.ref_writes_inputs:
+                    failed = self._variant_run(chan, x, ref_out)
+            if failed == "oom":
+                # Up to MAX_GROWTH-fold inputs beside what the candidate's
+                # process holds: the host's limit, not the candidate's fault.
+                tried.pop()
+                skipped.append("%s: the candidate's process ran out of memory there, not judged" % v.label)
                 break
-            ok, name, detail = _compare_all(ref_out, outs, self.args.get("tolerance") or None)
-            if not ok:
-                rep.update(status="incorrect", check="shape_specialized",
-                           detail="ModelNew is correct at the shown shape %s, not at %s (inputs %s): %s: %s" % (
-                               shown_shapes, v.label, entry["shapes"], name, detail[:400]))
+            if failed:
+                how, detail = failed
+                rep.update(status="incorrect", check="shape_specialized", detail=(
+                    "ModelNew failed at a shape it was not shown (%s, inputs %s): %s" % (v.label, entry["shapes"], detail)
+                    if how == "raised" else
+                    "ModelNew is correct at the shown shape %s, not at %s (inputs %s): %s" % (shown_shapes, v.label, entry["shapes"], detail)))
                 break
             entry["passed"] = True
         if skipped:
             rep["shapes_not_tried"] = skipped
+
+    def _variant_inputs(self, v, seed, fpr, limit, shown_shapes):
+        """(inputs, the reference's outputs, why not tried) at variant v.
+        The inputs decide most skips: the reference runs only at a variant
+        that will be tried (a square GEMM's size doubled is 4x the inputs
+        and 8x the work, then left out). Where the trials saw the reference
+        leave its inputs alone, it runs without the fingerprints around it
+        (a failure is checked again with them: _unseen)."""
+        try:
+            with v:
+                x = self._inputs(seed)
+                if unseen.shape_of(x) == shown_shapes:
+                    return x, None, "its inputs are the shown shape"
+                if unseen.nbytes(x) > limit:
+                    return x, None, "its inputs take %d bytes, over %.0fx the shown" % (unseen.nbytes(x), unseen.MAX_GROWTH)
+                x, ref_out = self._fresh(seed, fpr, x) if self.ref_writes_inputs else (x, self._ref(x))
+        except Exception as e:  # noqa: BLE001 - the reference's, never the candidate's
+            return None, None, "the reference failed there (%s: %s)" % (type(e).__name__, str(e)[:120])
+        if not unseen.finite(ref_out):
+            return x, None, "the reference's output is not finite there"
+        return x, ref_out, ""
+
+    def _variant_run(self, chan, x, ref_out):
+        """None where the candidate matches the reference on x; "oom" where
+        its process ran out of device memory; else (how it failed: "raised"
+        or "wrong", the detail)."""
+        chan.request({"op": "release"})
+        try:
+            outs = chan.run(x)
+        except _Failed as e:
+            return "oom" if _oom(e) else ("raised", str(e)[:400])
+        ok, name, detail = _compare_all(ref_out, outs, self.args.get("tolerance") or None, fast=True)
+        return None if ok else ("wrong", "%s: %s" % (name, detail[:400]))
+
+    def _unseen_plan(self):
+        """unseen.plan of the reference, made in prepare() while the
+        candidate's process loads (it constructs get_init_inputs() once
+        per size it tries: milliseconds off every verification)."""
+        if self.plan is None:
+            s = int(self.args.get("seed") or 42)
+            try:
+                self.plan = unseen.plan(self.ref_mod, lambda: construct.init_inputs_of(self.ref_mod, s, self.device))
+            except Exception as e:  # noqa: BLE001 - raised where verify asks for it
+                self.plan = e
+        if isinstance(self.plan, Exception):
+            raise self.plan
+        return self.plan
 
     def _build(self, on_host=False):
         """The reference as the evaluation process built it, through the
@@ -509,6 +565,7 @@ class Job:
         fp = fpr.of(tensors_of(x))
         out = self._ref(x)
         if not same(fp, fpr.of(tensors_of(x))):
+            self.ref_writes_inputs = True
             # The reference writes its inputs: the candidate gets them as
             # they were, made again from the seed (or, when get_inputs()
             # ignores the seed, new ones with the reference run on a copy).
@@ -1083,7 +1140,7 @@ def _tree(pid):
     its cgroup (a GPU job has no PID namespace: its cgroup is what holds
     such a process); the judge (a child of pid, outside both) and its own
     descendants excluded."""
-    out = _descendants(pid)
+    out = [pid] + proctree.descendants(pid, skip=os.getpid())
     members = list(jail.members_of(pid) or ()) + cgroup.members(cgroup.handle(pid))
     seen = set(out)
     me = os.getpid()
@@ -1094,25 +1151,6 @@ def _tree(pid):
     return out
 
 
-
-def _descendants(pid):
-    kids = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open("/proc/%s/stat" % d) as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            kids.setdefault(ppid, []).append(int(d))
-    out, todo, me = [], [pid], os.getpid()
-    while todo:
-        p = todo.pop()
-        if p == me:
-            continue
-        todo.extend(kids.get(p, ()))
-        out.append(p)
-    return out
 
 
 def _nodes(tree):
@@ -1126,8 +1164,12 @@ def _nodes(tree):
             stack.extend(v for _k, v in n.get("dict") or [])
 
 
-def _compare_all(ref_out, outs, tol):
-    """(ok, check, detail) over the flattened outputs, with the judge's own compare."""
+def _compare_all(ref_out, outs, tol, fast=False):
+    """(ok, check, detail) over the flattened outputs, with the judge's own
+    compare: the torch path, independent of the one-pass kernel the
+    candidate's process compares with; fast: the kernel (built in this
+    process, Job.prepare) where a check the in-process stages never made
+    (the unseen shapes) needs no second formulation beside it."""
     refs, got = flatten(ref_out), flatten(outs)
     if len(refs) != len(got):
         return False, "output_type", "the candidate returned %d outputs, the reference %d" % (len(got), len(refs))
@@ -1135,7 +1177,7 @@ def _compare_all(ref_out, outs, tol):
         if isinstance(r, torch.Tensor):
             if not isinstance(o, torch.Tensor):
                 return False, "output_type", "output %d is a %s, expected a torch.Tensor" % (i, type(o).__name__)
-            ok, name, detail = compare(i, r, o, tol)
+            ok, name, detail = compare(i, r, o, tol, fast=fast)
             if not ok:
                 return False, name, detail
         elif isinstance(r, float) and isinstance(o, (int, float)) and not isinstance(o, bool):
