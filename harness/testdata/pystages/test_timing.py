@@ -21,11 +21,14 @@ def minor_faults():
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
-def plain_per_call_s(fn, n):
-    """The 10th percentile of n back-to-back calls: a burst of load
-    elsewhere inflates the median, never this."""
+def plain_per_call_s(fn, n, before=None):
+    """The 10th percentile of n calls, before() run ahead of each one
+    outside the clock: a burst of load elsewhere inflates the median,
+    never this."""
     ts = []
     for _ in range(n):
+        if before is not None:
+            before()
         t0 = time.perf_counter_ns()
         out = fn()
         ts.append(time.perf_counter_ns() - t0)
@@ -51,7 +54,9 @@ class CPUFlush(unittest.TestCase):
         for _ in range(20):
             self.timer.clear_cache()
         # The old flush faulted 16,385 pages (a 64 MB temporary) per call.
-        self.assertEqual(minor_faults() - f0, 0)
+        # A 16-core GPU host read 2 faults over the 20 (a pool thread's
+        # first touch of its stack or scratch), never one a call.
+        self.assertLess(minor_faults() - f0, 20)
         self.assertEqual(self.timer.flush_out.data_ptr(), out)
 
     def test_timed_calls_do_not_fault(self):
@@ -62,9 +67,12 @@ class CPUFlush(unittest.TestCase):
 
     def test_small_kernel_times_near_its_plain_loop(self):
         # A matrix product of about 65 us a call on the 2-core CI host.
-        # What the timed median adds to a plain loop's per-call time is
-        # the flush's own cost, its inputs and the call path cold: 20-30 us
-        # there (1.3x), where the old flush added 120 us (2.9x). While
+        # The plain loop flushes the cache before each call too, outside
+        # its clock: what the timed median may add to it is the timer's
+        # own cost, not the flush's (the old flush's 64 MB temporary added
+        # 120 us, 2.9x). A warm loop is no yardstick on a many-core host:
+        # on a 16-core GPU host the same product read 17 us warm and
+        # 61-69 us after the flush, every core's caches cold. While
         # another program runs there (a build), each call of the
         # two-thread pool can wait a 16 ms time slice for its second CPU,
         # plain or timed: the timing's wait_share shows it (0.5 against
@@ -78,7 +86,7 @@ class CPUFlush(unittest.TestCase):
             fn()
         quiet = []
         for _ in range(5):
-            plain = plain_per_call_s(fn, 200)
+            plain = plain_per_call_s(fn, 200, self.timer.clear_cache)
             st = self.timer.bench(fn, 1.0)
             self.assertGreaterEqual(st["host"]["cpus"], 1)
             if st["host"]["wait_share"] > LOADED:
