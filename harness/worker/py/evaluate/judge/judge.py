@@ -1151,8 +1151,6 @@ def _tree(pid):
     return out
 
 
-
-
 def _nodes(tree):
     stack = [tree]
     while stack:
