@@ -20,4 +20,7 @@ timeout -s INT -k 20 "${LIMIT_S:-520}" "$bin" --python "$py" --db "$set_dir/regr
   --jobs "${JOBS:-8}" --timeout "${TIMEOUT_S:-300}" --tolerance kernelbench-v0 \
   --jsonl "$out/regress.jsonl" --summary "$out/regress-summary.json" > "$out/regress.txt" 2> "$out/regress.log"
 echo "kernelbench run exit status $?" >> "$out/regress.txt"
-python3 "$here/regress_compare.py" "$set_dir/regress.tsv" "$out/regress.jsonl" | tee "$out/regress-compare.txt"
+# The labels are the repository's: a set laid out earlier keeps the copy it
+# was made from, which a later relabel does not reach (79/84 "agreed" with
+# a stale copy where the committed table gave 84/84).
+python3 "$here/regress_compare.py" "$here/regress.tsv" "$out/regress.jsonl" | tee "$out/regress-compare.txt"
