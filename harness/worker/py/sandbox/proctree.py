@@ -10,16 +10,16 @@ list (built without CONFIG_PROC_CHILDREN), every process's parent link is
 read."""
 import os
 
-LIMIT = 4096
-
 
 def descendants(pid, skip=None):
     """The pids below pid (pid not counted); a process skip and its own
-    descendants are left out."""
+    descendants are left out. Each pid is listed once: a pid reused while
+    the lists are read cannot make the walk go round (no cap on the count,
+    which a fork bomb would use to hide the rest)."""
     if not os.path.exists("/proc/%d/task/%d/children" % (pid, pid)) and os.path.isdir("/proc/%d/task" % pid):
         return _by_parent_links(pid, skip)
-    out, stack = [], [pid]
-    while stack and len(out) < LIMIT:
+    out, stack, seen = [], [pid], {pid, skip}
+    while stack:
         p = stack.pop()
         try:
             tasks = os.listdir("/proc/%d/task" % p)
@@ -28,9 +28,11 @@ def descendants(pid, skip=None):
         for t in tasks:
             try:
                 with open("/proc/%d/task/%s/children" % (p, t)) as f:
-                    kids = [int(x) for x in f.read().split() if int(x) != skip]
+                    kids = [int(x) for x in f.read().split()]
             except (OSError, ValueError):
                 continue
+            kids = [k for k in kids if k not in seen]
+            seen.update(kids)
             out.extend(kids)
             stack.extend(kids)
     return out
@@ -46,10 +48,11 @@ def _by_parent_links(pid, skip):
             except (OSError, ValueError, IndexError):
                 continue
             kids.setdefault(ppid, []).append(int(d))
-    out, stack = [], [pid]
-    while stack and len(out) < LIMIT:
+    out, stack, seen = [], [pid], {pid, skip}
+    while stack:
         for k in kids.get(stack.pop(), ()):
-            if k != skip:
+            if k not in seen:
+                seen.add(k)
                 out.append(k)
                 stack.append(k)
     return out

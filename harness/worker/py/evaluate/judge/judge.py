@@ -435,12 +435,12 @@ class Job:
             rep["shapes_not_tried"] = ["a stateful reference: its state has the shown shape, so no other is tried"]
             return
         variants, skipped = self._unseen_plan()
-        skipped = list(skipped)
+        skipped, shown_shapes = list(skipped), unseen.shape_of(shown)
         if not variants:
             skipped.append("no module-level size that get_inputs() alone reads (nor another SHAPES entry): only the "
-                           "shown shape %s" % unseen.shape_of(shown))
-        tried = rep["shapes_tried"] = [{"label": "shown", "shapes": unseen.shape_of(shown), "passed": True}]
-        limit, shown_shapes = unseen.MAX_GROWTH * max(unseen.nbytes(shown), 1), unseen.shape_of(shown)
+                           "shown shape %s" % shown_shapes)
+        tried = rep["shapes_tried"] = [{"label": "shown", "shapes": shown_shapes, "passed": True}]
+        limit = unseen.MAX_GROWTH * max(unseen.nbytes(shown), 1)
         for v in variants:
             chan.need("the unseen shape %s" % v.label)
             seed = self.rng.randrange(1, 1 << 62)
