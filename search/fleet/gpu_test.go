@@ -129,7 +129,9 @@ func searchSet(t *testing.T, ev search.Evaluator, dbPath string, atStart func())
 		}
 	}
 	wg.Wait()
-	warm := newPhaseReport(rec.take(), time.Since(w0))
+	set := filepath.Base(filepath.Dir(dbPath))
+	warmResults, _ := rec.take(set + "/warm")
+	warm := newPhaseReport(warmResults, time.Since(w0))
 	t.Logf("warm pass: %d problems x %d in %s; %d in kept children, %d fresh (cuda_context median %.2f s)",
 		len(probs), per, time.Since(w0).Round(time.Second), warm.Reused, warm.Fresh, warm.ContextS)
 	var mu sync.Mutex
@@ -162,10 +164,13 @@ func searchSet(t *testing.T, ev search.Evaluator, dbPath string, atStart func())
 	}
 	wg.Wait()
 	wall := time.Since(t0)
-	lastReport = newPhaseReport(rec.take(), wall)
+	results, spans := rec.take(set + "/timed")
+	lastReport = newPhaseReport(results, wall)
+	lastReport.Steady = steady(spans)
 	for _, l := range lastReport.lines() {
 		t.Log(l)
 	}
+	t.Logf("steady rate (the middle 80%% of completions): %.0f evaluations/hour", lastReport.Steady)
 	return evals, wall
 }
 
@@ -190,6 +195,9 @@ func fleetSet(t *testing.T, dir string, slots int) (int, time.Duration) {
 	args := []string{"--target", tgt}
 	if slots > 0 {
 		args = append(args, "--slots", strconv.Itoa(slots))
+	}
+	if n := envCount("KEVOLVE_FLEET_GPU_JOBS_PER_DEVICE", 0); n > 0 {
+		args = append(args, "--jobs-per-device", strconv.Itoa(n))
 	}
 	l := &LocalLauncher{N: 1, Config: LaunchConfig{Coordinator: coord.URL(), Token: "gpu", Name: "gpu", Command: []string{os.Args[0], "worker"},
 		WorkerArgs: args, LogDir: filepath.Join(dir, "logs")}}
@@ -281,7 +289,7 @@ func TestGPUFleetThroughput(t *testing.T) {
 		sets = "inproc,all,one"
 	}
 	rate := func(n int, d time.Duration) float64 { return float64(n) / d.Hours() }
-	rates := map[string]float64{}
+	rates, steadies := map[string]float64{}, map[string]float64{}
 	t.Logf("problems %d, budget %d each, parallel %d each, warm pass %s, sets %s", len(gpuProblems()), gpuBudget(), gpuParallel(),
 		map[bool]string{true: "wave", false: "one"}[warmWave()], sets)
 	fleetSets := map[string]struct {
@@ -303,27 +311,29 @@ func TestGPUFleetThroughput(t *testing.T) {
 				100*share, busy.Round(time.Second), ev.DeviceLimits())
 			record("in-process", n, d)
 			rates["inproc"] = rate(n, d)
+			steadies["inproc"] = lastReport.Steady
 			ev.Close() // its children leave the GPUs to the sets after it
 		case "all", "one":
 			n, d := fleetSet(t, filepath.Join(base, key), fleetSets[key].slots)
 			record(fleetSets[key].label, n, d)
 			rates[key] = rate(n, d)
+			steadies[key] = lastReport.Steady
 		default:
 			t.Fatalf("KEVOLVE_FLEET_GPU_SETS: unknown set %q (inproc, all, one)", key)
 		}
 	}
 	for _, k := range []string{"inproc", "all", "one"} {
 		if r, ok := rates[k]; ok {
-			t.Logf("%-7s %8.0f evaluations/hour", k, r)
+			t.Logf("%-7s %8.0f evaluations/hour (steady %.0f)", k, r, steadies[k])
 		}
 	}
 	if rIn, rAll := rates["inproc"], rates["all"]; rIn > 0 && rAll > 0 {
-		t.Logf("fleet / in-process: %.3f (acceptance >= 0.95)", rAll/rIn)
+		t.Logf("fleet / in-process: %.3f (acceptance >= 0.95); steady: %.3f", rAll/rIn, steadies["all"]/max(1, steadies["inproc"]))
 		if rAll < 0.95*rIn {
 			t.Errorf("the fleet worker reached %.1f%% of in-process evaluations/hour (want >= 95%%)", 100*rAll/rIn)
 		}
 	}
 	if rAll, rOne := rates["all"], rates["one"]; rAll > 0 && rOne > 0 {
-		t.Logf("all GPUs / one GPU: %.2fx (acceptance on 4 GPUs: >= 3.5x)", rAll/rOne)
+		t.Logf("all GPUs / one GPU: %.2fx (acceptance on 4 GPUs: >= 3.5x); steady: %.2fx", rAll/rOne, steadies["all"]/max(1, steadies["one"]))
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -21,20 +23,32 @@ type recordingEval struct {
 	search.Evaluator
 	mu      sync.Mutex
 	results []*search.Result
+	spans   []evalSpan
 }
 
-func (r *recordingEval) keep(res *search.Result) {
+// evalSpan is when one evaluation ran, as the caller saw it: with the
+// results' own stages, a timeline of the set (KEVOLVE_GPU_RAW).
+type evalSpan struct {
+	Problem string          `json:"problem"`
+	Start   time.Time       `json:"start"`
+	End     time.Time       `json:"end"`
+	Raw     json.RawMessage `json:"result,omitempty"`
+}
+
+func (r *recordingEval) keep(p search.Problem, t0 time.Time, res *search.Result) {
 	if res == nil {
 		return
 	}
 	r.mu.Lock()
 	r.results = append(r.results, res)
+	r.spans = append(r.spans, evalSpan{Problem: p.Name, Start: t0, End: time.Now(), Raw: res.Raw})
 	r.mu.Unlock()
 }
 
 func (r *recordingEval) Evaluate(ctx context.Context, p search.Problem, code string) (*search.Result, error) {
+	t0 := time.Now()
 	res, err := r.Evaluator.Evaluate(ctx, p, code)
-	r.keep(res)
+	r.keep(p, t0, res)
 	return res, err
 }
 
@@ -43,18 +57,62 @@ func (r *recordingEval) EvaluateFresh(ctx context.Context, p search.Problem, cod
 	if !ok {
 		return r.Evaluate(ctx, p, code)
 	}
+	t0 := time.Now()
 	res, err := fe.EvaluateFresh(ctx, p, code)
-	r.keep(res)
+	r.keep(p, t0, res)
 	return res, err
 }
 
-// take returns the results kept so far and forgets them.
-func (r *recordingEval) take() []*search.Result {
+// take returns the results kept so far, and their spans, and forgets
+// them; with
+// KEVOLVE_GPU_RAW set, it first appends their spans to that file, under
+// the label part, for a timeline of the set read afterwards.
+func (r *recordingEval) take(part string) ([]*search.Result, []evalSpan) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := r.results
-	r.results = nil
-	return out
+	if path := os.Getenv("KEVOLVE_GPU_RAW"); path != "" {
+		if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+			enc := json.NewEncoder(f)
+			for _, sp := range r.spans {
+				enc.Encode(struct {
+					Part string `json:"part"`
+					evalSpan
+				}{part, sp})
+			}
+			f.Close()
+		}
+	}
+	out, spans := r.results, r.spans
+	r.results, r.spans = nil, nil
+	return out, spans
+}
+
+// steady is the evaluations per hour between the tenth and the ninetieth
+// percentile of the spans' completions (cache hits left out): the rate
+// with every search running, without the start, where each search
+// evaluates its root alone, and the end, where the last searches finish
+// while the others have stopped. A set on 4 GPUs is a quarter as long as
+// on one, so those two weigh four times as much in its whole-set rate.
+func steady(spans []evalSpan) float64 {
+	var ends []time.Time
+	for _, sp := range spans {
+		var hr struct {
+			Cached bool `json:"cached"`
+		}
+		if json.Unmarshal(sp.Raw, &hr) == nil && !hr.Cached {
+			ends = append(ends, sp.End)
+		}
+	}
+	if len(ends) < 10 {
+		return 0
+	}
+	sort.Slice(ends, func(i, j int) bool { return ends[i].Before(ends[j]) })
+	lo, hi := len(ends)/10, len(ends)*9/10
+	d := ends[hi].Sub(ends[lo])
+	if d <= 0 {
+		return 0
+	}
+	return float64(hi-lo) / d.Hours()
 }
 
 // phaseReport is where a set's evaluations went, from the harness results
@@ -83,6 +141,8 @@ type phaseReport struct {
 	// Judge is the judge's own mean seconds per phase of its verify stage
 	// (harness.JudgeReport.PhaseS), over the evaluations it verified.
 	Judge map[string]float64 `json:"judge_phase_s,omitempty"`
+	// Steady is the set's steady rate, evaluations per hour (steady).
+	Steady float64 `json:"steady_per_hour"`
 }
 
 type devicePhase struct {
@@ -351,5 +411,47 @@ func TestPhaseReport(t *testing.T) {
 	}
 	if _, ok := p.Stages[harness.StageDeviceHeld]; ok {
 		t.Errorf("device_held counted as a stage")
+	}
+}
+
+// The steady rate counts the completions between the tenth and the
+// ninetieth percentile of their times, leaving out a slow start and a
+// slow end and the cache hits; fewer than 10 evaluations give none.
+func TestSteadyRate(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	spans := func(ends []float64, cached int) []evalSpan {
+		var out []evalSpan
+		for i, e := range ends {
+			raw := `{"cached":false}`
+			if i < cached {
+				raw = `{"cached":true}`
+			}
+			out = append(out, evalSpan{Start: t0, End: t0.Add(time.Duration(e * float64(time.Second))), Raw: json.RawMessage(raw)})
+		}
+		return out
+	}
+	every := func(n int, step, from float64) []float64 {
+		var out []float64
+		for i := range n {
+			out = append(out, from+float64(i)*step)
+		}
+		return out
+	}
+	// 20 completions a second apart after a 30 s start, then two stragglers.
+	ramped := append(every(20, 1, 30), 100, 200)
+	cases := []struct {
+		name   string
+		spans  []evalSpan
+		perHrs float64
+	}{
+		{"even", spans(every(100, 1, 0), 0), 3600},
+		{"a slow start and end", spans(ramped, 0), 3600},
+		{"cache hits at the start left out", spans(append(every(5, 0.001, 0), every(100, 2, 10)...), 5), 1800},
+		{"too few", spans(every(9, 1, 0), 0), 0},
+	}
+	for _, c := range cases {
+		if got := steady(c.spans); math.Abs(got-c.perHrs) > 1e-6*c.perHrs+1e-9 {
+			t.Errorf("%s: %.3f evaluations/hour, want %.3f", c.name, got, c.perHrs)
+		}
 	}
 }
