@@ -83,7 +83,10 @@ func (e *Evaluator) retryAlone(ctx context.Context, r *evalRun, job worker.Job, 
 	}
 	r.lease, r.alone = l, true
 	job.Gate = l.Exclusive
-	e.log.Info("evaluation ran out of device memory beside others; running it again alone", "device", r.dev.Index)
+	// Alone among the leases is not alone in the device's memory: the
+	// children kept idle for it hold their contexts and caches.
+	dropped := e.w.DropIdle(l.Env())
+	e.log.Info("evaluation ran out of device memory beside others; running it again alone", "device", r.dev.Index, "idle_children_ended", dropped)
 	again, err := e.runJob(ctx, r, job)
 	if err != nil {
 		return nil, nil, err
@@ -92,7 +95,11 @@ func (e *Evaluator) retryAlone(ctx context.Context, r *evalRun, job worker.Job, 
 	if err != nil {
 		return nil, nil, err
 	}
-	res2.Warnings = append(res2.Warnings, first+"; evaluated again with the device to itself, and this is that run's result")
+	how := "evaluated again with the device to itself"
+	if dropped > 0 {
+		how += fmt.Sprintf(" (%d idle processes kept for it ended first)", dropped)
+	}
+	res2.Warnings = append(res2.Warnings, first+"; "+how+", and this is that run's result")
 	if !ranOutOfDeviceMemory(res2) {
 		// Alone it fit: its neighbours took the memory. The device takes
 		// fewer at once for a while, so that the next ones need no rerun;

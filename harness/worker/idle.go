@@ -34,9 +34,10 @@ type idleChild struct {
 	p    *proc
 	pid  int
 	key  string
-	jobs int    // jobs this child has run
-	dir  string // its job folder: sandboxed, it can open no other
-	max  int    // idle children its key may keep (Job.IdleMax; 0: MaxIdlePerKey)
+	jobs int               // jobs this child has run
+	dir  string            // its job folder: sandboxed, it can open no other
+	max  int               // idle children its key may keep (Job.IdleMax; 0: MaxIdlePerKey)
+	env  map[string]string // its jobs' Job.Env (a device's variables: DropIdle)
 }
 
 // kill ends an idle child and everything below it, and removes its folder.
@@ -135,6 +136,51 @@ func (w *Worker) closeIdle() {
 			c.kill()
 		}
 	}
+}
+
+// DropIdle ends the idle children whose jobs' environment holds every
+// variable of env with its value (a device's: lease.Lease.Env), and returns
+// how many. For an evaluation run again with its device to itself
+// (harness crowded.go): no lease counts an idle child, yet it keeps its
+// CUDA context and what its caching allocator and its judge cached; on
+// one H200 such a rerun ran out of memory again beside idle processes
+// holding 22-33 GiB.
+func (w *Worker) DropIdle(env map[string]string) int {
+	if len(env) == 0 {
+		return 0 // names no device: not every idle child
+	}
+	w.imu.Lock()
+	var drop []*idleChild
+	for key, list := range w.idle {
+		keep := list[:0]
+		for _, c := range list {
+			if holds(c.env, env) {
+				drop = append(drop, c)
+			} else {
+				keep = append(keep, c)
+			}
+		}
+		if len(keep) == 0 {
+			delete(w.idle, key)
+		} else {
+			w.idle[key] = keep
+		}
+	}
+	w.imu.Unlock()
+	for _, c := range drop {
+		c.kill()
+	}
+	return len(drop)
+}
+
+// holds says whether have has every variable of want, with its value.
+func holds(have, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := have[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
 }
 
 // IdleChildren is how many children wait for a job (for tests and status).

@@ -1,7 +1,11 @@
 package worker
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -93,4 +97,65 @@ func TestWorkerIdleMaxKeepsAWave(t *testing.T) {
 	if reused != n {
 		t.Fatalf("the second wave of %d ran %d jobs in kept children, want all", n, reused)
 	}
+}
+
+// DropIdle ends the idle children of one device (every variable it names,
+// with its value) and no other: the next job there starts a fresh child,
+// and the other device's child is still reused.
+func TestWorkerDropIdleOneDevice(t *testing.T) {
+	w := newWorker(t)
+	run := func(dev string) *Outcome {
+		t.Helper()
+		o, err := w.Run(context.Background(), Job{Module: "selftest", Func: "reusable", Args: map[string]any{"clean": true},
+			Env: map[string]string{"KV_TEST_DEVICE": dev, "KV_TEST_TARGET": "gpu"}, Reuse: true, Timeout: time.Minute})
+		if err != nil || o.Result == nil {
+			t.Fatalf("reusable job on %s: %v %+v", dev, err, o)
+		}
+		return o
+	}
+	a, b := run("0"), run("1")
+	if got := w.IdleChildren(); got != 2 {
+		t.Fatalf("%d idle children after a job on each of two devices, want 2", got)
+	}
+	cases := []struct {
+		env  map[string]string
+		want int
+	}{
+		{nil, 0}, // names no device
+		{map[string]string{"KV_TEST_DEVICE": "0", "KV_TEST_TARGET": "cpu"}, 0},
+		{map[string]string{"KV_TEST_DEVICE": "2"}, 0},
+		{map[string]string{"KV_TEST_DEVICE": "0", "KV_TEST_TARGET": "gpu"}, 1},
+	}
+	for _, c := range cases {
+		if got := w.DropIdle(c.env); got != c.want {
+			t.Errorf("DropIdle(%v) ended %d, want %d", c.env, got, c.want)
+		}
+	}
+	if !ended(a.Pid, 30*time.Second) {
+		t.Errorf("device 0's idle child %d is still running", a.Pid)
+	}
+	if got := w.IdleChildren(); got != 1 {
+		t.Fatalf("%d idle children left, want device 1's", got)
+	}
+	if o := run("0"); o.Reused || o.Pid == a.Pid {
+		t.Errorf("device 0's next job ran in a kept child (%d, reused %v)", o.Pid, o.Reused)
+	}
+	if o := run("1"); !o.Reused || o.Pid != b.Pid {
+		t.Errorf("device 1's next job ran in child %d (reused %v), want its kept child %d", o.Pid, o.Reused, b.Pid)
+	}
+}
+
+// ended waits up to d for pid to be gone or a zombie (killed, not yet
+// reaped by the worker's parent).
+func ended(pid int, d time.Duration) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return true
+		}
+		if f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:])); len(f) > 0 && f[0] == "Z" {
+			return true
+		}
+	}
+	return false
 }

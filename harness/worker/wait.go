@@ -6,6 +6,7 @@ package worker
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"time"
 )
@@ -247,7 +248,7 @@ func (r *jobRun) delivered(ev event) (*Outcome, error) {
 	if ev.Idle && r.keepable(res) {
 		// Kept before Run returns, so a caller's next job finds it.
 		r.kept = true
-		r.w.putIdle(&idleChild{p: r.p, pid: r.pid, key: r.key, jobs: r.jobs, dir: r.dir, max: r.job.IdleMax})
+		r.w.putIdle(&idleChild{p: r.p, pid: r.pid, key: r.key, jobs: r.jobs, dir: r.dir, max: r.job.IdleMax, env: maps.Clone(r.job.Env)})
 		return res, nil
 	}
 	if ev.Idle {
