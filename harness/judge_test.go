@@ -324,7 +324,7 @@ func TestJudgeFreezesCandidateTree(t *testing.T) {
 }
 
 // A candidate slow only when its calls follow each other with no pause
-// (stalls_back_to_back.py: 50 ms of CPU spin before a call that starts within 20 us of
+// (stalls_back_to_back.py: 50 ms of CPU spin before a call that starts within 100 us of
 // the last one's end, as a thread pool stalls at its barriers on a loaded
 // host) reads many times its in-process median in the judge's batches.
 // The judge's second opinion, its calls one request each, agrees with the
