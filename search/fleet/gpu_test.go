@@ -157,8 +157,7 @@ func searchSet(t *testing.T, ev search.Evaluator, dbPath string, atStart func())
 	}
 	wg.Wait()
 	set := filepath.Base(filepath.Dir(dbPath))
-	warmResults, _ := rec.take(set + "/warm")
-	warm := newPhaseReport(warmResults, time.Since(w0))
+	warm := newPhaseReport(resultsOf(rec.take(set+"/warm")), time.Since(w0))
 	t.Logf("warm pass: %d problems x %d in %s; %d in kept children, %d fresh (cuda_context median %.2f s)",
 		len(probs), per, time.Since(w0).Round(time.Second), warm.Reused, warm.Fresh, warm.ContextS)
 	var mu sync.Mutex
@@ -191,8 +190,8 @@ func searchSet(t *testing.T, ev search.Evaluator, dbPath string, atStart func())
 	}
 	wg.Wait()
 	wall := time.Since(t0)
-	results, spans := rec.take(set + "/timed")
-	lastReport = newPhaseReport(results, wall)
+	spans := rec.take(set + "/timed")
+	lastReport = newPhaseReport(resultsOf(spans), wall)
 	lastReport.Steady = steady(spans)
 	for _, l := range lastReport.lines() {
 		t.Log(l)

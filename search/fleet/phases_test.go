@@ -21,18 +21,17 @@ import (
 // EvaluateFresh on where the evaluator has it.
 type recordingEval struct {
 	search.Evaluator
-	mu      sync.Mutex
-	results []*search.Result
-	spans   []evalSpan
+	mu    sync.Mutex
+	spans []evalSpan
 }
 
-// evalSpan is when one evaluation ran, as the caller saw it: with the
-// results' own stages, a timeline of the set (KEVOLVE_GPU_RAW).
+// evalSpan is one evaluation's result and when it ran, as the caller saw
+// it: with the result's own stages, a timeline of the set (KEVOLVE_GPU_RAW).
 type evalSpan struct {
-	Problem string          `json:"problem"`
-	Start   time.Time       `json:"start"`
-	End     time.Time       `json:"end"`
-	Raw     json.RawMessage `json:"result,omitempty"`
+	Problem string         `json:"problem"`
+	Start   time.Time      `json:"start"`
+	End     time.Time      `json:"end"`
+	Result  *search.Result `json:"-"`
 }
 
 func (r *recordingEval) keep(p search.Problem, t0 time.Time, res *search.Result) {
@@ -40,8 +39,7 @@ func (r *recordingEval) keep(p search.Problem, t0 time.Time, res *search.Result)
 		return
 	}
 	r.mu.Lock()
-	r.results = append(r.results, res)
-	r.spans = append(r.spans, evalSpan{Problem: p.Name, Start: t0, End: time.Now(), Raw: res.Raw})
+	r.spans = append(r.spans, evalSpan{Problem: p.Name, Start: t0, End: time.Now(), Result: res})
 	r.mu.Unlock()
 }
 
@@ -63,11 +61,10 @@ func (r *recordingEval) EvaluateFresh(ctx context.Context, p search.Problem, cod
 	return res, err
 }
 
-// take returns the results kept so far, and their spans, and forgets
-// them; with
-// KEVOLVE_GPU_RAW set, it first appends their spans to that file, under
-// the label part, for a timeline of the set read afterwards.
-func (r *recordingEval) take(part string) ([]*search.Result, []evalSpan) {
+// take returns the spans kept so far and forgets them; with
+// KEVOLVE_GPU_RAW set, it first appends them to that file (the harness's
+// result of each), under the label part, for a timeline of the set.
+func (r *recordingEval) take(part string) []evalSpan {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if path := os.Getenv("KEVOLVE_GPU_RAW"); path != "" {
@@ -77,14 +74,24 @@ func (r *recordingEval) take(part string) ([]*search.Result, []evalSpan) {
 				enc.Encode(struct {
 					Part string `json:"part"`
 					evalSpan
-				}{part, sp})
+					Result json.RawMessage `json:"result,omitempty"`
+				}{part, sp, sp.Result.Raw})
 			}
 			f.Close()
 		}
 	}
-	out, spans := r.results, r.spans
-	r.results, r.spans = nil, nil
-	return out, spans
+	spans := r.spans
+	r.spans = nil
+	return spans
+}
+
+// resultsOf is the spans' results.
+func resultsOf(spans []evalSpan) []*search.Result {
+	out := make([]*search.Result, len(spans))
+	for i, sp := range spans {
+		out[i] = sp.Result
+	}
+	return out
 }
 
 // steady is the evaluations per hour between the tenth and the ninetieth
@@ -96,10 +103,7 @@ func (r *recordingEval) take(part string) ([]*search.Result, []evalSpan) {
 func steady(spans []evalSpan) float64 {
 	var ends []time.Time
 	for _, sp := range spans {
-		var hr struct {
-			Cached bool `json:"cached"`
-		}
-		if json.Unmarshal(sp.Raw, &hr) == nil && !hr.Cached {
+		if _, ok := measured(sp.Result); ok {
 			ends = append(ends, sp.End)
 		}
 	}
@@ -168,11 +172,8 @@ func newPhaseReport(results []*search.Result, wall time.Duration) *phaseReport {
 	var held, contexts []float64
 	verified := 0
 	for _, r := range results {
-		if r == nil || r.Cached || len(r.Raw) == 0 {
-			continue
-		}
-		var hr harness.EvalResult
-		if json.Unmarshal(r.Raw, &hr) != nil || hr.Cached {
+		hr, ok := measured(r)
+		if !ok {
 			continue
 		}
 		p.Evaluations++
@@ -246,6 +247,16 @@ func newPhaseReport(results []*search.Result, wall time.Duration) *phaseReport {
 	}
 	p.HeldMedianS, p.ContextS = median(held), median(contexts)
 	return p
+}
+
+// measured is r's harness result, and false for an answer that measured
+// nothing (a cache hit of the search's or of the harness's, or no result).
+func measured(r *search.Result) (harness.EvalResult, bool) {
+	var hr harness.EvalResult
+	if r == nil || r.Cached || len(r.Raw) == 0 || json.Unmarshal(r.Raw, &hr) != nil || hr.Cached {
+		return hr, false
+	}
+	return hr, true
 }
 
 // shortWhy keeps a not-kept reason short enough to count by.
@@ -426,7 +437,7 @@ func TestSteadyRate(t *testing.T) {
 			if i < cached {
 				raw = `{"cached":true}`
 			}
-			out = append(out, evalSpan{Start: t0, End: t0.Add(time.Duration(e * float64(time.Second))), Raw: json.RawMessage(raw)})
+			out = append(out, evalSpan{Start: t0, End: t0.Add(time.Duration(e * float64(time.Second))), Result: &search.Result{Raw: json.RawMessage(raw)}})
 		}
 		return out
 	}
