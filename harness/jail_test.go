@@ -102,26 +102,29 @@ func leftovers(name string) []string {
 	return out
 }
 
-// TestJailHostileCandidates runs the table in a CPU job's jail and in a GPU
-// job's (KEVOLVE_JAIL=gpu: no PID namespace and the server's uid, which
-// CUDA IPC needs; the cgroup and the read-only host stand in for them), so
-// a host without a GPU tests both. On a GPU host every job is a GPU job.
+// TestJailHostileCandidates runs the table in the full jail (a CPU job's,
+// and a GPU job's where CUDA memory crosses to the judge by descriptor)
+// and in the shared-uid jail of a GPU job whose memory crosses by torch's
+// IPC (KEVOLVE_JAIL=ipc: no PID namespace and the server's uid; the cgroup
+// and the read-only host stand in for them), so a host without a GPU tests
+// both. On a GPU host every job is a GPU job: it runs the jail that host's
+// driver allows (doctor's probe says which).
 func TestJailHostileCandidates(t *testing.T) {
-	jails := []string{"gpu_job"}
-	if !gpuMode() {
-		jails = []string{"cpu_job", "gpu_job"}
+	jails := []string{"cpu_job", "ipc_jail"}
+	if gpuMode() {
+		jails = []string{"gpu_job"}
 	}
 	for _, jail := range jails {
 		t.Run(jail, func(t *testing.T) {
-			if jail == "gpu_job" && !gpuMode() {
-				t.Setenv("KEVOLVE_JAIL", "gpu") // the worker reads it when it starts
+			if jail == "ipc_jail" {
+				t.Setenv("KEVOLVE_JAIL", "ipc") // the worker reads it when it starts
 			}
-			jailTable(t, jail == "gpu_job")
+			jailTable(t, jail == "ipc_jail")
 		})
 	}
 }
 
-func jailTable(t *testing.T, gpuJob bool) {
+func jailTable(t *testing.T, ipcJail bool) {
 	py := testPython(t)
 	f := &jailFixture{cache: t.TempDir()}
 	f.refPath = filepath.Join(t.TempDir(), "ref_relu.py")
@@ -142,6 +145,10 @@ func jailTable(t *testing.T, gpuJob bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if gpuMode() {
+		ipcJail = probe.Replaced["uid"] != "" // the probe names the GPU jobs' jail
+		t.Logf("GPU jobs' jail here: shared uid %v", ipcJail)
+	}
 	if os.Geteuid() == 0 {
 		// Every host this project runs on runs it as root: there, no layer
 		// of the jail may be missing.
@@ -155,8 +162,8 @@ func jailTable(t *testing.T, gpuJob bool) {
 		}
 		for name, why := range missing {
 			if instead := probe.Replaced[name]; instead != "" {
-				// A GPU job's gaps (CUDA IPC cannot cross them), each
-				// with the layer that stands in for it.
+				// A GPU job's gaps where its memory crosses by torch's
+				// IPC, each with the layer that stands in for it.
 				t.Logf("GPU job without %s (%s); instead: %s", name, why, instead)
 				delete(missing, name)
 			}
@@ -172,7 +179,7 @@ func jailTable(t *testing.T, gpuJob bool) {
 	f.twin = *twin.SpeedupVsEager
 	t.Logf("honest twin: %.2fx over eager (candidate %.3g s, reference %.3g s)", f.twin, twin.Candidate.MedianS, twin.RefEager.MedianS)
 	if os.Geteuid() == 0 {
-		jailLayers(t, twin, gpuJob)
+		jailLayers(t, twin, ipcJail)
 	}
 	for _, c := range []struct {
 		name string
@@ -233,8 +240,9 @@ func jailPlantsSpinCubin(t *testing.T, f *jailFixture) {
 	}
 }
 
-// jailIPCClobber: what the judge shares by CUDA IPC is an allocation that
-// holds nothing else of the judge's: a candidate that searches it for the
+// jailIPCClobber: what the judge shares with the candidate's process (by
+// descriptor, or torch's CUDA IPC) is an allocation that holds nothing else
+// of the judge's: a candidate that searches it for the
 // reference's output finds none, and zeroing it changes no verdict.
 func jailIPCClobber(t *testing.T, f *jailFixture) {
 	needsGPU(t)
@@ -250,10 +258,11 @@ func jailIPCClobber(t *testing.T, f *jailFixture) {
 	}
 }
 
-// jailLayers: a job's report names the jail it got. A GPU job runs
-// without the PID namespace and the uid drop, and never without what
-// stands in for them: the view, the read-only host, Landlock.
-func jailLayers(t *testing.T, res *EvalResult, gpuJob bool) {
+// jailLayers: a job's report names the jail it got. A job in the
+// shared-uid jail runs without the PID namespace and the uid drop, and
+// never without what stands in for them: the view, the read-only host,
+// Landlock. Every other job, GPU jobs included, has them.
+func jailLayers(t *testing.T, res *EvalResult, ipcJail bool) {
 	t.Helper()
 	if res.Sandbox == nil {
 		t.Fatalf("no sandbox report:\n%s", dump(res))
@@ -265,13 +274,13 @@ func jailLayers(t *testing.T, res *EvalResult, gpuJob bool) {
 		}
 	}
 	for _, name := range []string{"pidns", "uid"} {
-		if got := strings.Contains(active, name+","); got == gpuJob {
-			t.Errorf("layer %s active=%v in a job whose jail is gpu_job=%v: %+v", name, got, gpuJob, res.Sandbox)
+		if got := strings.Contains(active, name+","); got == ipcJail {
+			t.Errorf("layer %s active=%v in a job whose jail is shared-uid=%v: %+v", name, got, ipcJail, res.Sandbox)
 		}
 		// What stands in for it: the cgroup, where the host makes one,
 		// for the PID namespace; the read-only host for the uid.
-		if instead := res.Sandbox.Replaced[name]; gpuJob && instead == "" && (name == "uid" || strings.Contains(active, "cgroup,")) {
-			t.Errorf("a GPU job without %s names nothing that stands in for it: %+v", name, res.Sandbox)
+		if instead := res.Sandbox.Replaced[name]; ipcJail && instead == "" && (name == "uid" || strings.Contains(active, "cgroup,")) {
+			t.Errorf("a shared-uid job without %s names nothing that stands in for it: %+v", name, res.Sandbox)
 		}
 	}
 }

@@ -268,7 +268,13 @@ func TestLoadInlineCUDABindingsMoved(t *testing.T) {
 	if res.Verdict != VerdictPass {
 		t.Fatalf("%s at %s:\n%s\n%s", res.Verdict, res.Stage, checksText(res), res.Log)
 	}
-	dirs, _ := filepath.Glob(filepath.Join(cache, "kernels", "torch_extensions", "axpb_own_kv*"))
+	var dirs []string // the build folders (the harness's build step leaves a .built marker beside them)
+	found, _ := filepath.Glob(filepath.Join(cache, "kernels", "torch_extensions", "axpb_own_kv*"))
+	for _, p := range found {
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			dirs = append(dirs, p)
+		}
+	}
 	if len(dirs) != 1 {
 		t.Fatalf("want one build, got %v; log:\n%s", dirs, res.Log)
 	}

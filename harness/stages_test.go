@@ -13,7 +13,18 @@ import (
 // flush), and the check registry against the code that records checks,
 // with the worker's unpacked py dir on sys.path.
 func TestEvaluateStageModules(t *testing.T) {
-	runPyStageTests(t, 120*time.Second, "CUDA_VISIBLE_DEVICES=", "test_stages", "test_registry", "test_fastcmp", "test_timing", "test_proctree")
+	runPyStageTests(t, 120*time.Second, "CUDA_VISIBLE_DEVICES=", "test_stages", "test_registry", "test_fastcmp", "test_timing", "test_proctree", "test_wire")
+}
+
+// CUDA tensors cross between the judge and a candidate's process jailed as
+// a GPU job's is (a PID namespace of its own, uid 65534) by descriptor, both
+// ways, and what a hostile sender puts in a message is refused
+// (testdata/pystages/test_wire.py).
+func TestWireAcrossJailOnGPU(t *testing.T) {
+	if !gpuMode() {
+		t.Skip("KEVOLVE_GPU=1 runs this on a CUDA device")
+	}
+	runPyStageTests(t, 180*time.Second, "KEVOLVE_WIRE_GPU=1", "test_wire")
 }
 
 // The comparison's one-pass kernel against the torch path it stands in

@@ -15,8 +15,9 @@ type Layer struct {
 	Active bool   `json:"active"`
 	Detail string `json:"detail,omitempty"` // what it does here, or why it is missing
 	// Replaced names, for a layer the job runs without, the layers that
-	// stand in for it and what they hold (a GPU job's PID namespace and uid
-	// drop, which CUDA IPC cannot cross); "" when nothing does.
+	// stand in for it and what they hold (the PID namespace and uid drop of
+	// a GPU job whose memory crosses by torch's IPC, which fails across
+	// them); "" when nothing does.
 	Replaced string `json:"replaced,omitempty"`
 	// Without is what a host without this layer loses.
 	Without string `json:"without"`

@@ -407,37 +407,47 @@ _CGROUP = None
 _CGROUP_REPORT = None
 
 
-# Why a GPU job runs without the PID namespace and the uid drop: CUDA IPC
-# between the judge and the job's process (the judge's trials and timing)
-# failed on an H100 with the job's process in its own PID namespace, and
-# with it outside one but as the unprivileged uid (cudaErrorMapBufferObject
-# Failed in both directions, 2026-11-26); with the view and the server's
-# uid it worked. What those layers give a CPU job, a GPU job gets from
-# others: its cgroup holds every process it starts (membership no
-# clone(CLONE_PARENT) or setsid leaves, freeze and kill by cgroup), and the
-# read-only host, Landlock and an empty capability set keep a candidate
-# that has the server's uid from writing outside its folders.
-GPU_JAIL_GAP = ("a GPU job: CUDA IPC between the judge and the job's process does not work across it "
-                "(cudaErrorMapBufferObjectFailed on an H100)")
+# Why a GPU job may run without the PID namespace and the uid drop: where
+# CUDA tensors cross between the judge and the job's process by torch's
+# IPC handles (wire.CUDA_SHARING "ipc": ROCm, or an NVIDIA driver that
+# cannot export memory as a descriptor), the exchange failed across a uid
+# (cudaErrorMapBufferObjectFailed, H100 and H200) and, on the H100, across
+# the PID namespace. Such a job gets what stands in for them: its cgroup
+# holds every process it starts (membership no clone(CLONE_PARENT) or
+# setsid leaves, freeze and kill by cgroup), and the read-only host,
+# Landlock and an empty capability set keep a candidate that has the
+# server's uid from writing outside its folders. Where memory crosses by
+# descriptor ("vmm", evaluate/judge/vmm.py) a GPU job's jail is a CPU job's.
+GPU_JAIL_GAP = ("a GPU job whose memory crosses to the judge by torch's IPC (%s), which fails across it "
+                "(cudaErrorMapBufferObjectFailed)")
 
 
-# Whether this child's jobs are GPU jobs (set by _gpu_job at its first job).
-_GPU_JOB = False
+# Whether this child's jobs run in the shared-uid jail above (set by
+# _ipc_jail at its first job).
+_IPC_JAIL = False
+# How this host's GPU jobs share CUDA memory with their judge: (sharing,
+# why), set once by _gpu_sharing before any child is forked.
+_SHARING = ("vmm", "")
 
 
-def _gpu_job(req):
-    """Whether the job is pinned to a GPU (its lease names one), or asks for
-    a GPU job's jail on the CPU (KEVOLVE_JAIL=gpu, in the worker's
-    environment or the job's: how a host without a GPU tests that jail)."""
-    global _GPU_JOB
+def _ipc_jail(req):
+    """Whether the job runs in the shared-uid jail: pinned to a GPU (its
+    lease names one) whose memory crosses by torch's IPC, or asking for
+    that jail on any host (KEVOLVE_JAIL=ipc, in the worker's environment
+    or the job's: how a host without such a GPU tests it)."""
+    global _IPC_JAIL
     env = req.get("env") or {}
-    if str(env.get("KEVOLVE_JAIL", os.environ.get("KEVOLVE_JAIL", ""))) == "gpu":
-        _GPU_JOB = True
+    if str(env.get("KEVOLVE_JAIL", os.environ.get("KEVOLVE_JAIL", ""))) == "ipc":
+        _IPC_JAIL = True
     for k in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"):
         v = str(env.get(k, "")).strip()
-        if v and v != "-1":
-            _GPU_JOB = True
-    return _GPU_JOB
+        if v and v != "-1" and _SHARING[0] == "ipc":
+            _IPC_JAIL = True
+    return _IPC_JAIL
+
+
+def _gap_why():
+    return GPU_JAIL_GAP % (_SHARING[1] or "asked for by KEVOLVE_JAIL=ipc")
 
 
 def _enter_pidns(req):
@@ -454,8 +464,8 @@ def _enter_pidns(req):
     # The job's cgroup, made while this process is root; the judge, forked
     # before, stays outside it.
     cg, cg_why = cgroup.make(os.getpid(), int(req.get("mem_limit") or 0))
-    if _gpu_job(req):
-        _PIDNS = (False, GPU_JAIL_GAP)
+    if _ipc_jail(req):
+        _PIDNS = (False, _gap_why())
         _join_cgroup(cg, cg_why)  # no namespace: this process runs the jobs
         return
     pid, why = jail.fork_jailed()
@@ -518,7 +528,7 @@ def _enter_view(req):
     global _VIEW
     if _sandbox_off(req):
         return
-    _gpu_job(req)
+    _ipc_jail(req)
     try:
         from sandbox import jail
         job_dir = req["job_dir"]
@@ -556,7 +566,7 @@ def _enter_sandbox(work_dir, extra_write, network, builder=False, job_write=()):
         view = _VIEW or (False, "the worker entered no view")
         pidns = _PIDNS or (False, "the worker forked no PID namespace")
         cg = _CGROUP_REPORT or (False, "the worker made no cgroup")
-        keep_uid = GPU_JAIL_GAP if _GPU_JOB else ""
+        keep_uid = _gap_why() if _IPC_JAIL else ""
         return sandbox.enter(work_dir, need_reachable=need, extra_write=extra_write, network=network, view=view, pidns=pidns,
                              builder=builder, job_write=list(job_write) + _profile_dirs(),
                              keep_uid=keep_uid, cgroup=cg)
@@ -829,24 +839,23 @@ def _retry_cgroups(pending, wait_s=0.0):
     pending[:] = [cg for cg in pending if not cgroup.release(cg, wait_s=wait_s)[1]]
 
 
-def _make_device_nodes():
-    """Lets the NVIDIA driver create its device files (/dev/nvidia-uvm and
-    the like) while this process still may. The driver makes them on its
-    first use through the setuid nvidia-modprobe, which a sandboxed child
-    (no capabilities, no_new_privs) cannot run: on a freshly booted host
-    every CUDA call in the first evaluation then fails with error 304. The
-    driver is initialized in a throwaway process, never in this one, whose
-    forked children need CUDA untouched."""
-    if not os.path.exists("/dev/nvidiactl"):
-        return ""
-    import subprocess
-    code = "import ctypes, sys; sys.exit(ctypes.CDLL('libcuda.so.1').cuInit(0))"
-    try:
-        r = subprocess.run([sys.executable, "-c", code], timeout=60, stdin=subprocess.DEVNULL,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        return "cuInit returned %d" % r.returncode
-    except (OSError, subprocess.SubprocessError) as e:
-        return "cuInit failed: %r" % (e,)
+def _gpu_sharing():
+    """Sets how GPU jobs share CUDA memory with their judge on this host
+    (sandbox.layers.gpu_sharing: _SHARING, wire.CUDA_SHARING) before any
+    child is forked. Its driver probe also lets the NVIDIA driver make its
+    device files (/dev/nvidia-uvm and the like) while a process still may:
+    the driver makes them on first use through the setuid nvidia-modprobe,
+    which a sandboxed child (no capabilities, no_new_privs) cannot run,
+    and on a freshly booted host every CUDA call of the first evaluation
+    then failed with error 304. Returns what the probe said."""
+    global _SHARING
+    from sandbox import layers
+    kind, detail = layers.gpu_sharing()
+    if kind:
+        from evaluate.judge import wire
+        _SHARING = (kind, detail if kind == "ipc" else "")
+        wire.CUDA_SHARING = kind
+    return detail
 
 
 def main():
@@ -869,9 +878,10 @@ def main():
     stale = _cgroup_prepare()
     if stale:
         versions["cgroups_stale_removed"] = stale
-    nodes = _make_device_nodes()
+    nodes = _gpu_sharing()
     if nodes:
         versions["device_nodes"] = nodes
+    versions["gpu_sharing"] = _SHARING[0]
     emit({"event": "ready", **versions})
     eof = False
     last_sweep = 0.0

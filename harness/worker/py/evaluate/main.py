@@ -74,8 +74,9 @@ def main(args, ctx):
     # Before any candidate code and before CUDA; the client reads the
     # request's "judge" key itself.
     judge = judge_client.start(ctx, args)
-    # Tensors cross to and from the judge as POSIX shared memory (and torch's
-    # CUDA IPC keeps its reference counts there): /dev/shm stays writable.
+    # CPU tensors cross to and from the judge as POSIX shared memory (and
+    # torch's CUDA IPC, where CUDA memory crosses by it, keeps its reference
+    # counts there): /dev/shm stays writable.
     ctx.enter_sandbox(extra_write=[d for d in ("/dev/shm",) if os.path.isdir(d)])
     job = Job.parse(args)
 

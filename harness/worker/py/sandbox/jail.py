@@ -301,9 +301,9 @@ def read_only_host(writable):
     but the kernel's file systems and the writable paths (the job's
     folders; the view's private /tmp), each bound onto itself first where
     it is not a mount point already. It holds whatever the uid and
-    Landlock give: a GPU job keeps the server's uid (CUDA IPC between the
-    judge and the job's process fails across a uid), and a host may have
-    no Landlock. Returns (ok, detail)."""
+    Landlock give: a GPU job whose memory crosses by torch's IPC keeps the
+    server's uid (that IPC fails across a uid: worker.py GPU_JAIL_GAP),
+    and a host may have no Landlock. Returns (ok, detail)."""
     if os.geteuid() != 0:
         return False, "not root: the mount namespace needs CAP_SYS_ADMIN (uid %d)" % os.geteuid()
     if _libc.unshare(CLONE_NEWNS) != 0:

@@ -398,7 +398,7 @@ def enter(work_dir, need_reachable=(), extra_write=(), network=False, view=None,
     the server's uid to write the shared precompiled headers; Landlock
     still confines its writes to them and its job folder. job_write: the
     folders the job was given to write, handed to the unprivileged uid.
-    keep_uid: why the candidate keeps the server's uid (a GPU job), or ""."""
+    keep_uid: why the candidate keeps the server's uid (worker.py GPU_JAIL_GAP), or ""."""
     rep = {"active": [], "missing": {}, "detail": {}}
 
     def layer(name, ok, why):
@@ -468,11 +468,12 @@ def probe():
     os.makedirs(work)
     os.makedirs(judge)
     os.chmod(base, 0o711)
+    sharing = gpu_sharing()
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(r)
-        _probe_child(base, work, judge, w, jail)
+        _probe_child(base, work, judge, w, jail, sharing)
         os._exit(0)
     os.close(w)
     chunks = []
@@ -507,20 +508,38 @@ def _stand_ins(rep):
             rep.setdefault("replaced", {})[name] = what
 
 
-def _gpu_jobs_gap(rep):
-    """On a host with a GPU, the probe's layers are a CPU job's: a GPU job
-    runs without GPU_GAP_LAYERS, and doctor says so and what stands in."""
-    if not any(os.path.exists(d) for d in ("/dev/nvidiactl", "/dev/kfd")):
+def gpu_sharing():
+    """How this host's GPU jobs share CUDA memory with their judge, and
+    what the driver probe said: ("vmm", ...) by descriptor, in a CPU job's
+    jail; ("ipc", why) by torch's IPC handles (an AMD GPU; an NVIDIA driver
+    that cannot export a descriptor), without GPU_GAP_LAYERS; ("", "") on a
+    host without a GPU. Call it before forking the children it is for: the
+    probe initializes the driver in a process of its own."""
+    if os.path.exists("/dev/nvidiactl"):
+        from evaluate.judge import vmm
+        ok, detail = vmm.host_support()
+        return ("vmm", detail) if ok else ("ipc", "the NVIDIA driver exports no descriptor: %s" % detail)
+    if os.path.exists("/dev/kfd"):
+        return "ipc", "an AMD GPU: torch's HIP IPC"
+    return "", ""
+
+
+def _gpu_jobs_gap(rep, sharing):
+    """Where GPU jobs share by torch's IPC (gpu_sharing), the probe's layers
+    are a CPU job's only: a GPU job runs without GPU_GAP_LAYERS, and doctor
+    says so and what stands in."""
+    kind, why = sharing
+    if kind != "ipc":
         return
     for name in GPU_GAP_LAYERS:
         if name in rep["active"]:
             rep["active"].remove(name)
-            rep["missing"][name] = ("CPU jobs only: a GPU job runs without it, since CUDA IPC between the judge and the job's "
-                                    "process failed across it on an H100 (cudaErrorMapBufferObjectFailed)")
+            rep["missing"][name] = ("CPU jobs only: a GPU job runs without it, since its memory crosses to the judge by "
+                                    "torch's IPC (%s), which fails across it (cudaErrorMapBufferObjectFailed)" % why)
     _stand_ins(rep)
 
 
-def _probe_child(base, work, judge, w, jail):
+def _probe_child(base, work, judge, w, jail, sharing):
     rep = {}
     try:
         from sandbox import cgroup
@@ -537,7 +556,7 @@ def _probe_child(base, work, judge, w, jail):
         pidns = (ok, why + "; " + proc)
         set_subreaper()
         rep = enter(work, need_reachable=[sys.executable, here], view=view, pidns=pidns, cgroup=cg_rep)
-        _gpu_jobs_gap(rep)
+        _gpu_jobs_gap(rep, sharing)
         for name, path in (("judge_dir", os.path.join(judge, "x")), ("work_dir", os.path.join(work, "x"))):
             try:
                 with open(path, "w") as f:

@@ -15,9 +15,10 @@ After the in-process evaluation, the verify stage (judge side, here):
      (events on CUDA, the same method as the in-process timer), on inputs
      the candidate never sees;
   2. for TRIALS fresh input sets from its secret seed, the judge computes
-     the reference's outputs first, then shares the inputs (shared memory
-     or CUDA IPC), the candidate's process runs ModelNew on them and shares
-     its outputs back, and the judge compares them with its own compare;
+     the reference's outputs first, then shares the inputs (shared memory;
+     CUDA memory by descriptor: wire.py), the candidate's process runs
+     ModelNew on them and shares its outputs back, and the judge compares
+     them with its own compare;
   3. it bounds the candidate's time from outside: the candidate's process
      runs k calls on the last inputs and synchronizes; the judge's wall
      clock around the request, less a measured empty round trip, over k is

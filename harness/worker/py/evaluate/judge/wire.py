@@ -8,9 +8,16 @@ by reference, never by value:
   CPU:  the storage lives in shared memory (torch's fd strategy); its file
         descriptor rides along the message (SCM_RIGHTS) and the receiver
         maps it. No copy beyond moving a fresh tensor into shared memory.
-  CUDA: the storage's CUDA IPC handle (torch's own _share_cuda_ and
-        _new_shared_cuda, the calls torch.multiprocessing's reductions
-        make), its bytes base64-encoded in the JSON.
+  CUDA: (CUDA_SHARING "vmm", NVIDIA) an allocation of the driver's
+        virtual memory management that holds only the message's tensors
+        (vmm.py), its file descriptor along the message as a CPU
+        storage's; the receiver maps it. The judge's inputs are copied
+        into one when they are made (isolated); anything else the encoder
+        copies in (finish). (CUDA_SHARING "ipc": ROCm, and a driver that
+        cannot export a descriptor) the storage's CUDA IPC handle (torch's
+        own _share_cuda_ and _new_shared_cuda, the calls
+        torch.multiprocessing's reductions make), its bytes
+        base64-encoded in the JSON: it fails across a uid.
 
 A value is encoded as a tree: {"t": i} names the i-th tensor of the
 message's "tensors" list; {"seq": [...], "tuple": bool}, {"dict": [[k,
@@ -24,6 +31,8 @@ import socket
 
 import torch
 
+from evaluate.judge import vmm
+
 MAX_MSG = 4 << 20
 MAX_FDS = 250
 
@@ -33,6 +42,12 @@ _DTYPES = {str(d).replace("torch.", ""): d for d in (
 for _n in ("float8_e4m3fn", "float8_e5m2", "uint16", "uint32", "uint64"):
     if hasattr(torch, _n):
         _DTYPES[_n] = getattr(torch, _n)
+
+
+# How CUDA tensors cross (module doc). The worker sets it once, before it
+# forks any child (worker.py _gpu_sharing), so both sides of an exchange,
+# forks of that parent, agree; each side decodes only its own kind.
+CUDA_SHARING = "ipc" if torch.version.hip else "vmm"
 
 
 class WireError(Exception):
@@ -80,6 +95,8 @@ class Encoder:
         self.tensors = []
         self.fds = []
         self.keep = []
+        self._pending = []  # CUDA tensors no shared allocation holds yet, with their metadata (finish)
+        self._fd_of = {}  # id(vmm.Mapping) -> its index in fds
 
     def enc(self, x):
         if isinstance(x, torch.Tensor):
@@ -127,6 +144,13 @@ class Encoder:
         return meta
 
     def _cuda(self, t, meta):
+        if CUDA_SHARING == "vmm":
+            found = vmm.exported(t.untyped_storage().data_ptr())
+            if found is None or found[1] != 0:
+                self._pending.append((t, meta))  # finish() copies it in
+                return meta
+            self._vmm_meta(t, found[0], meta)
+            return meta
         try:
             h = t.untyped_storage()._share_cuda_()
         except RuntimeError:
@@ -142,6 +166,29 @@ class Encoder:
                         "rc_handle": b(rc_handle), "rc_offset": int(rc_off), "event": b(ev_handle), "event_sync": bool(ev_sync)}
         return meta
 
+    def _vmm_meta(self, t, mapping, meta):
+        """meta for t, whose storage is the whole of mapping (shared_copies)."""
+        if id(mapping) not in self._fd_of:
+            self._fd_of[id(mapping)] = len(self.fds)
+            self.fds.append(mapping.fd)  # the Mapping's own: sending dups it
+        self.keep.append(t)
+        meta["offset"], meta["stride"] = t.storage_offset(), list(t.stride())
+        meta["vmm"] = {"fd": self._fd_of[id(mapping)], "nbytes": mapping.nbytes}
+
+    def finish(self):
+        """Copies the CUDA tensors no shared allocation holds into one new
+        allocation per device (shared_copies)."""
+        if not self._pending:
+            return
+        by_device = {}
+        for t, meta in self._pending:
+            by_device.setdefault(t.device.index, []).append((t, meta))
+        self._pending = []
+        for idx, items in by_device.items():
+            copies = shared_copies([t for t, _ in items], idx)
+            for (_t, meta), c in zip(items, copies):
+                self._vmm_meta(c, vmm.exported(c.untyped_storage().data_ptr())[0], meta)
+
 
 # ---------------------------------------------------------------- decoding
 
@@ -156,6 +203,7 @@ class Decoder:
         self.fds = fds
         self.device = device
         self.made = {}
+        self.mapped = {}  # descriptor index -> the uint8 tensor over its mapped allocation
 
     def close(self):
         for fd in self.fds:
@@ -212,12 +260,69 @@ class Decoder:
                 raise WireError("tensor names a missing descriptor")
             st = torch.UntypedStorage._new_shared_fd_cpu(self.fds[fi], _int(m.get("nbytes")))
             t = torch.empty(0, dtype=dtype).set_(st, offset, size, stride)  # torch checks the bounds
+        elif kind == "cuda" and self.device.type == "cuda" and CUDA_SHARING == "vmm":
+            t = self._vmm_tensor(m.get("vmm"), dtype, size, stride, offset)
         elif kind == "cuda" and self.device.type == "cuda":
             t = _cuda_tensor(m.get("cuda"), dtype, size, stride, offset)
         else:
             raise WireError("a %s tensor cannot be received here (%s)" % (kind, self.device))
         self.made[i] = t
         return t
+
+    def _vmm_tensor(self, v, dtype, size, stride, offset):
+        """A tensor in an allocation the sender shared by descriptor,
+        mapped once per message; its extent checked against what the
+        sender says the allocation holds (and that against the driver)."""
+        if not isinstance(v, dict):
+            raise WireError("bad shared CUDA allocation")
+        fi, nbytes = _int(v.get("fd")), _int(v.get("nbytes"))
+        if fi < 0 or fi >= len(self.fds):
+            raise WireError("tensor names a missing descriptor")
+        base = self.mapped.get(fi)
+        if base is None:
+            idx = self.device.index if self.device.index is not None else torch.cuda.current_device()
+            try:
+                base = self.mapped[fi] = vmm.attach(self.fds[fi], nbytes, idx).bytes()
+            except vmm.VmmError as e:
+                raise WireError("the shared CUDA allocation cannot be mapped: %s" % e) from None
+        if base.numel() != nbytes:
+            raise WireError("one allocation named with two sizes")
+        es = dtype.itemsize
+        if (offset + _extent(size, stride)) * es > nbytes:
+            raise WireError("tensor reaches past its shared allocation")
+        return torch.empty(0, dtype=dtype, device=base.device).set_(base.untyped_storage(), offset, size, stride)
+
+
+def _extent(size, stride):
+    """Elements from a tensor's first to one past its last (0 when empty)."""
+    if any(n == 0 for n in size):
+        return 0
+    return 1 + sum((n - 1) * s for n, s in zip(size, stride))
+
+
+def shared_copies(tensors, device_index):
+    """Copies of CUDA tensors (each laid out as empty_like would), in one
+    new allocation that holds nothing else and that this process can send
+    (vmm.allocate), each at a multiple of vmm.ALIGN bytes; done when this
+    returns, since the receiver reads them from another process, on no
+    stream of this one."""
+    layout, at = [], 0
+    for x in tensors:
+        stride = torch.empty_like(x, device="meta").stride()
+        layout.append((at, stride))
+        at += (_extent(x.shape, stride) * x.element_size() + vmm.ALIGN - 1) // vmm.ALIGN * vmm.ALIGN
+    try:
+        base = vmm.allocate(max(at, 1), device_index).bytes()
+    except vmm.VmmError as e:
+        raise WireError("no shared CUDA allocation: %s" % e) from None
+    st = base.untyped_storage()
+    out = []
+    for x, (at, stride) in zip(tensors, layout):
+        c = torch.empty(0, dtype=x.dtype, device=base.device).set_(st, at // x.element_size(), x.shape, stride)
+        c.copy_(x.detach())
+        out.append(c)
+    torch.cuda.synchronize(base.device)
+    return out
 
 
 class Repr:
@@ -264,12 +369,13 @@ def _dtype(name):
 
 # ------------------------------------------------------------ what is shared
 
-# CUDA IPC shares a whole allocation of torch's caching allocator (a segment
-# of up to 20 MB), not the tensor: the receiver maps every block in it. A
-# judge tensor shared from its default pool would hand the candidate's
-# process the blocks beside it, the reference's outputs among them, to read
-# or overwrite before the compare. What the judge shares comes from a pool
-# that holds nothing else (one per device, kept for the judge's life).
+# (CUDA_SHARING "ipc") CUDA IPC shares a whole allocation of torch's
+# caching allocator (a segment of up to 20 MB), not the tensor: the
+# receiver maps every block in it. A judge tensor shared from its default
+# pool would hand the candidate's process the blocks beside it, the
+# reference's outputs among them, to read or overwrite before the compare.
+# What the judge shares comes from a pool that holds nothing else (one per
+# device, kept for the judge's life). ("vmm": an allocation per message.)
 _SHARED_POOLS = {}
 
 
@@ -281,6 +387,10 @@ def shared_memory(device):
     if device.type != "cuda":
         yield
         return
+    if CUDA_SHARING == "vmm":
+        # A CUDA tensor made here would not be shared in place: the
+        # encoder copies it into an allocation of its own (finish).
+        raise WireError("CUDA tensors are shared in place only by torch's IPC; here they are copied (isolated)")
     idx = device.index if device.index is not None else torch.cuda.current_device()
     pool = _SHARED_POOLS.get(idx) or _SHARED_POOLS.setdefault(idx, torch.cuda.MemPool())
     with torch.cuda.use_mem_pool(pool, device=idx):
@@ -288,33 +398,59 @@ def shared_memory(device):
 
 
 def isolated(value, device):
-    """value with each CUDA tensor copied into the shared pool (a tensor
-    passed twice stays one tensor), for the judge to share; other leaves
-    as they are."""
+    """value with each CUDA tensor copied into memory that holds nothing
+    else of the judge's (a tensor passed twice stays one tensor), for the
+    judge to share; other leaves as they are."""
     if device.type != "cuda":
         return value
+    if CUDA_SHARING == "vmm":
+        return _isolated_vmm(value, device)
     made = {}
 
-    def walk(x):
-        if isinstance(x, torch.Tensor):
-            if x.device.type != "cuda":
-                return x
-            if id(x) not in made:
-                made[id(x)] = (x, x.detach().clone())  # x kept: its id is not reused while walking
-            return made[id(x)][1]
-        if isinstance(x, tuple):  # the wire sends a sequence and whether it was a tuple
-            return tuple(walk(v) for v in x)
-        if isinstance(x, list):
-            return [walk(v) for v in x]
-        if isinstance(x, dict):
-            return {k: walk(v) for k, v in x.items()}
-        return x
+    def leaf(x):
+        if x.device.type != "cuda":
+            return None
+        if id(x) not in made:
+            made[id(x)] = (x, x.detach().clone())  # x kept: its id is not reused while walking
+        return made[id(x)][1]
 
     with shared_memory(device):
-        return walk(value)
+        return _walk(value, leaf)
+
+
+def _isolated_vmm(value, device):
+    """isolated(), each tensor's copy in one new shared allocation per
+    device (shared_copies): what the candidate's process maps is this
+    call's inputs and nothing else."""
+    found = {}
+    _walk(value, lambda x: found.setdefault(id(x), x) if x.device.type == "cuda" else None)
+    by_device = {}
+    for x in found.values():
+        by_device.setdefault(x.device.index if x.device.index is not None else device.index, []).append(x)
+    copy = {}
+    for idx, xs in by_device.items():
+        copy.update(zip(map(id, xs), shared_copies(xs, idx)))
+    return _walk(value, lambda x: copy.get(id(x), x))
+
+
+def _walk(x, leaf):
+    """x with every tensor t replaced by leaf(t) (or kept where leaf
+    returns None), through tuples, lists and dicts."""
+    if isinstance(x, torch.Tensor):
+        r = leaf(x)
+        return x if r is None else r
+    if isinstance(x, tuple):  # the wire sends a sequence and whether it was a tuple
+        return tuple(_walk(v, leaf) for v in x)
+    if isinstance(x, list):
+        return [_walk(v, leaf) for v in x]
+    if isinstance(x, dict):
+        return {k: _walk(v, leaf) for k, v in x.items()}
+    return x
 
 
 def encode(value):
     """(tree, encoder) for value; send encoder.tensors and encoder.fds with the tree."""
     e = Encoder()
-    return e.enc(value), e
+    tree = e.enc(value)
+    e.finish()
+    return tree, e
