@@ -23,6 +23,7 @@ import torch
 
 from evaluate.judge import vmm
 from evaluate.judge import wire
+from sandbox import layers
 
 STRICT = os.environ.get("KEVOLVE_WIRE_GPU") == "1"
 # A hang here (a socket whose peer never sees EOF) ends in tracebacks, not
@@ -35,10 +36,7 @@ NOBODY = 65534
 
 
 def _usable():
-    if not os.path.exists("/dev/nvidiactl") or os.geteuid() != 0:
-        return False
-    ok, _ = vmm.host_support()
-    return ok
+    return os.geteuid() == 0 and layers.gpu_sharing()[0] == "vmm"
 
 
 USABLE = _usable()

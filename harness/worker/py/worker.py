@@ -425,9 +425,9 @@ GPU_JAIL_GAP = ("a GPU job whose memory crosses to the judge by torch's IPC (%s)
 # Whether this child's jobs run in the shared-uid jail above (set by
 # _ipc_jail at its first job).
 _IPC_JAIL = False
-# How this host's GPU jobs share CUDA memory with their judge: (sharing,
-# why), set once by _gpu_sharing before any child is forked.
-_SHARING = ("vmm", "")
+# Why this host's GPU jobs share CUDA memory by torch's IPC (how they share
+# it is wire.CUDA_SHARING), set once by _gpu_sharing before any fork.
+_IPC_WHY = ""
 
 
 def _ipc_jail(req):
@@ -436,18 +436,19 @@ def _ipc_jail(req):
     that jail on any host (KEVOLVE_JAIL=ipc, in the worker's environment
     or the job's: how a host without such a GPU tests it)."""
     global _IPC_JAIL
+    from evaluate.judge import wire
     env = req.get("env") or {}
     if str(env.get("KEVOLVE_JAIL", os.environ.get("KEVOLVE_JAIL", ""))) == "ipc":
         _IPC_JAIL = True
     for k in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"):
         v = str(env.get(k, "")).strip()
-        if v and v != "-1" and _SHARING[0] == "ipc":
+        if v and v != "-1" and wire.CUDA_SHARING == "ipc":
             _IPC_JAIL = True
     return _IPC_JAIL
 
 
 def _gap_why():
-    return GPU_JAIL_GAP % (_SHARING[1] or "asked for by KEVOLVE_JAIL=ipc")
+    return GPU_JAIL_GAP % (_IPC_WHY or "asked for by KEVOLVE_JAIL=ipc")
 
 
 def _enter_pidns(req):
@@ -841,21 +842,22 @@ def _retry_cgroups(pending, wait_s=0.0):
 
 def _gpu_sharing():
     """Sets how GPU jobs share CUDA memory with their judge on this host
-    (sandbox.layers.gpu_sharing: _SHARING, wire.CUDA_SHARING) before any
+    (sandbox.layers.gpu_sharing: wire.CUDA_SHARING, _IPC_WHY) before any
     child is forked. Its driver probe also lets the NVIDIA driver make its
     device files (/dev/nvidia-uvm and the like) while a process still may:
     the driver makes them on first use through the setuid nvidia-modprobe,
     which a sandboxed child (no capabilities, no_new_privs) cannot run,
     and on a freshly booted host every CUDA call of the first evaluation
-    then failed with error 304. Returns what the probe said."""
-    global _SHARING
+    then failed with error 304. Returns (how, what the probe said), ("",
+    "") without a GPU."""
+    global _IPC_WHY
     from sandbox import layers
     kind, detail = layers.gpu_sharing()
     if kind:
         from evaluate.judge import wire
-        _SHARING = (kind, detail if kind == "ipc" else "")
         wire.CUDA_SHARING = kind
-    return detail
+        _IPC_WHY = detail if kind == "ipc" else ""
+    return kind, detail
 
 
 def main():
@@ -878,10 +880,9 @@ def main():
     stale = _cgroup_prepare()
     if stale:
         versions["cgroups_stale_removed"] = stale
-    nodes = _gpu_sharing()
-    if nodes:
-        versions["device_nodes"] = nodes
-    versions["gpu_sharing"] = _SHARING[0]
+    sharing, nodes = _gpu_sharing()
+    if sharing:
+        versions["gpu_sharing"], versions["device_nodes"] = sharing, nodes
     emit({"event": "ready", **versions})
     eof = False
     last_sweep = 0.0

@@ -508,17 +508,40 @@ def _stand_ins(rep):
             rep.setdefault("replaced", {})[name] = what
 
 
-def gpu_sharing():
+# The driver probe of gpu_sharing, run by the worker's Python: whether
+# device 0 has virtual memory management (attribute 102) and exports its
+# allocations as POSIX descriptors (103), what evaluate/judge/vmm.py needs.
+_DRIVER_PROBE = """import ctypes, sys
+lib = ctypes.CDLL("libcuda.so.1")
+r = lib.cuInit(0)
+if r:
+    print("cuInit returned %d" % r); sys.exit(0)
+d, a, b = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+lib.cuDeviceGet(ctypes.byref(d), 0)
+lib.cuDeviceGetAttribute(ctypes.byref(a), 102, d)
+lib.cuDeviceGetAttribute(ctypes.byref(b), 103, d)
+print("vmm=%d posix_fd=%d" % (a.value, b.value))
+"""
+
+
+def gpu_sharing(timeout=60):
     """How this host's GPU jobs share CUDA memory with their judge, and
-    what the driver probe said: ("vmm", ...) by descriptor, in a CPU job's
-    jail; ("ipc", why) by torch's IPC handles (an AMD GPU; an NVIDIA driver
-    that cannot export a descriptor), without GPU_GAP_LAYERS; ("", "") on a
-    host without a GPU. Call it before forking the children it is for: the
-    probe initializes the driver in a process of its own."""
+    what the driver probe said: ("vmm", ...) by descriptor
+    (evaluate/judge/vmm.py), in a CPU job's jail; ("ipc", why) by torch's
+    IPC handles (an AMD GPU; an NVIDIA driver that cannot export a
+    descriptor), without GPU_GAP_LAYERS; ("", "") on a host without a GPU.
+    The driver is asked in a throwaway process: the caller (the warm
+    parent, doctor's probe) must leave CUDA uninitialized for the children
+    it forks, and needs no torch for this."""
     if os.path.exists("/dev/nvidiactl"):
-        from evaluate.judge import vmm
-        ok, detail = vmm.host_support()
-        return ("vmm", detail) if ok else ("ipc", "the NVIDIA driver exports no descriptor: %s" % detail)
+        import subprocess
+        try:
+            r = subprocess.run([sys.executable, "-c", _DRIVER_PROBE], timeout=timeout, stdin=subprocess.DEVNULL,
+                               capture_output=True, text=True)
+        except (OSError, subprocess.SubprocessError) as e:
+            return "ipc", "the driver probe failed: %r" % (e,)
+        out = (r.stdout or "").strip() or "the driver probe exited %d: %s" % (r.returncode, (r.stderr or "")[-200:])
+        return ("vmm", out) if out == "vmm=1 posix_fd=1" else ("ipc", "the NVIDIA driver exports no descriptor: %s" % out)
     if os.path.exists("/dev/kfd"):
         return "ipc", "an AMD GPU: torch's HIP IPC"
     return "", ""

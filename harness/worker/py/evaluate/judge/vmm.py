@@ -14,11 +14,11 @@ between root and uid 65534, in and out of a PID namespace of its own
 Each shared allocation holds only what one message carries, so the
 receiver can reach nothing of the sender's beside it. Every call here
 raises VmmError with the driver's reason; nothing here runs without a
-CUDA device."""
+CUDA device. Whether a host's device can export a descriptor is asked
+without torch, and without CUDA in the asking process, by
+sandbox.layers.gpu_sharing."""
 import ctypes
 import os
-import subprocess
-import sys
 import threading
 import weakref
 
@@ -28,8 +28,6 @@ CU_MEM_ALLOCATION_TYPE_PINNED = 1
 CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1
 CU_MEM_LOCATION_TYPE_DEVICE = 1
 CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3
-CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102
-CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED = 103
 # Where tensors start inside one allocation: every dtype's alignment, and
 # what CUDA kernels expect of a fresh allocation's vector loads.
 ALIGN = 512
@@ -229,33 +227,3 @@ def exported(ptr):
             if base <= ptr < base + m.nbytes:
                 return m, ptr - base
     return None
-
-
-_SUPPORT_PROBE = """import ctypes, sys
-lib = ctypes.CDLL("libcuda.so.1")
-r = lib.cuInit(0)
-if r:
-    print("cuInit returned %d" % r); sys.exit(0)
-d, a, b = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
-lib.cuDeviceGet(ctypes.byref(d), 0)
-lib.cuDeviceGetAttribute(ctypes.byref(a), {vmm}, d)
-lib.cuDeviceGetAttribute(ctypes.byref(b), {fd}, d)
-print("vmm=%d posix_fd=%d" % (a.value, b.value))
-""".format(vmm=CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
-           fd=CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)
-
-
-def host_support(timeout=60):
-    """(ok, detail): whether this host's first NVIDIA device shares memory
-    by descriptor. Asked in a throwaway process: the caller (the warm
-    parent, doctor's probe) must leave CUDA uninitialized for the children
-    it forks. It also initializes the driver once, which lets the driver
-    make its device files while a process still may (a sandboxed child
-    cannot run the setuid nvidia-modprobe: error 304 on a fresh host)."""
-    try:
-        r = subprocess.run([sys.executable, "-c", _SUPPORT_PROBE], timeout=timeout, stdin=subprocess.DEVNULL,
-                           capture_output=True, text=True)
-    except (OSError, subprocess.SubprocessError) as e:
-        return False, "the driver probe failed: %r" % (e,)
-    out = (r.stdout or "").strip()
-    return out == "vmm=1 posix_fd=1", out or ("the driver probe exited %d: %s" % (r.returncode, (r.stderr or "")[-200:]))
