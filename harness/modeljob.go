@@ -12,10 +12,12 @@ import (
 )
 
 // ModelJobs are the worker's whole-model jobs: model_profile (profile a
-// model, extract its hot regions as problems) and model_verify (a patched
-// model against the original, correct and timed), each the worker module
-// (worker/py/whole_model/) that runs it.
-var ModelJobs = map[string]string{"model_profile": "whole_model.profile", "model_verify": "whole_model.verify"}
+// model, extract its hot regions as problems), model_starts (Inductor's
+// generated code for extracted problems, as start kernels) and
+// model_verify (a patched model against the original, correct and timed),
+// each the worker module (worker/py/whole_model/) that runs it.
+var ModelJobs = map[string]string{"model_profile": "whole_model.profile", "model_verify": "whole_model.verify",
+	"model_starts": "whole_model.starts"}
 
 // ModelJobRequest is one whole-model job.
 type ModelJobRequest struct {

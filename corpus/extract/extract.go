@@ -1,11 +1,13 @@
 // Package extract holds the problems taken out of a user's model: each hot
-// region of the model (a normalization, an activation chain, a GEMM with
-// its epilogue) written by the worker's model_profile job as a
-// KernelBench-format file with the shapes, dtypes and weights it saw, kept
-// in the user's data directory and listed in the one SQLite file so a later
-// run can search it again. A region whose signature is a bundled corpus
-// operator's gets that operator's start kernel (its tunables give the
-// offline tuner something to tune).
+// region of the graphs TorchDynamo captured (attention, a GEMM with its
+// epilogue, a normalization with its residual add, a pointwise chain, or a
+// signature region the deploy runtime knows) written by the worker's
+// model_profile job as a KernelBench-format file with the shapes, dtypes
+// and weights it saw, kept in the user's data directory and listed in the
+// one SQLite file so a later run can search it again. A region whose
+// signature is a bundled corpus operator's gets that operator's start
+// kernel (its tunables give the offline tuner something to tune); the
+// others get Inductor's generated code (model_starts).
 package extract
 
 import (
@@ -38,9 +40,38 @@ type Region struct {
 	FLOPs   float64   `json:"flops"`
 	Bytes   float64   `json:"bytes"`
 	File    string    `json:"problem_file"`
+	// Op is what a kernel for a region cut from a captured graph deploys
+	// under: its name and a hash of its structure (whole_model/partition.py
+	// op_key), so the runtime serves only a region computing the same
+	// thing. "" for a signature region, which deploys under Sig.
+	Op string `json:"op,omitempty"`
+	// Kind is what found the region: "signature" (a region the deploy
+	// runtime replaces: whole_model/patterns.py) or the partitioner's kind
+	// of a region cut from the captured graph (attention, gemm, reduction,
+	// pointwise); "" in a profile made before the capture.
+	Kind string `json:"kind,omitempty"`
+	// Calls is how many times a forward runs it (layers whose graphs and
+	// shapes are the same are one problem); TimeUs is all of them, FLOPs
+	// and Bytes one call's.
+	Calls int `json:"calls,omitempty"`
+	// StartFile is the region's Inductor start (whole_model/starts.py),
+	// StartError why there is none; both set by optimize, not stored.
+	StartFile  string `json:"start_file,omitempty"`
+	StartError string `json:"start_error,omitempty"`
 	// ID is the problem's content hash (set by Store).
 	ID string `json:"problem_id,omitempty"`
 }
+
+// RegistryOp is the op a kernel for the region is registered under.
+func (r Region) RegistryOp() string {
+	if r.Op != "" {
+		return r.Op
+	}
+	return r.Sig
+}
+
+// PerCallUs is the time of one call of the region.
+func (r Region) PerCallUs() float64 { return r.TimeUs / float64(max(r.Calls, 1)) }
 
 // Node is a graph node outside every region, with its time.
 type Node struct {
@@ -48,6 +79,27 @@ type Node struct {
 	Target string  `json:"target"`
 	TimeUs float64 `json:"time_us"`
 	Share  float64 `json:"share"`
+}
+
+// Break is one cause of a TorchDynamo graph break.
+type Break struct {
+	Cause  string `json:"cause"`
+	Detail string `json:"detail,omitempty"`
+	Count  int    `json:"count"`
+}
+
+// Capture is where the profiled forward's time went, from the TorchDynamo
+// capture: the regions, the glue between them inside the captured graphs,
+// and what ran outside every graph; the three add up to the profile's
+// TotalUs.
+type Capture struct {
+	Graphs            int       `json:"graphs"`
+	GraphCalls        []float64 `json:"graph_calls"`
+	Breaks            []Break   `json:"breaks,omitempty"`
+	RegionsUs         float64   `json:"regions_us"`
+	GlueUs            float64   `json:"glue_us"`
+	NotCapturedUs     float64   `json:"not_captured_us"`
+	ProfiledForwardUs float64   `json:"profiled_forward_us"`
 }
 
 // Profile is the model_profile job's result.
@@ -61,6 +113,9 @@ type Profile struct {
 	Note       string   `json:"note,omitempty"`
 	Regions    []Region `json:"regions"`
 	Nodes      []Node   `json:"nodes"`
+	// Capture is nil where TorchDynamo captured nothing (the profile then
+	// comes from torch.fx or the model's modules, as Note says).
+	Capture *Capture `json:"capture,omitempty"`
 }
 
 // Dir is where a model's problems go: <data>/extracted/<hash of the

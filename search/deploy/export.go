@@ -6,12 +6,26 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/kevolve/kevolve-mcp/harness/worker"
 )
 
 //go:embed runtime/*.py
 var runtimeFS embed.FS
+
+// vendored are the worker's region finders the runtime carries, so it
+// finds the regions the optimizer's profile found: the signature patterns,
+// the claims of their nodes in a captured graph, and the partitioner.
+var vendored = map[string]string{
+	"whole_model/patterns.py":  "_patterns.py",
+	"whole_model/claims.py":    "_claims.py",
+	"whole_model/partition.py": "_partition.py",
+}
+
+// vendorImports points the vendored files' imports of each other at
+// their copies in the package.
+var vendorImports = strings.NewReplacer("from whole_model import partition as pt", "from . import _partition as pt")
 
 // registryFile is the JSON the exported package reads: the entries without
 // their sources (each source is a file under kernels/).
@@ -27,7 +41,7 @@ type entry struct {
 
 // Export writes the self-contained Python package kevolve_kernels into dir
 // (dir/kevolve_kernels): the dispatch runtime, the region finder the
-// optimizer used (whole_model/patterns.py, from the worker's files), the kevolve
+// optimizer used (whole_model's patterns, claims and partition, from the worker's files), the kevolve
 // loaders the kernels import (under _vendor), every entry's kernel and the
 // registry. It needs torch, and a C compiler or GPU toolchain where its
 // kernels are built, not this binary. It returns the package's folder.
@@ -48,11 +62,13 @@ func Export(dir string, entries []Entry) (string, error) {
 		}
 		files[f.Name()] = b
 	}
-	pat, err := worker.PyFile("whole_model/patterns.py")
-	if err != nil {
-		return "", err
+	for src, dst := range vendored {
+		b, err := worker.PyFile(src)
+		if err != nil {
+			return "", err
+		}
+		files[dst] = []byte(vendorImports.Replace(string(b)))
 	}
-	files["_patterns.py"] = pat
 	loaders, err := worker.PyTree("kevolve")
 	if err != nil {
 		return "", err

@@ -35,6 +35,15 @@ type EndToEnd struct {
 	// Stats counts, per patched region, the calls its kernel served and
 	// the calls that fell back to the original operators.
 	Stats []map[string]any `json:"stats,omitempty"`
+	// Engaged is how many times each entry's kernel ran in one patched
+	// forward under the profiler; PatchedCompileS the patched model with
+	// torch.compile around its kernels.
+	Engaged             map[string]int `json:"engaged,omitempty"`
+	PatchedCompileS     float64        `json:"patched_compile_s,omitempty"`
+	PatchedCompileError string         `json:"patched_compile_error,omitempty"`
+	// CompileMaxAutotuneS is torch.compile's max-autotune-no-cudagraphs
+	// (GPU); SpeedupVsCompile is against the faster of the two modes.
+	CompileMaxAutotuneS float64 `json:"compile_max_autotune_s,omitempty"`
 }
 
 // bestNode is a run's fastest passing node against eager.
@@ -106,7 +115,7 @@ func deployNodes(ctx context.Context, reg *deploy.Registry, r extract.Region, ar
 	if ok, why := deploy.Deployable(n.Result.SpeedupVsEager, spread); !ok {
 		return nil, why, nil
 	}
-	e := deploy.Entry{Op: r.Sig, Shapes: r.Shapes, Dtype: r.Dtype, Init: r.Init, Arch: arch, Device: n.Result.Device,
+	e := deploy.Entry{Op: r.RegistryOp(), Shapes: r.Shapes, Dtype: r.Dtype, Init: r.Init, Arch: arch, Device: n.Result.Device,
 		Speedup: n.Result.SpeedupVsEager, Spread: spread, PctOfSOL: n.Result.PctOfSOL, Model: model,
 		RunID: runID, NodeID: n.ID, Problem: r.File, Source: n.Code}
 	stored, err := reg.Put(ctx, e)
@@ -155,8 +164,8 @@ func forModel(ctx context.Context, reg *deploy.Registry, s *Summary) ([]deploy.E
 	share := map[string]float64{}
 	sigs := map[string]bool{}
 	for _, r := range s.Profile.Regions {
-		sigs[r.Sig] = true
-		share[deploy.Entry{Op: r.Sig, Shapes: r.Shapes, Dtype: r.Dtype, Init: r.Init, Arch: s.Arch}.Key()] += r.Share
+		sigs[r.RegistryOp()] = true
+		share[deploy.Entry{Op: r.RegistryOp(), Shapes: r.Shapes, Dtype: r.Dtype, Init: r.Init, Arch: s.Arch}.Key()] += r.Share
 	}
 	var out []deploy.Entry
 	var shares []float64
@@ -169,6 +178,29 @@ func forModel(ctx context.Context, reg *deploy.Registry, s *Summary) ([]deploy.E
 	return out, shares, nil
 }
 
+// keepEngaged moves the deployed entries whose kernels never ran in the
+// verified forward to Rejected (a region whose kernel never ran is not
+// deployed) and returns the shares and speedups of those that ran, for
+// the prediction.
+func (s *Summary) keepEngaged(engaged map[string]int, entries []deploy.Entry, shares []float64) (used, speedups []float64) {
+	share := map[string]float64{}
+	for i, e := range entries {
+		share[e.ID] = shares[i]
+	}
+	kept := s.Deployed[:0]
+	for _, e := range s.Deployed {
+		if engaged[e.ID] == 0 {
+			s.Rejected = append(s.Rejected, fmt.Sprintf("%s %v: never ran in the patched model's profiled forward (engagement check)", e.Op, e.Shapes))
+			continue
+		}
+		kept = append(kept, e)
+		used = append(used, share[e.ID])
+		speedups = append(speedups, e.Speedup)
+	}
+	s.Deployed = kept
+	return used, speedups
+}
+
 // verify exports the model's entries (to o.Export, else a temporary
 // folder) and runs the model_verify job on that package: what is verified
 // is what ships.
@@ -177,12 +209,9 @@ func verify(ctx context.Context, jobs Jobs, reg *deploy.Registry, s *Summary, o 
 	if err != nil {
 		return err
 	}
-	var speedups, used []float64
 	for i, e := range entries {
 		if shares[i] > 0 {
 			s.Deployed = append(s.Deployed, e)
-			speedups = append(speedups, e.Speedup)
-			used = append(used, shares[i])
 		}
 	}
 	for i := range s.Deployed {
@@ -212,6 +241,16 @@ func verify(ctx context.Context, jobs Jobs, reg *deploy.Registry, s *Summary, o 
 	if err := jobs.ModelJob(ctx, harness.ModelJobRequest{Module: "model_verify", Target: o.Target,
 		Args: map[string]any{"model_file": s.Model, "package_dir": dir, "seed": 0, "compile": o.Compile, "cap_s": 5.0}}, &e2e); err != nil {
 		return fmt.Errorf("optimize: verify: %w", err)
+	}
+	if !e2e.Correct {
+		// A wrong patched model is the finding, whatever ran.
+		s.EndToEnd = &e2e
+		return nil
+	}
+	used, speedups := s.keepEngaged(e2e.Engaged, entries, shares)
+	if len(s.Deployed) == 0 {
+		s.Notes = append(s.Notes, NothingDeployed, "the registry's kernels for this model never ran in its patched forward (engagement check)")
+		return nil
 	}
 	e2e.PredictedSpeedup = Predicted(used, speedups)
 	e2e.Gap = Gap(e2e.PredictedSpeedup, e2e.SpeedupVsEager)

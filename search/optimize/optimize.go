@@ -65,22 +65,25 @@ type Summary struct {
 	Device string `json:"device"`
 	// Target and Language are what the job resolved (auto becomes this
 	// host's target) and the language its start kernels are in.
-	Target    string           `json:"target,omitempty"`
-	Language  string           `json:"language,omitempty"`
-	Arch      string           `json:"arch"`
-	ForwardUs float64          `json:"forward_us"`
-	TimeBasis string           `json:"time_basis"`
-	Suite     string           `json:"suite,omitempty"`
-	Ops       []Op             `json:"ops"`
-	Deployed  []deploy.Entry   `json:"deployed"`
-	Rejected  []string         `json:"rejected,omitempty"`
-	EndToEnd  *EndToEnd        `json:"end_to_end,omitempty"`
-	Search    *suite.Report    `json:"search,omitempty"`
-	Export    string           `json:"export,omitempty"`
-	Report    string           `json:"report,omitempty"`
-	Notes     []string         `json:"notes,omitempty"`
-	WallS     float64          `json:"wall_s"`
-	Profile   *extract.Profile `json:"-"`
+	Target    string         `json:"target,omitempty"`
+	Language  string         `json:"language,omitempty"`
+	Arch      string         `json:"arch"`
+	ForwardUs float64        `json:"forward_us"`
+	TimeBasis string         `json:"time_basis"`
+	Suite     string         `json:"suite,omitempty"`
+	Ops       []Op           `json:"ops"`
+	Deployed  []deploy.Entry `json:"deployed"`
+	Rejected  []string       `json:"rejected,omitempty"`
+	EndToEnd  *EndToEnd      `json:"end_to_end,omitempty"`
+	Search    *suite.Report  `json:"search,omitempty"`
+	Export    string         `json:"export,omitempty"`
+	Report    string         `json:"report,omitempty"`
+	Notes     []string       `json:"notes,omitempty"`
+	WallS     float64        `json:"wall_s"`
+	// Capture is the TorchDynamo capture's account of the forward (graphs,
+	// breaks, regions, glue, not captured); nil where it captured nothing.
+	Capture *extract.Capture `json:"capture,omitempty"`
+	Profile *extract.Profile `json:"-"`
 }
 
 var safeID = regexp.MustCompile(`[^a-z0-9-]+`)
@@ -89,7 +92,7 @@ var safeID = regexp.MustCompile(`[^a-z0-9-]+`)
 // whole job's budget in Budget.Total); its Budget.Weights is set here.
 func Run(ctx context.Context, jobs Jobs, db *sql.DB, runner *suite.Runner, o Options) (*Summary, error) {
 	t0 := time.Now()
-	s, probs, weights, err := profileRanked(ctx, jobs, db, &o)
+	s, probs, weights, err := profileRanked(ctx, jobs, db, &o, true)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +122,7 @@ func Run(ctx context.Context, jobs Jobs, db *sql.DB, runner *suite.Runner, o Opt
 // how a search would start on it.
 func ProfileModel(ctx context.Context, jobs Jobs, db *sql.DB, o Options) (*Summary, error) {
 	t0 := time.Now()
-	s, _, _, err := profileRanked(ctx, jobs, db, &o)
+	s, _, _, err := profileRanked(ctx, jobs, db, &o, false)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +138,7 @@ func ProfileModel(ctx context.Context, jobs Jobs, db *sql.DB, o Options) (*Summa
 // verify_model tool); with o.Export, the package stays there.
 func VerifyModel(ctx context.Context, jobs Jobs, db *sql.DB, o Options) (*Summary, error) {
 	t0 := time.Now()
-	s, _, _, err := profileRanked(ctx, jobs, db, &o)
+	s, _, _, err := profileRanked(ctx, jobs, db, &o, false)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +153,10 @@ func VerifyModel(ctx context.Context, jobs Jobs, db *sql.DB, o Options) (*Summar
 	return s, nil
 }
 
-func profileRanked(ctx context.Context, jobs Jobs, db *sql.DB, o *Options) (*Summary, []suite.Problem, map[string]float64, error) {
+// profileRanked profiles, ranks and picks the regions to search; with
+// starts, the regions that have no bundled or prior kernel get Inductor
+// starts first (a model job on the device: a compile per configuration).
+func profileRanked(ctx context.Context, jobs Jobs, db *sql.DB, o *Options, starts bool) (*Summary, []suite.Problem, map[string]float64, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
@@ -169,7 +175,8 @@ func profileRanked(ctx context.Context, jobs Jobs, db *sql.DB, o *Options) (*Sum
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	s := &Summary{Model: o.Model, Target: o.Target, Language: o.Language, Device: prof.Device, Arch: prof.Arch, ForwardUs: prof.ForwardUs, TimeBasis: prof.TimeBasis, Profile: prof}
+	s := &Summary{Model: o.Model, Target: o.Target, Language: o.Language, Device: prof.Device, Arch: prof.Arch, ForwardUs: prof.ForwardUs,
+		TimeBasis: prof.TimeBasis, Capture: prof.Capture, Profile: prof}
 	s.Ops = Rank(prof, o.Ceilings)
 	if prof.Note != "" {
 		s.Notes = append(s.Notes, prof.Note)
@@ -177,6 +184,11 @@ func profileRanked(ctx context.Context, jobs Jobs, db *sql.DB, o *Options) (*Sum
 	prior, err := priorKernels(ctx, db, prof.Arch, o.Language)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if starts {
+		if err := inductorStarts(ctx, jobs, s, *o, prior); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	probs, weights := pick(s, *o, prior)
 	return s, probs, weights, nil
@@ -270,11 +282,20 @@ func pick(s *Summary, o Options, prior map[string]deploy.Entry) ([]suite.Problem
 			continue
 		}
 		start, from := extract.Start(*r, o.Language), "the bundled "+o.Language+" kernel of "+r.Bundled
-		if e, ok := prior[r.Sig]; ok {
+		if e, ok := prior[r.RegistryOp()]; ok {
 			start, from = e.Source, fmt.Sprintf("registry entry %s (%.2fx on %v)", e.ID, e.Speedup, e.Shapes)
+		}
+		if start == "" && r.StartFile != "" {
+			b, err := os.ReadFile(r.StartFile)
+			if err == nil {
+				start, from = string(b), "Inductor's own kernels for it (torch.compile's generated code; the tuner picks among its configurations)"
+			}
 		}
 		if start == "" && o.Tuner {
 			op.Note = "needs an LLM or agent operator: no bundled " + o.Language + " start kernel for " + r.Sig + " (the tuner only tunes one)"
+			if r.StartError != "" {
+				op.Note += "; Inductor: " + r.StartError
+			}
 			continue
 		}
 		if start == "" {
@@ -297,3 +318,38 @@ func pick(s *Summary, o Options, prior map[string]deploy.Entry) ([]suite.Problem
 }
 
 var modelRe = regexp.MustCompile(`\bModel\b`)
+
+// inductorStarts asks the model_starts job for Inductor starts of the
+// regions pick would search without a start kernel (over the share
+// threshold, no bundled kernel in the job's language, no prior entry):
+// each gets StartFile, or StartError saying why Inductor gave none.
+func inductorStarts(ctx context.Context, jobs Jobs, s *Summary, o Options, prior map[string]deploy.Entry) error {
+	var problems []string
+	for _, op := range s.Ops {
+		r := op.region
+		if r == nil || op.Share < o.MinShare || extract.Start(*r, o.Language) != "" {
+			continue
+		}
+		if _, ok := prior[r.RegistryOp()]; ok {
+			continue
+		}
+		problems = append(problems, r.File)
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	var res struct {
+		Starts map[string]string `json:"starts"`
+		Errors map[string]string `json:"errors"`
+	}
+	o.Log.Info("inductor starts", "regions", len(problems))
+	if err := jobs.ModelJob(ctx, harness.ModelJobRequest{Module: "model_starts", Target: o.Target, Timeout: 30 * time.Minute,
+		Args: map[string]any{"problems": problems, "out_dir": filepath.Dir(problems[0])}}, &res); err != nil {
+		return fmt.Errorf("optimize: inductor starts: %w", err)
+	}
+	for i := range s.Profile.Regions {
+		r := &s.Profile.Regions[i]
+		r.StartFile, r.StartError = res.Starts[r.File], res.Errors[r.File]
+	}
+	return nil
+}

@@ -11,8 +11,12 @@ import (
 // Op is one ranked operator of the model: an extracted region or a graph
 // node outside every region.
 type Op struct {
-	Name   string  `json:"name"`
-	Sig    string  `json:"sig,omitempty"`
+	Name string `json:"name"`
+	Sig  string `json:"sig,omitempty"`
+	// Kind is the region's (extract.Region.Kind), or glue / not_captured
+	// for the profile's time outside every region.
+	Kind   string  `json:"kind,omitempty"`
+	Calls  int     `json:"calls,omitempty"`
 	Where  string  `json:"where,omitempty"`
 	TimeUs float64 `json:"time_us"`
 	Share  float64 `json:"share"`
@@ -45,8 +49,11 @@ func Rank(p *extract.Profile, c *sol.Ceilings) []Op {
 	var ops []Op
 	for i := range p.Regions {
 		r := &p.Regions[i]
-		op := Op{Name: r.Sig + " @ " + r.Where, Sig: r.Sig, Where: r.Where, TimeUs: r.TimeUs, Share: r.Share,
+		op := Op{Name: r.Sig + " @ " + r.Where, Sig: r.Sig, Kind: r.Kind, Calls: r.Calls, Where: r.Where, TimeUs: r.TimeUs, Share: r.Share,
 			ProblemID: r.ID, Problem: r.File, Bundled: r.Bundled, Saving: r.Share, region: r}
+		if r.Calls > 1 {
+			op.Name += fmt.Sprintf(" (x%d)", r.Calls)
+		}
 		if c != nil && r.TimeUs > 0 {
 			t := 0.0
 			if c.MemBandwidth > 0 {
@@ -57,22 +64,53 @@ func Rank(p *extract.Profile, c *sol.Ceilings) []Op {
 			}
 			if t > 0 {
 				op.SOLUs = t * 1e6
-				op.Headroom = max(r.TimeUs/op.SOLUs, 1)
+				op.Headroom = max(r.PerCallUs()/op.SOLUs, 1)
 				op.Saving = r.Share * (1 - 1/op.Headroom)
 			}
 		}
 		ops = append(ops, op)
 	}
 	for _, n := range p.Nodes {
+		note := "not extracted: no region signature covers it"
+		if p.Capture != nil {
+			note = n.Target
+		}
 		ops = append(ops, Op{Name: n.Name + " (" + n.Target + ")", Where: n.Name, TimeUs: n.TimeUs, Share: n.Share, Saving: n.Share,
-			Note: "not extracted: no region signature covers it"})
+			Note: note})
 	}
+	ops = append(ops, uncovered(p)...)
 	for i := range ops {
 		if ops[i].Share < 1 {
 			ops[i].Amdahl = 1 / (1 - ops[i].Share)
 		}
 	}
 	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Saving > ops[j].Saving })
+	return ops
+}
+
+// uncovered are the captured forward's parts no region holds, as ops, so
+// time the regions miss shows in the ranking: the glue inside the
+// captured graphs and what TorchDynamo did not capture.
+func uncovered(p *extract.Profile) []Op {
+	c := p.Capture
+	if c == nil || p.TotalUs <= 0 {
+		return nil
+	}
+	var ops []Op
+	if c.GlueUs > 0 {
+		ops = append(ops, Op{Name: "glue (inside the captured graphs)", Kind: "glue", TimeUs: c.GlueUs, Share: c.GlueUs / p.TotalUs,
+			Note: "views and copies between regions, and the interpreter's own time where the basis is CPU time"})
+	}
+	if c.NotCapturedUs > 0 {
+		note := "eager Python and Dynamo's guards around the captured graphs"
+		if len(c.Breaks) > 0 {
+			note = fmt.Sprintf("eager code between %d graph break(s): %s", len(c.Breaks), c.Breaks[0].Cause)
+		}
+		ops = append(ops, Op{Name: "not captured", Kind: "not_captured", TimeUs: c.NotCapturedUs, Share: c.NotCapturedUs / p.TotalUs, Note: note})
+	}
+	for i := range ops {
+		ops[i].Saving = 0 // no kernel of ours can take this time
+	}
 	return ops
 }
 

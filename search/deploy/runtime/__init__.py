@@ -22,7 +22,8 @@ if _VENDOR not in sys.path:
     # Kernels import their loaders as `from kevolve import load_c`.
     sys.path.append(_VENDOR)
 
-from ._dispatch import Guarded, patch_with, stats  # noqa: E402
+from ._dispatch import Guarded, patch_with  # noqa: E402
+from ._dispatch import stats as _guarded_stats  # noqa: E402
 
 
 def registry():
@@ -31,10 +32,26 @@ def registry():
         return json.load(f)
 
 
-def patch(model, arch=None):
-    """The model with every registered region dispatched to its kernel
-    (a torch.fx GraphModule; the original model is not changed)."""
-    return patch_with(model, registry(), _HERE, arch=arch)
+def patch(model, arch=None, inductor=False):
+    """The model with every registered region dispatched to its kernel; the
+    original model is not changed. Kernels for regions the optimizer cut
+    from TorchDynamo's graphs are served by custom ops inside
+    torch.compile(model) (inductor: Inductor compiles everything around
+    them, as torch.compile would); a registry of signature regions only
+    gives a torch.fx GraphModule (or the model with modules wrapped)."""
+    reg = registry()
+    entries = [e for e in reg.get("entries", []) if arch is None or e["arch"] == arch]
+    if any("#" in e["op"] for e in entries) or inductor:
+        from . import _graphs
+        return _graphs.compile_model(model, entries, _HERE, inductor=inductor)
+    return patch_with(model, reg, _HERE, arch=arch)
+
+
+def stats(model):
+    """[{op, where, hits, fallbacks}] of the kernels serving a patched
+    model: its guarded regions, and this process's custom ops."""
+    from . import _graphs
+    return _guarded_stats(model) + _graphs.stats()
 
 
 __all__ = ["Guarded", "patch", "registry", "stats"]

@@ -17,7 +17,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-_DATA = torch.load(os.path.join(os.path.dirname(os.path.abspath(__file__)), %(data)r), weights_only=True) if %(has_data)s else {}
+%(data_loader)s
+
 # (name, shape, dtype, mean, std) of a fresh activation; a str names a weight.
 _INPUTS = %(inputs)r
 _INIT = %(init)r
@@ -36,7 +37,7 @@ def get_inputs():
     out = []
     for spec in _INPUTS:
         if isinstance(spec, str):
-            out.append(_DATA[spec].clone())
+            out.append(_data()[spec].clone())
             continue
         _, shape, dtype, mean, std = spec
         dt = getattr(torch, dtype)
@@ -48,8 +49,26 @@ def get_inputs():
 
 
 def get_init_inputs():
-    return [_DATA[v] if isinstance(v, str) else v for v in _INIT]
+    return [_data()[v] if isinstance(v, str) else v for v in _INIT]
 '''
+
+
+_DATA_LOADER = '''_DATA_FILE = %r
+
+
+def _data():
+    """The weights and kept inputs, read from the data file beside this one
+    when first asked (a kernel that copies this file needs no data file)."""
+    if _DATA_FILE is None:
+        return {}
+    return torch.load(os.path.join(os.path.dirname(os.path.abspath(__file__)), _DATA_FILE), weights_only=True)
+'''
+
+
+def data_loader(data_name):
+    """The lines of a problem file that read its data file (data_name, or
+    None where it has none), lazily: both kinds of problem use them."""
+    return _DATA_LOADER % data_name
 
 
 def _indent(s, n):
@@ -91,7 +110,7 @@ def render(gm, values, region, model_file, data_name):
     dtype = str(meta[0][1]).replace("torch.", "")
     src = _HEADER % dict(model=os.path.basename(model_file), sig=region.sig, where=region.where,
                          shapes=", ".join(str(list(s)) for s, _ in meta), dtype=dtype,
-                         data=data_name, has_data=bool(data), inputs=inputs, init=init,
+                         data=data_name, data_loader=data_loader(data_name if data else None), inputs=inputs, init=init,
                          init_params="".join(", " + n for n in sig["init"]), init_body=init_body,
                          args=", ".join(sig["args"]), body=_indent(sig["body"], 8))
     return src, data, meta
@@ -112,9 +131,18 @@ def describe(gm, values, region, index, time_us, total_us, out_dir, model_file):
     return {"sig": region.sig, "where": region.where, "nodes": [n.name for n in region.nodes] or [region.where],
             "bundled": mp.SIGS[region.sig].get("bundled", ""),
             "shapes": [list(s) for s, _ in meta], "dtype": str(meta[0][1]).replace("torch.", ""),
-            "init": [v if not isinstance(v, tuple) else v[1] for v in mp.resolved_init(region, meta[0][1])],
+            "init": [_init_value(gm, region, v) for v in mp.resolved_init(region, meta[0][1])],
             "time_us": time_us, "share": time_us / total_us if total_us else 0.0,
             "flops": flops, "bytes": byts, "problem_file": path}
+
+
+def _init_value(gm, region, v):
+    """A constructor argument as the registry keeps it: a number, or a
+    weight's name and shape (the guard serves another layer's weight only
+    where its shape is the one the kernel was verified with)."""
+    if not isinstance(v, tuple):
+        return v
+    return {"param": v[1], "shape": list(mp.tensor_of(gm, region, v).shape)}
 
 
 def _bytes(shape, dtype):

@@ -233,6 +233,15 @@ def find_regions(gm):
     return regions
 
 
+def claimable(region):
+    """Whether a signature region claims its nodes before the partitioner
+    runs: only one with a bundled operator, whose start kernel (and
+    tunables) fits it. A lone Linear or one with an activation is left to
+    the partitioner, which fuses it with the epilogue it really has (a
+    bias add and a ReLU written out) and gives it Inductor's start."""
+    return bool(SIGS[region.sig].get("bundled"))
+
+
 def fallback_module(gm, region):
     """The region's own nodes as a GraphModule over the model's modules: the
     original operators, called with region.inputs()."""

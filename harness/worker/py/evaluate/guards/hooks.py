@@ -111,6 +111,71 @@ def _hit(kind):
         c.hit(kind)
 
 
+def _counting(fn, kind):
+    def call(*a, **k):
+        _hit(kind)
+        return fn(*a, **k)
+    call._kv_wrapped = True
+    return call
+
+
+# The file name an Inductor start gives the generated code it carries and
+# executes (whole_model/starts.py).
+CARRIED_INDUCTOR = "<inductor variant"
+
+
+def _carried():
+    """Whether the caller runs inside generated code the candidate carries
+    (an Inductor start), not code torch.compile generates at run time for
+    whatever the candidate compiles."""
+    f = sys._getframe(2)
+    while f is not None:
+        if f.f_code.co_filename.startswith(CARRIED_INDUCTOR):
+            return True
+        f = f.f_back
+    return False
+
+
+def _hook_inductor():
+    """Kernels of generated code the candidate carries (an Inductor start:
+    C++ built by Inductor's builder on a CPU, Triton launched by its
+    autotuner on a GPU) are the candidate's own kernels. torch.compile run
+    by the candidate is not: its code is generated from files in
+    Inductor's cache, never from the candidate's source."""
+    try:
+        from torch._inductor.async_compile import AsyncCompile
+        from torch._inductor.runtime import triton_heuristics as th
+    except Exception:  # noqa: BLE001 - Inductor optional
+        return
+    cpp = AsyncCompile.cpp_pybinding
+    if not getattr(cpp, "_kv_wrapped", False):
+        def cpp_pybinding(self, *a, **k):
+            fn = cpp(self, *a, **k)
+            return _counting(fn, "inductor") if _carried() and callable(fn) else fn
+        cpp_pybinding._kv_wrapped = True
+        AsyncCompile.cpp_pybinding = cpp_pybinding
+    tri = AsyncCompile.triton
+    if not getattr(tri, "_kv_wrapped", False):
+        def triton(self, *a, **k):
+            kernel = tri(self, *a, **k)
+            if _carried():
+                try:
+                    kernel._kv_carried = True
+                except AttributeError:
+                    pass
+            return kernel
+        triton._kv_wrapped = True
+        AsyncCompile.triton = triton
+    run = th.CachingAutotuner.run
+    if not getattr(run, "_kv_wrapped", False):
+        def carried_run(self, *a, **k):
+            if getattr(self, "_kv_carried", False):
+                _hit("inductor")
+            return run(self, *a, **k)
+        carried_run._kv_wrapped = True
+        th.CachingAutotuner.run = carried_run
+
+
 def install_launch_hooks(counter, uses_ext=True):
     _CURRENT["counter"] = counter
     # ctypes calls into libraries the candidate built (evaluate.guards.native).
@@ -170,6 +235,7 @@ def install_launch_hooks(counter, uses_ext=True):
             tint.InterpretedFunction.run = irun
     except Exception:  # noqa: BLE001
         pass
+    _hook_inductor()
     try:
         import cupy
         for cls in (cupy.RawKernel, cupy.ElementwiseKernel):
