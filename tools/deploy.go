@@ -25,7 +25,7 @@ type DeployOutput struct {
 // Deploy returns the deploy tool.
 func Deploy(svc *optimize.Service) server.ServerTool {
 	tool := mcp.NewTool("deploy",
-		mcp.WithDescription("Use after searching a problem that model_profile extracted: put the run's best kernel into the registry, keyed by operator signature, "+
+		mcp.WithDescription("Use after searching a problem that model_profile extracted: put the run's best kernel into the registry, keyed by op, "+
 			"shapes, dtype, constants and arch. Only a kernel faster than what it replaces beyond the measurement's spread, and by at least 2%, is "+
 			"deployed (why says why not); a faster entry already there is kept. At run time it serves exactly those shapes, dtype and arch, and the "+
 			"original operators everything else. Then call verify_model."),

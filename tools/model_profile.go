@@ -28,10 +28,10 @@ func (in ModelProfileInput) Request() optimize.Request {
 // ModelProfile returns the model_profile tool.
 func ModelProfile(svc *optimize.Service) server.ServerTool {
 	tool := mcp.NewTool("model_profile",
-		mcp.WithDescription("Use to start making a whole model faster: profile it on the device (torch.profiler, each op's own time), rank its operators by the time they "+
-			"would save at their speed of light (with Amdahl's bound), and extract each hot region (norms, SwiGLU chains, GEMMs with their epilogues) as "+
-			"a KernelBench problem file with the model's shapes, dtypes and weights. Search each op's problem_file with evolve or evolve_start (start "+
-			"from the bundled kernel it names, or write one), then deploy the run and call verify_model. Takes ~10-60 s."),
+		mcp.WithDescription("Use to start making a whole model faster: capture it with TorchDynamo, profile it on the device, rank its "+
+			"regions (attention, GEMMs with epilogues, norms, pointwise chains) by the time they would save at their speed of light (with Amdahl's bound), "+
+			"and extract each as a KernelBench problem file with the model's shapes, dtypes and weights. Search each op's problem_file with evolve or "+
+			"evolve_start, then deploy the run and call verify_model. Takes ~10-60 s."),
 		mcp.WithInputSchema[ModelProfileInput](),
 		outputSchema[optimize.Summary](),
 		mcp.WithTitleAnnotation("Profile a model and extract its hot operators"),

@@ -27,9 +27,9 @@ func (in VerifyModelInput) Request() optimize.Request {
 // VerifyModel returns the verify_model tool.
 func VerifyModel(svc *optimize.Service) server.ServerTool {
 	tool := mcp.NewTool("verify_model",
-		mcp.WithDescription("Use after deploy: run the model patched with the registry's kernels (the kevolve_kernels package exactly as exported) against the original "+
-			"on fresh inputs: correct within the output dtype's tolerance, timed like the harness (eager; torch.compile on a GPU or when asked), beside the speedup "+
-			"Amdahl predicted from the deployed entries; the gap is reported, and stats counts each region's kernel calls and fallbacks. Takes ~30-120 s."),
+		mcp.WithDescription("Use after deploy: run the model patched with the registry's kernels (the exported kevolve_kernels package) against the original "+
+			"on fresh inputs: correct within the output dtype's tolerance, timed like the harness (eager; torch.compile on a GPU or when asked), beside "+
+			"Amdahl's prediction; engaged counts each deployed kernel's calls in a profiler trace (one that never ran is not deployed). Takes ~30-120 s."),
 		mcp.WithInputSchema[VerifyModelInput](),
 		outputSchema[optimize.Summary](),
 		mcp.WithTitleAnnotation("Verify a patched model end to end"),

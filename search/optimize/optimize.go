@@ -82,7 +82,10 @@ type Summary struct {
 	WallS     float64        `json:"wall_s"`
 	// Capture is the TorchDynamo capture's account of the forward (graphs,
 	// breaks, regions, glue, not captured); nil where it captured nothing.
-	Capture *extract.Capture `json:"capture,omitempty"`
+	// Not in the JSON: the ops carry the glue and what was not captured as
+	// rows, the notes the breaks' causes (and the tools' output schemas
+	// stay within what an agent reads before its first call).
+	Capture *extract.Capture `json:"-"`
 	Profile *extract.Profile `json:"-"`
 }
 
