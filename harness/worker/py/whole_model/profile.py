@@ -25,6 +25,7 @@ total_us, note, capture, nodes: [...], regions: [...]}."""
 import importlib.util
 import json
 import os
+import sys
 import time
 
 import torch
@@ -34,15 +35,22 @@ from whole_model import capture, claims, partition, regionsrc
 from whole_model import patterns as mp
 
 
-def load_model(path, device, seed=0):
-    spec = importlib.util.spec_from_file_location("kevolve_user_model", path)
+def load_model(path, device, seed=0, name="kevolve_user_model"):
+    """(module, model in eval mode on device, inputs on device) of a
+    KernelBench-format file. The module is registered in sys.modules under
+    name: TorchDynamo looks up the module of the code it traces."""
+    spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
     spec.loader.exec_module(mod)
     torch.manual_seed(seed)
-    model = mod.Model(*mod.get_init_inputs()).to(device).eval()
+    model = mod.Model(*_to(mod.get_init_inputs(), device)).to(device).eval()
     torch.manual_seed(seed + 1)
-    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in mod.get_inputs()]
-    return mod, model, inputs
+    return mod, model, _to(mod.get_inputs(), device)
+
+
+def _to(xs, device):
+    return [x.to(device) if isinstance(x, torch.Tensor) else x for x in xs]
 
 
 class Recorder(fx.Interpreter):

@@ -24,6 +24,7 @@ import re
 import torch
 
 from whole_model import verify
+from whole_model.profile import load_model
 
 _ASSERT = re.compile(r"assert_size_stride\((\w+), \(([^)]*)\), \(([^)]*)\)")
 
@@ -81,22 +82,6 @@ _CONFIGS = {
 _OWN_KERNEL = re.compile(r"async_compile\.(cpp_pybinding|triton|cuda|rocm)\(")
 
 
-def _load(path, name):
-    """The problem as a module, registered in sys.modules (TorchDynamo
-    looks up the module of the code it traces)."""
-    import importlib.util
-    import sys
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def _to(xs, device):
-    return [x.to(device) if isinstance(x, torch.Tensor) else x for x in xs]
-
-
 def _flat(model):
     """The model as a function of (its parameters and buffers, then its
     inputs), the argument order the generated entry point takes."""
@@ -114,10 +99,7 @@ def generate(problem, device, configs):
     reference on the problem's inputs within the harness's tolerance (a
     TF32 GEMM template can be close, and still not close enough)."""
     from torch._inductor.utils import run_and_get_code
-    m = _load(problem, "kevolve_start_problem_%d" % abs(hash(problem)))
-    torch.manual_seed(0)
-    model = m.Model(*_to(m.get_init_inputs(), device)).to(device).eval()
-    acts = _to(m.get_inputs(), device)
+    _, model, acts = load_model(problem, device, name="kevolve_start_problem_%d" % abs(hash(problem)))
     flat, state = _flat(model)
     args = state + acts
     with torch.no_grad():
