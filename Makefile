@@ -230,17 +230,18 @@ kb-regress-run:
 	harness/testdata/kernelbench/regress_run.sh .gpu/regress/kevolve-mcp .gpu/regress/set $${OUT:-.gpu/regress/out}
 
 # Issue 22's throughput set: every load_inline kernel of CUDA-L1's published
-# H100 file (levels 1-2), evaluated with empty caches and a fresh database.
-# There: `make kb-throughput-run`; evaluations a minute in $$OUT/tput.
+# H100 file (levels 1-2), evaluated with empty caches and a fresh database;
+# SET=leaderboard: issue 34's, 32 KernelBench-leaderboard solutions that build.
+# There: `make kb-throughput-run [RERUN=1]`; evaluations a minute in $$OUT/tput.
 kb-throughput-prep:
-	rm -rf .gpu/tput && harness/testdata/kernelbench/throughput_prep.sh .gpu/tput $(KB_MIRROR) $(CUDAL1_MIRROR)
+	rm -rf .gpu/tput && SET=$(SET) harness/testdata/kernelbench/throughput_prep.sh .gpu/tput $(KB_MIRROR) $(CUDAL1_MIRROR)
 	$(GO) build -ldflags='-s -w' -o .gpu/tput/kevolve-mcp ./cmd/kevolve-mcp
 	gzip -9 .gpu/tput/kevolve-mcp; du -sh .gpu/tput
 	@echo "now on the GPU machine (carry .gpu/tput): make kb-throughput-run"
 
 kb-throughput-run:
 	@[ ! -e .gpu/tput/kevolve-mcp.gz ] || gunzip -f .gpu/tput/kevolve-mcp.gz; chmod +x .gpu/tput/kevolve-mcp
-	harness/testdata/kernelbench/throughput_run.sh $(CURDIR)/.gpu/tput/kevolve-mcp .gpu/tput $${OUT:-.gpu/tput/out}/tput
+	RERUN=$(RERUN) harness/testdata/kernelbench/throughput_run.sh $(CURDIR)/.gpu/tput/kevolve-mcp .gpu/tput $${OUT:-.gpu/tput/out}/tput
 
 clean:
 	rm -rf bin dist $(GPU_BIN)
