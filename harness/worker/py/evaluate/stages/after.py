@@ -69,7 +69,7 @@ def _time_compiled(st):
             # child (held:timing_compile 3.1 s of a 4.4 s device phase,
             # KernelBench-leaderboard set, H200) until it moved past the step aside.
             cmodel = torch.compile(st.ref_model)
-            with time_limit(st.job.compile_cap_for(st.device)):
+            with time_limit(st.job.compile_cap_for(st.device)), _one_compile_thread():
                 with torch.no_grad():
                     cmodel(*rin)
                 st.sync()
@@ -88,6 +88,15 @@ def _time_compiled(st):
             st.warnings.append("torch.compile of the reference ran out of memory; no compiled timing")
         else:
             st.warnings.append("torch.compile of the reference failed or timed out: %s" % str(e).splitlines()[0][:300] if str(e) else type(e).__name__)
+
+
+def _one_compile_thread():
+    """Inductor compiles in this process: by default it starts a pool of
+    compile workers as large as the host's cores, a pool per evaluation
+    while a sweep runs one evaluation per core beside the builds, for a
+    reference of a few kernels."""
+    import torch._inductor.config as inductor_config
+    return inductor_config.patch(compile_threads=1)
 
 
 def _step_aside(st):
