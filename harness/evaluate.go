@@ -354,7 +354,7 @@ func (e *Evaluator) bound(ctx context.Context, r *evalRun, res *EvalResult, chil
 		traced = countedWork(*childWork)
 	}
 	w, err := e.workFor(ctx, r.req.Shapes, r.dtype, r.req.Work, traced)
-	e.applySOL(ctx, r.tgt, r.dev, res, w, err, e.ownWorkFor(r.tgt, r.req.Reference, r.req.Candidate, r.req.Shapes, r.env))
+	e.applySOL(ctx, r.tgt, r.dev, res, w, err, e.ownWorkFor(r.tgt, r.req.Reference, r.req.Candidate, r.req.Shapes, r.env, r.lease.Exclusive))
 }
 
 // traceReference traces the reference's work in a separate Python on meta

@@ -53,7 +53,7 @@ func TestGPUImpossibleTimeForOwnWork(t *testing.T) {
 	}
 	defer l.Release()
 	own := ev.ownWorkFor(target.NVIDIA, Source{Code: readTestdata(t, "gpu_ref_diag_matmul_kb.py")},
-		Source{Code: readTestdata(t, "diag_matmul_broadcast.py")}, "", l.Env())
+		Source{Code: readTestdata(t, "diag_matmul_broadcast.py")}, "", l.Env(), l.Exclusive)
 	ceil, row, err := ev.ceilingsFor(ctx, target.NVIDIA, l.Device())
 	if err != nil {
 		t.Fatal(err)

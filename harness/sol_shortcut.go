@@ -47,12 +47,22 @@ type ownWorkFunc func(ctx context.Context) (OwnWork, error)
 // metric pass (a few seconds a kernel with OwnWorkMetrics).
 const ownWorkTimeout = 5 * time.Minute
 
-// ownWorkFor returns the measurement for an evaluation on t, or nil.
-func (e *Evaluator) ownWorkFor(t target.Name, ref, cand Source, shapes string, env map[string]string) ownWorkFunc {
+// ownWorkFor returns the measurement for an evaluation on t, or nil. The
+// profile runs in the device phase (exclusive: the device's gate), as the
+// timed calls do: the DRAM counters are the device's, so another
+// evaluation's kernels beside the replays would count as the candidate's
+// work (raising its bound, which must only err low), and the replays
+// would run beside that evaluation's timed calls.
+func (e *Evaluator) ownWorkFor(t target.Name, ref, cand Source, shapes string, env map[string]string, exclusive func(context.Context) (func(), error)) ownWorkFunc {
 	if t != target.NVIDIA {
 		return nil
 	}
 	return func(ctx context.Context) (OwnWork, error) {
+		release, err := exclusive(ctx)
+		if err != nil {
+			return OwnWork{}, err
+		}
+		defer release()
 		refPath, cleanRef, err := profile.ReferenceFile(ref)
 		if err != nil {
 			return OwnWork{}, err
