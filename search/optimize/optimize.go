@@ -344,11 +344,15 @@ func inductorStarts(ctx context.Context, jobs Jobs, s *Summary, o Options, prior
 	var res struct {
 		Starts map[string]string `json:"starts"`
 		Errors map[string]string `json:"errors"`
+		Reused []string          `json:"reused"`
 	}
 	o.Log.Info("inductor starts", "regions", len(problems))
 	if err := jobs.ModelJob(ctx, harness.ModelJobRequest{Module: "model_starts", Target: o.Target, Timeout: 30 * time.Minute,
 		Args: map[string]any{"problems": problems, "out_dir": filepath.Dir(problems[0])}}, &res); err != nil {
 		return fmt.Errorf("optimize: inductor starts: %w", err)
+	}
+	if len(res.Reused) > 0 {
+		o.Log.Info("inductor starts reused from an earlier run", "regions", len(res.Reused))
 	}
 	for i := range s.Profile.Regions {
 		r := &s.Profile.Regions[i]

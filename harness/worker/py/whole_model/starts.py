@@ -17,7 +17,9 @@ point takes its arguments in another order than the candidate passes them,
 is left out.
 
 args: problems (paths), device. Returns {"starts": {problem: start path},
-"errors": {problem: why}}."""
+"errors": {problem: why}, "reused": [problems answered from an earlier
+run's start or error, made from the same problem, torch and device]}."""
+import hashlib
 import os
 import re
 
@@ -137,30 +139,98 @@ def _order_ok(code, args):
     return seen == tensors
 
 
-def write(problem, variants, device):
+def write(problem, variants, device, key=""):
     src = open(problem).read()
-    path = os.path.splitext(problem)[0] + ".inductor.py"
+    path = _start_path(problem)
     tunables = '{"VARIANT": %r}' % list(range(len(variants))) if len(variants) > 1 else "{}"
     with open(path, "w") as f:
         f.write(src + _TEMPLATE % dict(torch=torch.__version__, device=device, variants=", ".join(n for n, _ in variants),
                                        codes=[c for _, c in variants], tunables=tunables))
+        f.write(_KEY_LINE + key + "\n")
     return path
+
+
+# What a start was made from (the problem's text, torch, the device and
+# this module), as its last line; the .err file's first line for a problem
+# Inductor gave no start. optimize run again on the same model finds them
+# and skips the compiles (every configuration of every region: minutes on
+# a GPU, most of them max-autotune's).
+_KEY_LINE = "# kevolve start key: "
+
+
+def _start_path(problem):
+    return os.path.splitext(problem)[0] + ".inductor.py"
+
+
+def _error_path(problem):
+    return os.path.splitext(problem)[0] + ".inductor.err"
+
+
+def start_key(problem, device):
+    h = hashlib.sha256()
+    with open(problem, "rb") as f:
+        h.update(f.read())
+    with open(__file__, "rb") as f:
+        h.update(f.read())
+    h.update(("%s|%s" % (torch.__version__, _device_identity(device))).encode())
+    return h.hexdigest()
+
+
+def _device_identity(device):
+    """What Inductor's code depends on besides the problem: the GPU model
+    and its compute capability, or the CPU's vector extensions."""
+    if device.type == "cuda":
+        return "%s sm_%d%d" % ((torch.cuda.get_device_name(device),) + torch.cuda.get_device_capability(device))
+    return "cpu " + torch.backends.cpu.get_cpu_capability()
+
+
+def cached(problem, key):
+    """(start path, None) or (None, error) made earlier under key, or None."""
+    try:
+        with open(_start_path(problem)) as f:
+            if f.read().endswith(_KEY_LINE + key + "\n"):
+                return _start_path(problem), None
+    except OSError:
+        pass
+    try:
+        with open(_error_path(problem)) as f:
+            first, _, why = f.read().partition("\n")
+        if first == key:
+            return None, why
+    except OSError:
+        pass
+    return None
+
+
+def _remember_error(problem, key, why):
+    with open(_error_path(problem), "w") as f:
+        f.write(key + "\n" + why)
 
 
 def main(args, ctx):
     device = torch.device(args.get("device") or "cpu")
     configs = _CONFIGS["cuda" if device.type == "cuda" else "cpu"]
-    starts, errors = {}, {}
+    starts, errors, reused = {}, {}, []
     problems = list(args.get("problems") or [])
     for i, p in enumerate(problems):
         ctx.progress("inductor %s" % os.path.basename(p), i, len(problems))
+        key = start_key(p, device)
+        hit = cached(p, key)
+        if hit is not None:
+            reused.append(p)
+            if hit[0]:
+                starts[p] = hit[0]
+            else:
+                errors[p] = hit[1]
+            continue
         try:
             variants, failed = generate(p, device, configs)
             if variants:
-                starts[p] = write(p, variants, str(device))
+                starts[p] = write(p, variants, str(device), key)
             else:
                 errors[p] = "Inductor generated no kernel of its own that matched the reference (only library calls%s)" % (
                     "; " + "; ".join(failed) if failed else "")
-        except Exception as e:  # noqa: BLE001 - one problem's failure is reported, the rest go on
+                _remember_error(p, key, errors[p])
+        except Exception as e:  # noqa: BLE001 - one problem's failure is reported, the rest go on (and tried again next time)
             errors[p] = "%s: %s" % (type(e).__name__, str(e)[:300])
-    return {"starts": starts, "errors": errors}
+    return {"starts": starts, "errors": errors, "reused": reused}
