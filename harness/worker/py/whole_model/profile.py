@@ -44,12 +44,13 @@ def load_model(path, device, seed=0, name="kevolve_user_model"):
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
     torch.manual_seed(seed)
-    model = mod.Model(*_to(mod.get_init_inputs(), device)).to(device).eval()
+    model = mod.Model(*on_device(mod.get_init_inputs(), device)).to(device).eval()
     torch.manual_seed(seed + 1)
-    return mod, model, _to(mod.get_inputs(), device)
+    return mod, model, on_device(mod.get_inputs(), device)
 
 
-def _to(xs, device):
+def on_device(xs, device):
+    """The tensors among xs moved to device, the rest as they are."""
     return [x.to(device) if isinstance(x, torch.Tensor) else x for x in xs]
 
 

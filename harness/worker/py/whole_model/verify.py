@@ -20,7 +20,7 @@ import torch
 
 from evaluate.compare import compare as evaluate_compare
 from evaluate import timing as evaluate_timing
-from whole_model.profile import host_events, load_model
+from whole_model.profile import host_events, load_model, on_device
 
 
 def _outputs(y):
@@ -89,7 +89,7 @@ def main(args, ctx):
     kk = _import_package(args["package_dir"])
     patched = kk.patch(copy.deepcopy(model))
     torch.manual_seed(seed + 1000)  # fresh inputs, not the profile's
-    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in mod.get_inputs()]
+    inputs = on_device(mod.get_inputs(), device)
     ctx.progress("correctness", 1, 4)
     with torch.no_grad():
         ok, detail = check(model(*inputs), patched(*inputs))
