@@ -82,7 +82,9 @@ func (e *Evaluator) buildDirs() []string {
 // cannot write there). It never waits for what another evaluation's step
 // is building: a whole first wave of a kernelbench run (16 evaluations on
 // the H100 box) would otherwise sit on the 30 s of one core a new PCH
-// takes, with the other cores idle; those candidates build without it.
+// takes, with the other cores idle; those candidates build without it,
+// at a lower CPU priority than the step building it, so that the PCH is
+// not slowed to three times its idle time by the builds that lack it.
 // On an NVIDIA device whose compute capability discovery gave, it also
 // builds the extensions of the calls whose arguments it can read, for that
 // arch, for the candidate to load (GPU jobs: their candidates keep the

@@ -232,17 +232,21 @@ def _evict(keep: str) -> None:
 def ensure(ident: dict, wait: bool = True) -> tuple[str | None, bool]:
     """The PCH for this identity, built if missing: (its header, built now).
     Concurrent callers share one build (a lock file per identity): they
-    wait for it, or with wait=False get (None, False) at once."""
+    wait for it, or with wait=False get (None, False) at once. A caller
+    that waited and finds no PCH after the build gets (None, False): that
+    build failed, and every waiter trying it again in turn would each
+    spend the minutes it took."""
     d = _dir_for(ident)
     hdr = lookup(ident)
     if hdr is not None:
         os.utime(d)  # recently used: kept by _evict
         return hdr, False
     with open(d + ".lock", "w") as lock:
-        if not lock_file(lock, wait):
+        waited = not lock_file(lock, False)
+        if waited and not (wait and lock_file(lock, True)):
             return None, False
         hdr = lookup(ident)
-        if hdr is not None:
+        if hdr is not None or waited:
             return hdr, False
         shutil.rmtree(d, ignore_errors=True)  # a stale or broken one under this name
         _build(ident, d)

@@ -11,6 +11,7 @@ import copy
 import json
 import os
 import tempfile
+import threading
 import unittest
 
 import torch
@@ -151,6 +152,37 @@ class Store(unittest.TestCase):
             del os.environ["KEVOLVE_PCH_DIR"]
         self.assertIsNone(_pch.lookup(ident), "without KEVOLVE_PCH_DIR the cache's own folder is used")
 
+    def test_a_waiter_never_builds_what_the_builder_failed_to(self):
+        """Callers that waited on another's build take its outcome: when it
+        failed, none of them spends the build's minutes again in turn. A
+        later caller that waited on nobody does try it."""
+        ident = small(_pch.identity(False))
+        builds, refused = [], threading.Event()
+        real_build, real_lock = _pch._build, _pch.lock_file
+
+        def lock_file(f, wait):
+            got = real_lock(f, wait)
+            if not got:
+                refused.set()
+            return got
+
+        _pch._build = lambda i, d: builds.append(d)
+        _pch.lock_file = lock_file
+        self.addCleanup(setattr, _pch, "_build", real_build)
+        self.addCleanup(setattr, _pch, "lock_file", real_lock)
+        got = []
+        with open(_pch._dir_for(ident) + ".lock", "w") as builder:
+            real_lock(builder, True)  # a build in progress elsewhere
+            waiter = threading.Thread(target=lambda: got.append(_pch.ensure(ident, wait=True)))
+            waiter.start()
+            self.assertTrue(refused.wait(60), "the waiter never found the build in progress")
+        # The builder let go with nothing built.
+        waiter.join(60)
+        self.assertEqual(got, [(None, False)])
+        self.assertEqual(builds, [], "a waiter built after the build it waited for")
+        self.assertRaises(RuntimeError, _pch.ensure, ident)  # nobody in the way: built (here, to nothing)
+        self.assertEqual(len(builds), 1)
+
     def test_disabled(self):
         ident = small(_pch.identity(False))
         _pch.ensure(ident)
@@ -218,6 +250,33 @@ class Plan(unittest.TestCase):
             _prepare._prepare_call = real
         self.assertEqual(len(made), 2)
         self.assertIn("at most", out["stopped"])
+
+    def test_a_build_without_the_pch_yields_the_cpu_to_its_builder(self):
+        """A build step whose PCH another step is making builds the
+        extension at a lower CPU priority (its compilers inherit it); one
+        that has its PCHs keeps the priority it had."""
+        code = "m = load_inline('m', cpp_sources='torch::Tensor f(torch::Tensor x);', functions=['f'], cuda_sources='')\n"
+        cases = {"PCH being built elsewhere": {"pch": _prepare._BUILDING_ELSEWHERE},
+                 "types PCH being built elsewhere": {"pch": "/pch/a", "types_pch": _prepare._BUILDING_ELSEWHERE},
+                 "PCHs ready": {"pch": "/pch/a", "types_pch": "/pch/b"}}
+        for name, entry in cases.items():
+            with self.subTest(name):
+                r, w = os.pipe()
+                pid = os.fork()
+                if pid == 0:  # niceness cannot be lowered back: a child of its own
+                    os.close(r)
+                    _prepare._prepare_call = lambda call, out, e=entry: dict(e)
+                    _prepare._build_extension = lambda lit, e, out: os.write(w, b"%d" % os.getpriority(os.PRIO_PROCESS, 0))
+                    _prepare.prepare({"candidate": code, "extensions": True})
+                    os._exit(0)
+                os.close(w)
+                with os.fdopen(r) as f:
+                    nice = f.read()
+                _, status = os.waitpid(pid, 0)
+                self.assertEqual(status, 0)
+                before = os.getpriority(os.PRIO_PROCESS, 0)
+                want = max(before, _prepare._YIELD_NICENESS) if "elsewhere" in name else before
+                self.assertEqual(nice, str(want))
 
     def test_sources_bound_in_the_method_that_loads(self):
         code = ("class ModelNew:\n    def _load(self):\n        cpp = 'torch::Tensor f(torch::Tensor x);'\n"
