@@ -48,21 +48,17 @@ type ownWorkFunc func(ctx context.Context) (OwnWork, error)
 const ownWorkTimeout = 5 * time.Minute
 
 // ownWorkFor returns the measurement for an evaluation on t, or nil. The
-// profile runs in the device phase (exclusive: the device's gate), as the
-// timed calls do: the DRAM counters are the device's, so another
+// profiled kernels run in a device phase (exclusive: the device's gate),
+// as the timed calls do: the DRAM counters are the device's, so another
 // evaluation's kernels beside the replays would count as the candidate's
 // work (raising its bound, which must only err low), and the replays
-// would run beside that evaluation's timed calls.
-func (e *Evaluator) ownWorkFor(t target.Name, ref, cand Source, shapes string, env map[string]string, exclusive func(context.Context) (func(), error)) ownWorkFunc {
+// would run beside that evaluation's timed calls. The profiled process's
+// start, imports and builds run outside it (profile.Options.Hold).
+func (e *Evaluator) ownWorkFor(t target.Name, ref, cand Source, shapes string, env map[string]string, exclusive profile.HoldFunc) ownWorkFunc {
 	if t != target.NVIDIA {
 		return nil
 	}
 	return func(ctx context.Context) (OwnWork, error) {
-		release, err := exclusive(ctx)
-		if err != nil {
-			return OwnWork{}, err
-		}
-		defer release()
 		refPath, cleanRef, err := profile.ReferenceFile(ref)
 		if err != nil {
 			return OwnWork{}, err
@@ -74,7 +70,7 @@ func (e *Evaluator) ownWorkFor(t target.Name, ref, cand Source, shapes string, e
 		}
 		defer cleanCand()
 		rep, err := profile.Profile(ctx, refPath, candPath, profile.Options{Python: e.cfg.Python, PyDir: e.PyDir(), Backend: "ncu",
-			Shapes: shapes, Env: env, Metrics: profile.OwnWorkMetrics, LaunchCount: 200, Timeout: ownWorkTimeout})
+			Shapes: shapes, Env: env, Metrics: profile.OwnWorkMetrics, LaunchCount: 200, Timeout: ownWorkTimeout, Hold: exclusive})
 		if err != nil {
 			return OwnWork{}, err
 		}

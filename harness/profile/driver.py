@@ -37,19 +37,39 @@ def to(xs, device):
     return [x.to(device) if isinstance(x, torch.Tensor) else x for x in xs]
 
 
-def setup(a, device, want_candidate=True):
+def setup(a, device, want_candidate=True, gate=None):
+    """The model and its inputs on device. With gate, the device is held
+    (hold_device) only once what runs without it is done: the imports, the
+    candidate's builds and its construction."""
     import torch
     torch.manual_seed(0)
     ref = load(a.ref, "kevolve_ref")
     init = ref.get_init_inputs() if hasattr(ref, "get_init_inputs") else []
-    inputs = to(ref.get_inputs(), device)
+    inputs = ref.get_inputs()
     if want_candidate:
         cand = load(a.candidate, "kevolve_candidate")
         model = cand.ModelNew(*init)
     else:
         model = ref.Model(*init)
-    model = model.to(device).eval()
-    return model, inputs
+    hold_device(gate)
+    return model.to(device).eval(), to(inputs, device)
+
+
+# The device hold's handshake with the Go side (profile/hold.go), in the
+# folder --gate names: "ready" (set-up done), then "go" (the Go side holds
+# the device), then "done" (this process's kernels have run).
+def hold_device(gate):
+    if not gate:
+        return
+    open(os.path.join(gate, "ready"), "w").close()
+    go = os.path.join(gate, "go")
+    while not os.path.exists(go):  # the Go side's deadline ends this process if it never comes
+        time.sleep(0.005)
+
+
+def release_device(gate):
+    if gate:
+        open(os.path.join(gate, "done"), "w").close()
 
 
 def sync(device):
@@ -62,7 +82,7 @@ def mode_ncu(a):
     import torch
     if not torch.cuda.is_available():
         raise RuntimeError("torch sees no CUDA device")
-    model, inputs = setup(a, "cuda")
+    model, inputs = setup(a, "cuda", gate=a.gate)
     with torch.no_grad():
         for _ in range(a.warmup):  # JIT compiles and autotuning happen here, unprofiled
             model(*inputs)
@@ -78,6 +98,7 @@ def mode_ncu(a):
         torch.cuda.profiler.stop()
         if nvtx:
             torch.cuda.nvtx.range_pop()
+    release_device(a.gate)
     return {"ok": True, "nvtx": nvtx}
 
 
@@ -305,6 +326,7 @@ def main():
     ap.add_argument("--device", default="auto")
     ap.add_argument("--perf-ctl", help="perf stat's control FIFO (loop mode)")
     ap.add_argument("--perf-ack", help="perf stat's ack FIFO (loop mode)")
+    ap.add_argument("--gate", help="the device hold's handshake folder (ncu mode; hold_device)")
     a = ap.parse_args()
     if a.pydir:
         sys.path.insert(0, a.pydir)

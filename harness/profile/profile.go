@@ -32,6 +32,10 @@ type Options struct {
 	// Env is set in the profiled process: a device lease's variables that
 	// pin it to its device (CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES).
 	Env map[string]string
+	// Hold, when set, takes the device for the candidate's warm-up and
+	// profiled call only, not for its process's start, imports and builds
+	// (hold.go; Nsight Compute runs only).
+	Hold HoldFunc
 }
 
 func (o Options) withDefaults() Options {
