@@ -136,6 +136,68 @@ def _carried():
     return False
 
 
+# The modules _hook_inductor patches. Generated code imports both
+# (output code starts with AsyncCompile); either one imported first sets
+# the hook.
+_INDUCTOR_MODULES = ("torch._inductor.async_compile", "torch._inductor.runtime.triton_heuristics")
+
+
+class _AfterImport:
+    """A finder that runs then() once any of names has been imported,
+    where importing them now would cost every evaluation the import: in a
+    GPU worker's child, Dynamo and Inductor take 3-5 s of CPU on a loaded
+    16-core host (the parent does not preload them there), and only an
+    evaluation whose candidate or reference compiles needs them. It stays
+    in sys.meta_path once placed: the next evaluation's import hooks are
+    compared with this one's (evaluate.guards.taint)."""
+
+    def __init__(self, names, then):
+        self.names, self.then, self.busy = frozenset(names), then, False
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in self.names or self.busy:
+            return None
+        self.busy = True
+        try:
+            import importlib.util
+            spec = importlib.util.find_spec(name)
+        finally:
+            self.busy = False
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return None
+        spec.loader = _ThenLoader(spec.loader, self.then)
+        return spec
+
+
+class _ThenLoader:
+    """The module's own loader, then then(); anything else asked of it
+    (get_source, get_filename...) is the own loader's answer."""
+
+    def __init__(self, loader, then):
+        self.loader, self.then = loader, then
+
+    def __getattr__(self, name):
+        return getattr(self.loader, name)
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        self.loader.exec_module(module)
+        # Run once per module: the first may find its sibling half made
+        # (async_compile importing triton_heuristics); the second hooks.
+        self.then()
+
+
+def _hook_inductor_when_imported():
+    """_hook_inductor now where Inductor is loaded, else at its import."""
+    if any(n in sys.modules for n in _INDUCTOR_MODULES):
+        _hook_inductor()
+        return
+    if not any(isinstance(f, _AfterImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterImport(_INDUCTOR_MODULES, _hook_inductor))
+
+
 def _hook_inductor():
     """Kernels of generated code the candidate carries (an Inductor start:
     C++ built by Inductor's builder on a CPU, Triton launched by its
@@ -235,7 +297,7 @@ def install_launch_hooks(counter, uses_ext=True):
             tint.InterpretedFunction.run = irun
     except Exception:  # noqa: BLE001
         pass
-    _hook_inductor()
+    _hook_inductor_when_imported()
     try:
         import cupy
         for cls in (cupy.RawKernel, cupy.ElementwiseKernel):
