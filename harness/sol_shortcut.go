@@ -35,6 +35,10 @@ type OwnWork struct {
 	DRAMBytes float64 `json:"dram_bytes"`
 	Kernels   int     `json:"kernels"`
 	Profiler  string  `json:"profiler"`
+	// WallS is the profile's whole run, HeldS the part of it that held
+	// the device (its set-up and builds run beside other evaluations).
+	WallS float64 `json:"wall_s"`
+	HeldS float64 `json:"held_s"`
 	// BoundS is that work under the same generous ceilings the
 	// faster_than_sol check uses (checkBound): the least time it can take.
 	BoundS float64 `json:"bound_s"`
@@ -83,7 +87,7 @@ func ownWorkOf(rep profile.Report) (OwnWork, error) {
 	if !rep.Available {
 		return OwnWork{}, errors.New(rep.Missing)
 	}
-	w := OwnWork{Kernels: len(rep.Kernels), Profiler: rep.Profiler}
+	w := OwnWork{Kernels: len(rep.Kernels), Profiler: rep.Profiler, WallS: rep.WallS, HeldS: rep.HeldS}
 	for _, k := range rep.Kernels {
 		if k.DRAMBytes == nil {
 			return OwnWork{}, fmt.Errorf("the profile of kernel %q has no DRAM bytes", k.Name)

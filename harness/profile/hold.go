@@ -52,12 +52,16 @@ func runHolding(ctx context.Context, gate string, hold HoldFunc, env []string, n
 	for {
 		select {
 		case o := <-exited:
+			h.giveBack()
+			o.res.held = h.heldFor
 			return o.res, o.err
 		case <-tick.C:
 		}
 		if err := h.step(ctx); err != nil {
 			cancel()
 			o := <-exited
+			h.giveBack()
+			o.res.held = h.heldFor
 			return o.res, err
 		}
 	}
@@ -69,6 +73,8 @@ type holder struct {
 	hold    HoldFunc
 	release func()
 	held    bool // taken once: a process is held at most once
+	since   time.Time
+	heldFor time.Duration // how long it was held
 }
 
 // step takes the device at "ready" and gives it back at "done".
@@ -79,7 +85,7 @@ func (h *holder) step(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("profile: holding the device: %w", err)
 		}
-		h.release, h.held = release, true
+		h.release, h.held, h.since = release, true, time.Now()
 		if err := os.WriteFile(filepath.Join(h.gate, markGo), nil, 0o644); err != nil {
 			return fmt.Errorf("profile: device hold handshake: %w", err)
 		}
@@ -94,6 +100,6 @@ func (h *holder) marked(name string) bool { return exists(filepath.Join(h.gate, 
 func (h *holder) giveBack() {
 	if h.release != nil {
 		h.release()
-		h.release = nil
+		h.release, h.heldFor = nil, time.Since(h.since)
 	}
 }

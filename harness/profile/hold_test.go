@@ -80,7 +80,7 @@ func TestRunHoldingHoldsOnlyForTheKernels(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			_, err = runHolding(ctx, gate, hold, nil, py, "-c", holdScript, gate, tc.how, driver)
+			res, err := runHolding(ctx, gate, hold, nil, py, "-c", holdScript, gate, tc.how, driver)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err %v, want an error: %v", err, tc.wantErr)
 			}
@@ -92,6 +92,9 @@ func TestRunHoldingHoldsOnlyForTheKernels(t *testing.T) {
 			}
 			if taken != tc.taken || released != tc.release {
 				t.Fatalf("held %d times, given back %d times; want %d and %d", taken, released, tc.taken, tc.release)
+			}
+			if (res.held > 0) != (tc.taken > 0) {
+				t.Fatalf("reported held for %s; held %d times", res.held, taken)
 			}
 		})
 	}

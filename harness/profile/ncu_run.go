@@ -92,7 +92,7 @@ func runNCU(ctx context.Context, ncu, ref, cand string, opt Options) (Report, er
 	if len(kernels) == 0 {
 		rep.Notes = append(rep.Notes, "ncu profiled no kernels inside the candidate's forward")
 	}
-	rep.WallS = time.Since(t0).Seconds()
+	rep.WallS, rep.HeldS = time.Since(t0).Seconds(), res.held.Seconds()
 	return rep, nil
 }
 

@@ -67,7 +67,11 @@ type Report struct {
 	CPU       *CPUProfile   `json:"cpu,omitempty"`
 	Model     *ModelProfile `json:"model,omitempty"`
 	WallS     float64       `json:"wall_s"`
-	Notes     []string      `json:"notes,omitempty"`
+	// HeldS is how long the run held the device for the candidate's
+	// kernels (Options.Hold; the own-work check reports it); 0 where it
+	// held none itself.
+	HeldS float64  `json:"-"`
+	Notes []string `json:"notes,omitempty"`
 }
 
 func lookPath(explicit string, names ...string) string {

@@ -30,6 +30,7 @@ func writeDriver(dir string) (string, error) {
 type procResult struct {
 	stdout, stderr string
 	wall           time.Duration
+	held           time.Duration // the device held for its kernels (runHolding)
 }
 
 // run executes a command in its own process group; a context deadline kills
