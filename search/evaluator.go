@@ -21,3 +21,16 @@ type FreshEvaluator interface {
 	Evaluator
 	EvaluateFresh(ctx context.Context, p Problem, code string) (*Result, error)
 }
+
+// StartEvaluator is a FreshEvaluator that can leave to the run's later
+// evaluations what only they need. Every other evaluation of a run waits
+// for its start node's result, so what the start spends holds the whole
+// run: on a GPU, timing torch.compile of the reference (11-12 s of CPU on
+// the H200 host for llm/softmax, most of it Dynamo's and Inductor's
+// import and code generation). withCompile says the start needs that
+// timing itself: the run's fitness is over torch.compile, or no later
+// evaluation would measure it.
+type StartEvaluator interface {
+	FreshEvaluator
+	EvaluateStart(ctx context.Context, p Problem, code string, withCompile bool) (*Result, error)
+}

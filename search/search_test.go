@@ -67,3 +67,37 @@ func TestSummarize(t *testing.T) {
 		t.Fatalf("best %+v start %+v", s.Best, s.Start)
 	}
 }
+
+// A node without a torch.compile timing of its own (evaluated while
+// another node measured it; a start that left it to later evaluations) is
+// summarized against the run's: the earliest measurement. A node that has
+// its own keeps it, and a failed one gets none.
+func TestSummarizeAgainstTheRunsCompileTiming(t *testing.T) {
+	run := &Run{ID: "r", Problem: Problem{Name: "p", Target: "nvidia"}, Baseline: BaselineEager, BestNode: 4}
+	nodes := []*Node{
+		{ID: 1, State: NodeDone, Result: &Result{Verdict: VerdictPass, Correct: true, TimeS: 4, EagerS: 2}},
+		{ID: 2, Parents: []int64{1}, State: NodeDone, Result: &Result{Verdict: VerdictIncorrect}},
+		{ID: 3, Parents: []int64{1}, State: NodeDone, Result: &Result{Verdict: VerdictPass, Correct: true, TimeS: 3, EagerS: 2, CompileS: 1.5, SpeedupVsCompile: 0.5}},
+		{ID: 4, Parents: []int64{1}, State: NodeDone, Result: &Result{Verdict: VerdictPass, Correct: true, TimeS: 1, EagerS: 2, Fitness: 2}},
+		{ID: 5, Parents: []int64{3}, State: NodeDone, Result: &Result{Verdict: VerdictPass, Correct: true, TimeS: 2, CompileS: 9, SpeedupVsCompile: 4.5}},
+	}
+	cases := []struct {
+		best int64
+		want float64
+	}{
+		{4, 1.5}, // none of its own: the run's, node 3's
+		{5, 4.5}, // its own
+		{2, 0},   // failed: no speedup
+		{3, 0.5}, // the measurement itself
+	}
+	for _, tc := range cases {
+		run.BestNode = tc.best
+		s := Summarize(run, nodes)
+		if s.Best.SpeedupVsCompile != tc.want {
+			t.Errorf("best node %d: %v over torch.compile, want %v", tc.best, s.Best.SpeedupVsCompile, tc.want)
+		}
+	}
+	if s := Summarize(run, nodes); s.Start.SpeedupVsCompile != 1.5/4 {
+		t.Errorf("start: %v over torch.compile, want the run's timing over its own %v", s.Start.SpeedupVsCompile, 1.5/4)
+	}
+}

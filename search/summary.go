@@ -80,27 +80,54 @@ func Summarize(r *Run, nodes []*Node) Summary {
 			}
 		}
 	}
+	compileS := RunCompileS(nodes)
 	if root != nil && root.Result != nil {
-		s.Start = summarizeNode(root, root)
+		s.Start = summarizeNode(root, root, compileS)
 	}
 	best := g.Node(r.BestNode)
 	if best == nil {
 		best = g.Best()
 	}
 	if best != nil {
-		s.Best = summarizeNode(best, root)
+		s.Best = summarizeNode(best, root, compileS)
 	}
 	return s
 }
 
-func summarizeNode(n, root *Node) *NodeSummary {
+// RunCompileS is the run's torch.compile timing of the reference: the
+// earliest node's that has one (the others reuse that measurement). A
+// node evaluated while another was measuring it has none of its own, the
+// start among them where it left the timing to later evaluations
+// (StartEvaluator); the summary puts such a node against the run's.
+func RunCompileS(nodes []*Node) float64 {
+	first := int64(0)
+	var t float64
+	for _, n := range nodes {
+		if r := n.Result; r != nil && r.CompileS > 0 && (first == 0 || n.ID < first) {
+			first, t = n.ID, r.CompileS
+		}
+	}
+	return t
+}
+
+func summarizeNode(n, root *Node, compileS float64) *NodeSummary {
 	ns := &NodeSummary{ID: n.ID, Notes: n.Notes}
 	if r := n.Result; r != nil {
-		ns.Verdict, ns.TimeS, ns.SpeedupVsEager, ns.SpeedupVsCompile = r.Verdict, r.TimeS, r.SpeedupVsEager, r.SpeedupVsCompile
+		ns.Verdict, ns.TimeS, ns.SpeedupVsEager, ns.SpeedupVsCompile = r.Verdict, r.TimeS, r.SpeedupVsEager, SpeedupVsCompileOf(r, compileS)
 		ns.PctOfSOL, ns.SOLScore, ns.Fitness = r.PctOfSOL, r.SOLScore, r.Fitness
 		if root != nil && root.Result != nil && root.Result.TimeS > 0 && r.TimeS > 0 && r.Verdict == VerdictPass {
 			ns.SpeedupOverStart = root.Result.TimeS / r.TimeS
 		}
 	}
 	return ns
+}
+
+// SpeedupVsCompileOf is r's speedup over torch.compile: its own where it
+// has one, else over the run's timing (RunCompileS) for a kernel that
+// passed; 0 where neither is known.
+func SpeedupVsCompileOf(r *Result, runCompileS float64) float64 {
+	if r.SpeedupVsCompile > 0 || runCompileS <= 0 || r.TimeS <= 0 || r.Verdict != VerdictPass {
+		return r.SpeedupVsCompile
+	}
+	return runCompileS / r.TimeS
 }

@@ -448,9 +448,17 @@ func (d *driver) evaluate(ctx context.Context, n *search.Node) error {
 }
 
 // measure evaluates code; the start node fresh, never from the
-// evaluation service's cache, where the service can tell them apart.
+// evaluation service's cache, where the service can tell them apart, and
+// without the torch.compile timing where the run's fitness does not need
+// it from the start (search.StartEvaluator).
 func (d *driver) measure(ctx context.Context, p search.Problem, code string, start bool) (*search.Result, error) {
-	if fe, ok := d.e.Eval.(search.FreshEvaluator); ok && start {
+	if !start {
+		return d.e.Eval.Evaluate(ctx, p, code)
+	}
+	if se, ok := d.e.Eval.(search.StartEvaluator); ok {
+		return se.EvaluateStart(ctx, p, code, d.run.Baseline == search.BaselineCompile || d.run.Budget.Evals == 1)
+	}
+	if fe, ok := d.e.Eval.(search.FreshEvaluator); ok {
 		return fe.EvaluateFresh(ctx, p, code)
 	}
 	return d.e.Eval.Evaluate(ctx, p, code)

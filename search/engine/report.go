@@ -90,6 +90,7 @@ func ReportInput(d *ReportData, ceil *sol.Ceilings) (report.Run, []report.Node, 
 		out.BestNodeID = strconv.FormatInt(r.BestNode, 10)
 	}
 	var nodes []report.Node
+	compileS := search.RunCompileS(d.Nodes)
 	for _, n := range d.Nodes {
 		rn := report.Node{ID: strconv.FormatInt(n.ID, 10), Code: n.Code, Language: n.Language, Operator: n.Operator,
 			CreatedAt: n.CreatedAt, EvalSeq: n.EvalSeq, Island: n.Island, Notes: n.Notes, Diagnosis: n.Diagnosis,
@@ -117,7 +118,7 @@ func ReportInput(d *ReportData, ceil *sol.Ceilings) (report.Run, []report.Node, 
 			if res.TimeS > 0 {
 				rn.Timing = reportTiming(res)
 			}
-			rn.SpeedupEager, rn.SpeedupCompile = pos(res.SpeedupVsEager), pos(res.SpeedupVsCompile)
+			rn.SpeedupEager, rn.SpeedupCompile = pos(res.SpeedupVsEager), pos(search.SpeedupVsCompileOf(res, compileS))
 			rn.TSolS = pos(res.SOLSeconds)
 			if res.SOLSeconds > 0 && res.TimeS > 0 {
 				rn.SolScore, rn.PctOfSol = ptr(res.SOLScore), pos(res.PctOfSOL)

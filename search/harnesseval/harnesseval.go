@@ -45,7 +45,7 @@ func New(ev *harness.Evaluator, ceil *sol.Ceilings, timeout time.Duration, kerne
 }
 
 var (
-	_ search.FreshEvaluator = (*Adapter)(nil)
+	_ search.StartEvaluator = (*Adapter)(nil)
 	_ harness.CostReader    = (*Adapter)(nil)
 )
 
@@ -65,7 +65,29 @@ func (a *Adapter) EvaluateFresh(ctx context.Context, p search.Problem, code stri
 	return a.evaluate(ctx, p, code, true)
 }
 
+// EvaluateStart is EvaluateFresh for a run's start node. Without
+// withCompile it leaves the reference's torch.compile timing to the run's
+// next evaluation (the first to claim it measures it, harness
+// claimCompile) rather than holding every other one while it compiles.
+func (a *Adapter) EvaluateStart(ctx context.Context, p search.Problem, code string, withCompile bool) (*search.Result, error) {
+	o := a.options(p, true)
+	if !withCompile {
+		o.CompileReference = new(bool)
+	}
+	return a.run(ctx, p, code, o)
+}
+
 func (a *Adapter) evaluate(ctx context.Context, p search.Problem, code string, retime bool) (*search.Result, error) {
+	return a.run(ctx, p, code, a.options(p, retime))
+}
+
+// options are the harness's options for one evaluation of a problem.
+func (a *Adapter) options(p search.Problem, retime bool) harness.Options {
+	return harness.Options{Target: p.Target, Device: a.Device, Timeout: a.Timeout, Trials: a.Trials, SkipTiming: a.SkipTiming, Progress: a.Progress,
+		KernelPolicy: a.KernelPolicy, Retime: retime}
+}
+
+func (a *Adapter) run(ctx context.Context, p search.Problem, code string, o harness.Options) (*search.Result, error) {
 	if a.Ev == nil {
 		return nil, fmt.Errorf("evaluate: no evaluator")
 	}
@@ -76,9 +98,7 @@ func (a *Adapter) evaluate(ctx context.Context, p search.Problem, code string, r
 	}
 	// The service bounds every timed evaluation by the speed of light of
 	// the device it ran on (and flags a candidate faster than that).
-	hr, err := a.Ev.Evaluate(ctx, prob, harness.Candidate{Code: code}, nil,
-		harness.Options{Target: p.Target, Device: a.Device, Timeout: a.Timeout, Trials: a.Trials, SkipTiming: a.SkipTiming, Progress: a.Progress,
-			KernelPolicy: a.KernelPolicy, Retime: retime})
+	hr, err := a.Ev.Evaluate(ctx, prob, harness.Candidate{Code: code}, nil, o)
 	if err != nil {
 		return nil, err
 	}
