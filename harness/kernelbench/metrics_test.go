@@ -172,7 +172,7 @@ func TestSummaryDeviceBusyLine(t *testing.T) {
 		sum  Summary
 		want string
 	}{
-		{"device held", Summary{DeviceBusyShare: 0.774, DeviceHeldS: 91.94}, "device busy: 77% of the wall (some evaluation held the device phase 91.9 s)"},
+		{"device held", Summary{DeviceBusyShare: 0.774, DeviceHeldS: 91.94}, "device busy: 77% of the wall (device phases held it 91.9 s in all)"},
 		{"no device phase (CPU)", Summary{}, ""},
 	} {
 		tc.sum.Metrics = Compute(nil)

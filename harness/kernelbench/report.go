@@ -65,7 +65,7 @@ func (s *Summary) WriteTextFull(w io.Writer, full bool) {
 		fmt.Fprintf(w, "throughput: %d evaluated in %.0f s, %.1f a minute\n", s.Evaluated, s.WallS, s.EvalsPerMinute)
 	}
 	if s.DeviceHeldS > 0 {
-		fmt.Fprintf(w, "device busy: %.0f%% of the wall (some evaluation held the device phase %.1f s)\n", 100*s.DeviceBusyShare, s.DeviceHeldS)
+		fmt.Fprintf(w, "device busy: %.0f%% of the wall (device phases held it %.1f s in all)\n", 100*s.DeviceBusyShare, s.DeviceHeldS)
 	}
 	if s.DevicePhaseMedianS > 0 {
 		fmt.Fprintf(w, "device phase: median %.2f s held against %.3f s of correctness and timing (%s)\n",
