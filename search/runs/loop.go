@@ -86,11 +86,15 @@ func (m *Manager) agentDrive(ctx context.Context, id string, resume bool) (*driv
 		if live {
 			return d, false, nil
 		}
-		// The drive was ending (paused or finished): decide on the run as
-		// it now stands.
-		if run, err = m.run(ctx, id); err != nil {
-			return nil, false, err
-		}
+	}
+	// No drive of this server holds the run now: decide on it as it now
+	// stands. A drive that ended since the read above (its budget spent by
+	// the submit just answered) wrote the run's final status first, which
+	// that read may have missed: taken for a run still running, it was
+	// resumed, and the caller got "give a larger budget" instead of the
+	// ended run's answer.
+	if run, err = m.run(ctx, id); err != nil {
+		return nil, false, err
 	}
 	switch {
 	case finished(run.Status):
