@@ -48,23 +48,18 @@ func runHolding(ctx context.Context, gate string, hold HoldFunc, env []string, n
 		exited <- outcome{res, err}
 	}()
 	h := &holder{gate: gate, hold: hold}
-	defer h.giveBack()
 	tick := time.NewTicker(holdPoll)
 	defer tick.Stop()
 	for {
 		select {
 		case o := <-exited:
-			h.giveBack()
-			o.res.held = h.heldFor
-			return o.res, o.err
+			return h.end(o.res), o.err
 		case <-tick.C:
 		}
 		if err := h.step(ctx); err != nil {
 			cancel()
 			o := <-exited
-			h.giveBack()
-			o.res.held = h.heldFor
-			return o.res, err
+			return h.end(o.res), err
 		}
 	}
 }
@@ -74,20 +69,19 @@ type holder struct {
 	gate    string
 	hold    HoldFunc
 	release func()
-	held    bool // taken once: a process is held at most once
-	since   time.Time
+	since   time.Time     // when it was held (zero: not yet; a process is held at most once)
 	heldFor time.Duration // how long it was held
 }
 
 // step takes the device at "ready" and gives it back at "done".
 func (h *holder) step(ctx context.Context) error {
 	switch {
-	case !h.held && h.marked(markReady):
+	case h.since.IsZero() && h.marked(markReady):
 		release, err := h.hold(ctx)
 		if err != nil {
 			return fmt.Errorf("profile: holding the device: %w", err)
 		}
-		h.release, h.held, h.since = release, true, time.Now()
+		h.release, h.since = release, time.Now()
 		if err := os.WriteFile(filepath.Join(h.gate, markGo), nil, 0o644); err != nil {
 			return fmt.Errorf("profile: device hold handshake: %w", err)
 		}
@@ -98,6 +92,14 @@ func (h *holder) step(ctx context.Context) error {
 }
 
 func (h *holder) marked(name string) bool { return exists(filepath.Join(h.gate, name)) }
+
+// end gives the device back once the process has exited and says in res
+// how long it was held.
+func (h *holder) end(res procResult) procResult {
+	h.giveBack()
+	res.held = h.heldFor
+	return res
+}
 
 func (h *holder) giveBack() {
 	if h.release != nil {

@@ -45,18 +45,20 @@ func runNCU(ctx context.Context, ncu, ref, cand string, opt Options) (Report, er
 		return Report{}, err
 	}
 	report := filepath.Join(dir, "report")
-	dargs := driverArgs(driver, "ncu", opt, ref, cand)
-	var res procResult
-	var runErr error
+	dargs, gate := driverArgs(driver, "ncu", opt, ref, cand), filepath.Join(dir, "gate")
 	if opt.Hold != nil {
-		gate := filepath.Join(dir, "gate")
 		if err := os.Mkdir(gate, 0o755); err != nil {
 			return Report{}, fmt.Errorf("ncu: %w", err)
 		}
-		args := ncuArgs(report, opt.LaunchCount, opt.Metrics, opt.Python, append(dargs, "--gate", gate))
+		dargs = append(dargs, "--gate", gate)
+	}
+	args := ncuArgs(report, opt.LaunchCount, opt.Metrics, opt.Python, dargs)
+	var res procResult
+	var runErr error
+	if opt.Hold != nil {
 		res, runErr = runHolding(ctx, gate, opt.Hold, shapesEnv(opt), ncu, args...)
 	} else {
-		res, runErr = run(ctx, shapesEnv(opt), ncu, ncuArgs(report, opt.LaunchCount, opt.Metrics, opt.Python, dargs)...)
+		res, runErr = run(ctx, shapesEnv(opt), ncu, args...)
 	}
 	if errors.Is(runErr, context.DeadlineExceeded) {
 		return Report{}, fmt.Errorf("ncu: %w", runErr)
