@@ -85,7 +85,7 @@ func NewEvaluator(cfg EvalConfig) (*Evaluator, error) {
 	// Compiled kernels (kevolve loaders, load_inline builds) live beside the
 	// worker's files, under the same cache root.
 	w, err := worker.New(worker.Config{Python: cfg.Python, CacheDir: cfg.CacheDir, Logger: cfg.Logger,
-		Env: map[string]string{"KEVOLVE_CACHE_DIR": filepath.Join(cfg.CacheDir, "kernels")}})
+		Env: map[string]string{"KEVOLVE_CACHE_DIR": kernelCache(cfg.CacheDir)}})
 	if err != nil {
 		return nil, fmt.Errorf("evaluator: %w", err)
 	}
@@ -97,6 +97,9 @@ func NewEvaluator(cfg EvalConfig) (*Evaluator, error) {
 	return &Evaluator{cfg: cfg, w: w, log: cfg.Logger, pools: map[target.Name]*lease.Pool{},
 		compileStats: map[string]*baseline{}, compileOwn: map[string]bool{}, compileBusy: map[string]bool{}, work: map[string]*workCall{}}, nil
 }
+
+// kernelCache is the compiled kernels' folder under the cache root.
+func kernelCache(root string) string { return filepath.Join(root, "kernels") }
 
 // PyDir is the folder holding the worker's Python, the kevolve package
 // included; other harness jobs (profiling) put it on sys.path.

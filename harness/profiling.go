@@ -97,6 +97,7 @@ func Profile(ctx context.Context, ev *Evaluator, p Problem, c Candidate, o Profi
 		if opt.PyDir == "" {
 			opt.PyDir = ev.PyDir()
 		}
+		opt.CacheDir = kernelCache(ev.cfg.CacheDir)
 	}
 	progress := o.Progress
 	if progress == nil {

@@ -73,7 +73,7 @@ func (e *Evaluator) ownWorkFor(t target.Name, ref, cand Source, shapes string, e
 			return OwnWork{}, err
 		}
 		defer cleanCand()
-		rep, err := profile.Profile(ctx, refPath, candPath, profile.Options{Python: e.cfg.Python, PyDir: e.PyDir(), Backend: "ncu",
+		rep, err := profile.Profile(ctx, refPath, candPath, profile.Options{Python: e.cfg.Python, PyDir: e.PyDir(), CacheDir: kernelCache(e.cfg.CacheDir), Backend: "ncu",
 			Shapes: shapes, Env: env, Metrics: profile.OwnWorkMetrics, LaunchCount: 200, Timeout: ownWorkTimeout, Hold: exclusive})
 		if err != nil {
 			return OwnWork{}, err

@@ -92,16 +92,12 @@ func runCPU(ctx context.Context, ref, cand string, opt Options) (Report, error) 
 	ctx, cancel := context.WithTimeout(ctx, opt.Timeout)
 	defer cancel()
 	t0 := time.Now()
-	dir, err := os.MkdirTemp("", "kevolve-cpuprof-")
-	if err != nil {
-		return Report{}, fmt.Errorf("cpu profile: temp dir: %w", err)
-	}
-	defer os.RemoveAll(dir)
-	driver, err := writeDriver(dir)
+	d, err := newDriverRun("kevolve-cpuprof-", ref, cand)
 	if err != nil {
 		return Report{}, err
 	}
-	res, runErr := run(ctx, append(shapesEnv(opt), "CUDA_VISIBLE_DEVICES="), opt.Python, driverArgs(driver, "cpu", opt, ref, cand)...)
+	defer d.close()
+	res, runErr := run(ctx, append(shapesEnv(opt), "CUDA_VISIBLE_DEVICES="), opt.Python, d.args("cpu", opt)...)
 	if errors.Is(runErr, context.DeadlineExceeded) {
 		return Report{}, fmt.Errorf("cpu profile: %w", runErr)
 	}
@@ -110,14 +106,14 @@ func runCPU(ctx context.Context, ref, cand string, opt Options) (Report, error) 
 		return Report{}, fmt.Errorf("cpu profile: %w (stderr: %s; exit: %v)", err, clip(res.stderr, 800), runErr)
 	}
 	cp.HostLoad = loadAverage()
-	rep := Report{Mode: "kernel", Profiler: "torch.profiler", Available: true, CPU: &cp}
+	rep := Report{Mode: "kernel", Profiler: "torch.profiler", Available: true, CPU: &cp, Notes: jailNotes(opt, res.stdout)}
 	if rf := opt.Roofline; rf != nil {
 		cp.Roofline = rf
 		if rf.TSolUs > 0 && cp.WallUsPerIter > 0 {
 			cp.PctOfSol = f64(100 * rf.TSolUs / cp.WallUsPerIter)
 		}
 	}
-	if countCPU(ctx, driver, ref, cand, opt, &cp) {
+	if countCPU(ctx, d, opt, &cp) {
 		rep.Profiler = "torch.profiler+perf"
 	}
 	rep.Findings = diagnoseCPU(cp)

@@ -47,12 +47,46 @@ def setup(a, device, want_candidate=True, gate=None):
     init = ref.get_init_inputs() if hasattr(ref, "get_init_inputs") else []
     inputs = ref.get_inputs()
     if want_candidate:
+        harness_builds(a, device)
         cand = load(a.candidate, "kevolve_candidate")
         model = cand.ModelNew(*init)
     else:
         model = ref.Model(*init)
     hold_device(gate)
     return model.to(device).eval(), to(inputs, device)
+
+
+def harness_builds(a, device):
+    """A candidate's load_inline goes through the harness's loader
+    (kevolve._inline), as in its evaluation: an extension the harness's
+    build step made is loaded from the shared cache (read-only here), not
+    built again under the profiler. The loader reads the device's
+    architecture, so CUDA is set up first."""
+    if not a.pydir:
+        return
+    with open(a.candidate) as f:
+        code = f.read()
+    if "load_inline" not in code and "cpp_extension" not in code:
+        return
+    import torch
+    if device == "cuda":
+        torch.cuda.init()
+    import kevolve
+    kevolve.patch_load_inline()
+
+
+def enter_jail(a):
+    """The jail of sandbox/profiled.py, entered before torch is imported or
+    the reference and candidate are read; its report, or None unjailed."""
+    if not a.jail:
+        return None
+    # The jail's cwd is its own folder: relative paths are read from here.
+    a.ref = os.path.abspath(a.ref)
+    a.candidate = a.candidate and os.path.abspath(a.candidate)
+    from sandbox import profiled
+    reads = [os.path.abspath(__file__), a.pydir, a.ref] + ([a.candidate] if a.candidate else [])
+    return profiled.enter(a.jail, reads, counters=a.mode == "ncu", by_cgroup=a.jail_cgroup,
+                          network=not a.jail_no_network, deadline_s=a.deadline_s)
 
 
 # The device hold's handshake with the Go side (profile/hold.go), in the
@@ -327,6 +361,10 @@ def main():
     ap.add_argument("--perf-ctl", help="perf stat's control FIFO (loop mode)")
     ap.add_argument("--perf-ack", help="perf stat's ack FIFO (loop mode)")
     ap.add_argument("--gate", help="the device hold's handshake folder (ncu mode; hold_device)")
+    ap.add_argument("--jail", help="the folder of the jail's own (sandbox/profiled.py), needs --pydir")
+    ap.add_argument("--jail-no-network", action="store_true", help="the jail gets a network namespace of its own")
+    ap.add_argument("--jail-cgroup", action="store_true", help="a cgroup holds the jail's processes, not a PID namespace")
+    ap.add_argument("--deadline-s", type=float, default=0, help="when the jail's cgroup is killed")
     a = ap.parse_args()
     if a.pydir:
         sys.path.insert(0, a.pydir)
@@ -334,10 +372,13 @@ def main():
         print(json.dumps({"error": "mode %s needs --candidate" % a.mode}))
         return 2
     try:
+        jail = enter_jail(a)
         res = {"ncu": mode_ncu, "cpu": mode_cpu, "loop": mode_loop, "model": mode_model}[a.mode](a)
     except Exception as e:
         print(json.dumps({"error": "%s: %s" % (type(e).__name__, e)}))
         return 1
+    if jail is not None:
+        res["sandbox"] = {k: jail.get(k, {}) for k in ("active", "missing", "replaced")}
     print(json.dumps(res))
     return 0
 

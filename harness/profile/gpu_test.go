@@ -27,9 +27,10 @@ func TestNCUGPU(t *testing.T) {
 		{"coalesced", "ref_copy.py", "cand_copy.py", []string{MemoryBound}, []string{Uncoalesced}, ""},
 		{"regheavy", "ref_poly.py", "cand_regheavy.py", []string{OccupancyLimited, RegisterPressure}, nil, "registers"},
 	}
+	pydir := harnessPyDir(t)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			opt := Options{Backend: "ncu", Timeout: 3 * time.Minute}
+			opt := Options{Backend: "ncu", Timeout: 3 * time.Minute, PyDir: pydir}
 			if d := os.Getenv("KEVOLVE_RECORD_DIR"); d != "" {
 				opt.RecordDir = filepath.Join(d, c.name)
 			}
@@ -83,13 +84,19 @@ func TestProfileModelGPU(t *testing.T) {
 	if os.Getenv("KEVOLVE_GPU") != "1" {
 		t.Skip("needs KEVOLVE_GPU=1 (GPU box)")
 	}
-	rep, err := ProfileModel(context.Background(), filepath.Join("testdata", "cpu", "ref_mlp.py"), Options{Timeout: 3 * time.Minute})
+	pydir := harnessPyDir(t)
+	rep, err := ProfileModel(context.Background(), filepath.Join("testdata", "cpu", "ref_mlp.py"), Options{Timeout: 3 * time.Minute, PyDir: pydir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := rep.Model
 	if m == nil || m.Device != "cuda" || len(m.Ops) == 0 {
 		t.Fatalf("model profile: %+v", rep)
+	}
+	for _, n := range rep.Notes {
+		if strings.Contains(n, "jail") {
+			t.Errorf("the jail was not whole: %s", n)
+		}
 	}
 	b, _ := json.MarshalIndent(m, "", "  ")
 	kernels := map[string]bool{}

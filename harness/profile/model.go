@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 )
 
@@ -31,16 +30,12 @@ func ProfileModel(ctx context.Context, modelFile string, opt Options) (Report, e
 	ctx, cancel := context.WithTimeout(ctx, opt.Timeout)
 	defer cancel()
 	t0 := time.Now()
-	dir, err := os.MkdirTemp("", "kevolve-model-")
-	if err != nil {
-		return Report{}, fmt.Errorf("profile model: temp dir: %w", err)
-	}
-	defer os.RemoveAll(dir)
-	driver, err := writeDriver(dir)
+	d, err := newDriverRun("kevolve-model-", modelFile, "")
 	if err != nil {
 		return Report{}, err
 	}
-	args := driverArgs(driver, "model", opt, modelFile, "")
+	defer d.close()
+	args := d.args("model", opt)
 	env := shapesEnv(opt)
 	if opt.Backend == "cpu" {
 		args = append(args, "--device", "cpu")
@@ -54,7 +49,8 @@ func ProfileModel(ctx context.Context, modelFile string, opt Options) (Report, e
 	if err := driverJSON(res.stdout, &mp); err != nil {
 		return Report{}, fmt.Errorf("profile model: %w (stderr: %s; exit: %v)", err, clip(res.stderr, 800), runErr)
 	}
-	rep := Report{Mode: "model", Profiler: "torch.profiler", Available: true, Model: &mp, WallS: time.Since(t0).Seconds()}
+	rep := Report{Mode: "model", Profiler: "torch.profiler", Available: true, Model: &mp, WallS: time.Since(t0).Seconds(),
+		Notes: jailNotes(opt, res.stdout)}
 	if len(mp.Ops) > 0 {
 		top := mp.Ops[0]
 		rep.Notes = append(rep.Notes, fmt.Sprintf("write %s first: %.1f%% of %s, Amdahl headroom %.2fx", top.Op, 100*top.Share, mp.TimeBasis, deref(top.AmdahlHeadroom)))

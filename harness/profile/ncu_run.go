@@ -35,17 +35,15 @@ func runNCU(ctx context.Context, ncu, ref, cand string, opt Options) (Report, er
 	ctx, cancel := context.WithTimeout(ctx, opt.Timeout)
 	defer cancel()
 	t0 := time.Now()
-	dir, err := os.MkdirTemp("", "kevolve-ncu-")
-	if err != nil {
-		return Report{}, fmt.Errorf("ncu: temp dir: %w", err)
-	}
-	defer os.RemoveAll(dir)
-	driver, err := writeDriver(dir)
+	d, err := newDriverRun("kevolve-ncu-", ref, cand)
 	if err != nil {
 		return Report{}, err
 	}
-	report := filepath.Join(dir, "report")
-	dargs, gate := driverArgs(driver, "ncu", opt, ref, cand), filepath.Join(dir, "gate")
+	defer d.close()
+	// The report is ncu's front end's, outside the jail; the gate is the
+	// jailed driver's to mark, so it lies in its folder.
+	report := filepath.Join(d.dir, "report")
+	dargs, gate := d.args("ncu", opt), filepath.Join(d.work, "gate")
 	if opt.Hold != nil {
 		if err := os.Mkdir(gate, 0o755); err != nil {
 			return Report{}, fmt.Errorf("ncu: %w", err)
@@ -87,7 +85,8 @@ func runNCU(ctx context.Context, ncu, ref, cand string, opt Options) (Report, er
 	if err != nil {
 		return Report{}, err
 	}
-	rep := Report{Mode: "kernel", Profiler: "ncu", Available: true, Kernels: kernels, Findings: Diagnose(kernels)}
+	rep := Report{Mode: "kernel", Profiler: "ncu", Available: true, Kernels: kernels, Findings: Diagnose(kernels),
+		Notes: jailNotes(opt, res.stdout)}
 	if len(kernels) >= opt.LaunchCount {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("stopped at --launch-count %d: the candidate may launch more kernels", opt.LaunchCount))
 	}

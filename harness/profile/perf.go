@@ -19,13 +19,13 @@ var perfEvents = []string{"task-clock", "context-switches", "cpu-migrations", "p
 // countCPU reads perf counters over the candidate's timed loop into cp and
 // reports whether perf ran; where no hardware counter could be read,
 // cp.CountersUnavailable says why in words, never a made-up figure.
-func countCPU(ctx context.Context, driver, ref, cand string, opt Options, cp *CPUProfile) bool {
+func countCPU(ctx context.Context, d *driverRun, opt Options, cp *CPUProfile) bool {
 	perf := lookPath(opt.Perf, "perf")
 	if perf == "" {
 		cp.CountersUnavailable = "perf is not installed (package linux-perf or linux-tools): no hardware counters were read; " + pmuState()
 		return false
 	}
-	if err := perfStat(ctx, perf, driver, ref, cand, opt, cp); err != nil {
+	if err := perfStat(ctx, perf, d, opt, cp); err != nil {
 		cp.CountersUnavailable = "perf stat failed, no counters were read: " + err.Error()
 		return false
 	}
@@ -41,16 +41,16 @@ func countCPU(ctx context.Context, driver, ref, cand string, opt Options, cp *CP
 // `perf stat -x,`, counting only the loop: perf starts with its events off
 // (-D -1) and the driver turns them on and off through perf's control
 // FIFOs around the loop, so torch's import and the build are not counted.
-func perfStat(ctx context.Context, perf, driver, ref, cand string, opt Options, cp *CPUProfile) error {
-	dir := filepath.Dir(driver)
-	ctl, ack := filepath.Join(dir, "perf-ctl.fifo"), filepath.Join(dir, "perf-ack.fifo")
+func perfStat(ctx context.Context, perf string, d *driverRun, opt Options, cp *CPUProfile) error {
+	// In the driver's own folder: the jailed driver writes only there.
+	ctl, ack := filepath.Join(d.work, "perf-ctl.fifo"), filepath.Join(d.work, "perf-ack.fifo")
 	for _, f := range []string{ctl, ack} {
 		if err := syscall.Mkfifo(f, 0o600); err != nil {
 			return fmt.Errorf("perf control fifo: %w", err)
 		}
 	}
 	args := append([]string{"stat", "-x,", "-e", strings.Join(perfEvents, ","), "-D", "-1", "--control", "fifo:" + ctl + "," + ack, "--", opt.Python},
-		driverArgs(driver, "loop", opt, ref, cand)...)
+		d.args("loop", opt)...)
 	args = append(args, "--seconds", "2", "--perf-ctl", ctl, "--perf-ack", ack)
 	res, err := run(ctx, append(shapesEnv(opt), "CUDA_VISIBLE_DEVICES="), perf, args...)
 	if err != nil {

@@ -12,8 +12,17 @@ import (
 
 // Options control a profiling run. Zero values pick sensible defaults.
 type Options struct {
-	Python      string // toolchain.Python() when empty
-	PyDir       string // the harness's py dir, put on sys.path (from kevolve import ...)
+	Python string // toolchain.Python() when empty
+	// PyDir is the harness's py dir, put on sys.path (from kevolve
+	// import ...). Where it is set, the profiled process runs in the jail
+	// of sandbox/profiled.py, the candidate's code never with the
+	// server's identity; where not (a bare profile of files the caller
+	// wrote), it runs as the caller.
+	PyDir string
+	// CacheDir is the harness's kernel cache (KEVOLVE_CACHE_DIR), read-only
+	// to the profiled process: the load_inline extensions its build step
+	// made are loaded from there instead of built under the profiler.
+	CacheDir    string
 	Backend     string // auto | ncu | rocprof | cpu
 	NCU         string // ncu binary; PATH, then /usr/local/cuda/bin/ncu
 	Rocprof     string // rocprofv3 binary; PATH
@@ -36,6 +45,10 @@ type Options struct {
 	// profiled call only, not for its process's start, imports and builds
 	// (hold.go; Nsight Compute runs only).
 	Hold HoldFunc
+	// jailByCgroup holds the profiled process's processes by a cgroup
+	// rather than a PID namespace in every mode, not only under the
+	// profilers that need it (tests run that jail on the CPU).
+	jailByCgroup bool
 }
 
 func (o Options) withDefaults() Options {

@@ -14,6 +14,17 @@ import (
 
 func python(t *testing.T) string { return toolchaintest.Python(t) }
 
+// harnessPyDir is the harness's py dir (Options.PyDir): the kevolve
+// loaders and the timer resolve there, and a profile given it is jailed.
+func harnessPyDir(t *testing.T) string {
+	t.Helper()
+	d, err := filepath.Abs(filepath.Join("..", "worker", "py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 func near(p *float64, want, tol float64) bool { return p != nil && math.Abs(*p-want) <= tol }
 
 func has(fs []Finding, b string) *Finding {
@@ -301,9 +312,15 @@ func contains(xs []string, s string) bool {
 // matmuls dominate and the headroom is Amdahl's 1/(1-share).
 func TestProfileModelCPU(t *testing.T) {
 	py := python(t)
-	rep, err := ProfileModel(context.Background(), filepath.Join("testdata", "cpu", "ref_mlp.py"), Options{Python: py, Backend: "cpu"})
+	pydir := harnessPyDir(t)
+	rep, err := ProfileModel(context.Background(), filepath.Join("testdata", "cpu", "ref_mlp.py"), Options{Python: py, Backend: "cpu", PyDir: pydir})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, n := range rep.Notes {
+		if strings.Contains(n, "jail") && os.Geteuid() == 0 {
+			t.Errorf("the jail was not whole: %s", n)
+		}
 	}
 	m := rep.Model
 	if m == nil || len(m.Ops) < 3 || m.Device != "cpu" {
@@ -385,10 +402,7 @@ func TestUnitScale(t *testing.T) {
 // its table says nothing of Nsight Compute.
 func TestProfileCPUShowsCKernel(t *testing.T) {
 	py := python(t)
-	pydir, err := filepath.Abs(filepath.Join("..", "worker", "py")) // where `from kevolve import load_c` resolves
-	if err != nil {
-		t.Fatal(err)
-	}
+	pydir := harnessPyDir(t)
 	rep, err := Profile(context.Background(), filepath.Join("testdata", "cpu", "ref_scale.py"), filepath.Join("testdata", "cpu", "cand_scale_c.py"),
 		Options{Python: py, Backend: "cpu", Timeout: 3 * time.Minute, PyDir: pydir})
 	if err != nil {

@@ -139,14 +139,16 @@ func runRocprof(ctx context.Context, roc, ref, cand string, opt Options) (Report
 	ctx, cancel := context.WithTimeout(ctx, opt.Timeout)
 	defer cancel()
 	t0 := time.Now()
-	dir, err := os.MkdirTemp("", "kevolve-rocprof-")
-	if err != nil {
-		return Report{}, fmt.Errorf("rocprofv3: temp dir: %w", err)
-	}
-	defer os.RemoveAll(dir)
-	driver, err := writeDriver(dir)
+	d, err := newDriverRun("kevolve-rocprof-", ref, cand)
 	if err != nil {
 		return Report{}, err
+	}
+	defer d.close()
+	// rocprofv3's library writes its files from inside the profiled
+	// process: into the jailed driver's own folder.
+	dir := filepath.Join(d.work, "rocprof")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return Report{}, fmt.Errorf("rocprofv3: %w", err)
 	}
 	// No NVTX filter here: the driver skips warm-up (--warmup 0) so the only
 	// dispatches are the candidate's forward (inputs are made on the CPU and
@@ -154,7 +156,7 @@ func runRocprof(ctx context.Context, roc, ref, cand string, opt Options) (Report
 	args := []string{"--pmc"}
 	args = append(args, RocprofCounters...)
 	args = append(args, "--kernel-trace", "--output-format", "csv", "-d", dir, "-o", "run", "--", opt.Python)
-	args = append(args, driverArgs(driver, "ncu", opt, ref, cand)...)
+	args = append(args, d.args("ncu", opt)...)
 	args = append(args, "--warmup", "0")
 	res, runErr := run(ctx, shapesEnv(opt), roc, args...)
 	if errors.Is(runErr, context.DeadlineExceeded) {
@@ -188,5 +190,6 @@ func runRocprof(ctx context.Context, roc, ref, cand string, opt Options) (Report
 		return Report{}, err
 	}
 	return Report{Mode: "kernel", Profiler: "rocprofv3", Available: true, Kernels: kernels, Findings: Diagnose(kernels),
-		WallS: time.Since(t0).Seconds(), Notes: []string{"rocprofv3 runner not yet validated on AMD hardware; counter parser tested on a format sample"}}, nil
+		WallS: time.Since(t0).Seconds(), Notes: append(jailNotes(opt, res.stdout),
+			"rocprofv3 runner not yet validated on AMD hardware; counter parser tested on a format sample")}, nil
 }

@@ -482,25 +482,7 @@ def _enter_pidns(req):
         _set_pdeathsig()
         _set_subreaper()  # not inherited; as the namespace's init it reaps orphans anyway
         return
-    # The keeper: it may start no thread now, and only waits.
-    while True:
-        try:
-            _, status = os.waitpid(pid, 0)
-            break
-        except InterruptedError:
-            continue
-        except ChildProcessError:
-            os._exit(1)
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        if sig not in (signal.SIGKILL, signal.SIGSTOP):
-            # SIGKILL's disposition cannot be set (OSError): a keeper that
-            # tried exited 1 instead of dying by it, and a job killed at its
-            # deadline read as "signal 0" when the keeper woke before the
-            # kill of its group reached it (CI: TestWorkerJobs/timeout).
-            signal.signal(sig, signal.SIG_DFL)
-        os.kill(os.getpid(), sig)
-    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+    jail.keep(pid)  # this process may start no thread now, and only waits
 
 
 def _join_cgroup(cg, why):

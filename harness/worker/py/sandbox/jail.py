@@ -405,6 +405,37 @@ def fork_jailed():
     return os.fork(), "the job's process is pid 1 of a PID namespace of its own: what it starts cannot leave it"
 
 
+def keep(pid):
+    """The keeper's part after fork_jailed: waits for the namespace's init
+    and ends as it ended (its exit status, or its signal), never returning.
+    The caller's parent keeps addressing the keeper; killing the keeper
+    kills the namespace (the init's PDEATHSIG, then the kernel)."""
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            os._exit(1)
+    exit_as(status)
+
+
+def exit_as(status):
+    """Ends this process as a child that ended with status (os.waitpid's)
+    did: the same exit code, or the same signal."""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):
+            # SIGKILL's disposition cannot be set (OSError): a keeper that
+            # tried exited 1 instead of dying by it, and a job killed at its
+            # deadline read as "signal 0" when the keeper woke before the
+            # kill of its group reached it (CI: TestWorkerJobs/timeout).
+            signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+
+
 def in_own_namespace():
     """Whether this process is the init of its PID namespace (fork_jailed)."""
     return os.getpid() == 1

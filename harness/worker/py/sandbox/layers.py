@@ -49,6 +49,8 @@ PR_SET_SECUREBITS = 28
 PR_CAP_AMBIENT = 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_KEEPCAPS = 8
+CAP_SYS_ADMIN = 21
 CLONE_NEWNET = 0x40000000
 CLONE_NEWUSER = 0x10000000
 UNPRIVILEGED = 65534
@@ -59,10 +61,18 @@ _ARCH = {
     "x86_64": {"audit": 0xC000003E, "seccomp": 317,
                "deny": {"ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "pidfd_getfd": 438,
                         "unshare": 272, "setns": 308, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427},
+               "admin_deny": {"mount": 165, "umount2": 166, "pivot_root": 155, "swapon": 167, "swapoff": 168,
+                              "sethostname": 170, "setdomainname": 171, "bpf": 321, "fanotify_init": 300,
+                              "quotactl": 179, "open_by_handle_at": 304, "open_tree": 428, "move_mount": 429,
+                              "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "mount_setattr": 442},
                "clone": 56, "clone3": 435, "x32": True},
     "aarch64": {"audit": 0xC00000B7, "seccomp": 277,
                 "deny": {"ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438,
                          "unshare": 97, "setns": 268, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427},
+                "admin_deny": {"mount": 40, "umount2": 39, "pivot_root": 41, "swapon": 224, "swapoff": 225,
+                               "sethostname": 161, "setdomainname": 162, "bpf": 280, "fanotify_init": 262,
+                               "quotactl": 60, "open_by_handle_at": 265, "open_tree": 428, "move_mount": 429,
+                               "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "mount_setattr": 442},
                 "clone": 220, "clone3": 435, "x32": False},
 }
 # clone() flags that make a namespace: refused (a user namespace needs no
@@ -175,7 +185,9 @@ def _chown_tree(root, uid, gid):
             os.lchown(os.path.join(d, n), uid, gid)
 
 
-def _drop_uid(work_dir, need, writable=()):
+def _drop_uid(work_dir, need, writable=(), keep_caps=False):
+    """Drops root to UNPRIVILEGED. keep_caps: the permitted capabilities
+    survive the change (PR_SET_KEEPCAPS), for _drop_caps to keep some."""
     if os.geteuid() != 0:
         return False, "not root (uid %d): nothing to drop" % os.geteuid()
     far = [p for p in need if p and not _world_reachable(p)]
@@ -188,6 +200,8 @@ def _drop_uid(work_dir, need, writable=()):
             _chown_tree(d, UNPRIVILEGED, UNPRIVILEGED)
         os.setgroups(_device_groups())
         os.setresgid(UNPRIVILEGED, UNPRIVILEGED, UNPRIVILEGED)
+        if keep_caps and _prctl(PR_SET_KEEPCAPS, 1) != 0:
+            return False, _err("prctl(PR_SET_KEEPCAPS)")
         os.setresuid(UNPRIVILEGED, UNPRIVILEGED, UNPRIVILEGED)
     except OSError as e:
         return False, "setuid: %s" % e
@@ -217,15 +231,23 @@ def _drop_bounding():
     _prctl(PR_SET_SECUREBITS, 0x1 | 0x2 | 0x8)
 
 
-def _drop_caps():
+def _drop_caps(keep_admin=False):
+    """Empties every capability set; keep_admin keeps CAP_SYS_ADMIN alone in
+    the effective and permitted sets (the profiler's counters: see
+    sandbox/profiled.py), never inheritable or in the bounding set."""
     hdr = _CapHeader(0x20080522, 0)
     data = (_CapData * 2)()
+    if keep_admin:
+        data[0].effective = data[0].permitted = 1 << CAP_SYS_ADMIN
     if _libc.capset(ctypes.byref(hdr), data) != 0:
         return False, _err("capset")
     with open("/proc/self/status") as f:
         eff = [ln.split()[1] for ln in f if ln.startswith(("CapEff", "CapBnd"))]
-    if any(int(x, 16) for x in eff):
+    allowed = (1 << CAP_SYS_ADMIN) if keep_admin else 0
+    if any(int(x, 16) & ~allowed for x in eff):
         return False, "capabilities left: %s" % " ".join(eff)
+    if keep_admin:
+        return True, "CAP_SYS_ADMIN alone kept, for the GPU's performance counters; inheritable, ambient and bounding sets empty"
     return True, "effective, permitted, inheritable, ambient and bounding sets empty"
 
 
@@ -309,7 +331,16 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_SockFilter))]
 
 
-def seccomp_program(arch):
+def _denied(arch, admin):
+    """The calls the filter refuses: admin adds what CAP_SYS_ADMIN would
+    otherwise allow (mounts, swap, BPF, ...), for a process that keeps it."""
+    deny = dict(arch["deny"])
+    if admin:
+        deny.update(arch["admin_deny"])
+    return deny
+
+
+def seccomp_program(arch, admin=False):
     """A BPF program: a foreign architecture, an x32 call, a denied call or
     a clone() that makes a namespace returns EPERM; clone3 returns ENOSYS
     (its flags sit in memory a filter cannot read: the C library then falls
@@ -320,7 +351,7 @@ def seccomp_program(arch):
     code = [(LD, 4, None, None), (JEQ, arch["audit"], None, "eperm"), (LD, 0, None, None)]
     if arch["x32"]:
         code.append((JGE, 0x40000000, "eperm", None))
-    code += [(JEQ, nr, "eperm", None) for nr in sorted(arch["deny"].values())]
+    code += [(JEQ, nr, "eperm", None) for nr in sorted(_denied(arch, admin).values())]
     code += [(JEQ, arch["clone3"], "enosys", None), (JEQ, arch["clone"], None, "allow"),
              (LD, 16, None, None),  # args[0], its low 32 bits (little-endian): the flags
              (JSET, CLONE_NEW_FLAGS, "eperm", "allow")]
@@ -332,18 +363,18 @@ def seccomp_program(arch):
     return prog + [(RET, 0, 0, ALLOW), (RET, 0, 0, EPERM), (RET, 0, 0, ENOSYS)]
 
 
-def _seccomp():
+def _seccomp(admin=False):
     arch = _arch()
     if arch is None:
         return False, "no filter for architecture %s" % platform.machine()
-    prog = seccomp_program(arch)
+    prog = seccomp_program(arch, admin)
     arr = (_SockFilter * len(prog))(*[_SockFilter(c, t, f, k) for c, t, f, k in prog])
     fprog = _SockFprog(len(prog), arr)
     # SECCOMP_SET_MODE_FILTER with TSYNC: every thread of the process.
     r = _libc.syscall(arch["seccomp"], 1, 1, ctypes.byref(fprog))
     if r != 0:
         return False, _err("seccomp(SECCOMP_SET_MODE_FILTER)")
-    return True, "EPERM for %s and namespace-making clone(); ENOSYS for clone3" % ", ".join(sorted(arch["deny"]))
+    return True, "EPERM for %s and namespace-making clone(); ENOSYS for clone3" % ", ".join(sorted(_denied(arch, admin)))
 
 
 # ---------------------------------------------------------------- entry
@@ -388,7 +419,7 @@ def _build_caches(work_dir, builder):
 
 
 def enter(work_dir, need_reachable=(), extra_write=(), network=False, view=None, pidns=None, builder=False, job_write=(),
-          keep_uid="", cgroup=None):
+          keep_uid="", cgroup=None, keep_admin=False):
     """Applies every layer this host allows; returns {"active": [...],
     "missing": {layer: why}, "detail": {layer: what}}. view: (ok, detail)
     of the mount namespace the worker entered before (jail.enter_view);
@@ -398,7 +429,10 @@ def enter(work_dir, need_reachable=(), extra_write=(), network=False, view=None,
     the server's uid to write the shared precompiled headers; Landlock
     still confines its writes to them and its job folder. job_write: the
     folders the job was given to write, handed to the unprivileged uid.
-    keep_uid: why the candidate keeps the server's uid (worker.py GPU_JAIL_GAP), or ""."""
+    keep_uid: why the candidate keeps the server's uid (worker.py GPU_JAIL_GAP), or "".
+    keep_admin: CAP_SYS_ADMIN stays (a profiled process on a host whose GPU
+    counters are for admins: sandbox/profiled.py), with the calls it would
+    open refused by seccomp."""
     rep = {"active": [], "missing": {}, "detail": {}}
 
     def layer(name, ok, why):
@@ -436,17 +470,17 @@ def enter(work_dir, need_reachable=(), extra_write=(), network=False, view=None,
         ok = False
         layer("uid", ok, keep_uid)
     else:
-        ok, why = _drop_uid(work_dir, list(need_reachable) + [work_dir], job_write)
+        ok, why = _drop_uid(work_dir, list(need_reachable) + [work_dir], job_write, keep_caps=keep_admin)
         layer("uid", ok, why)
     if root:
-        layer("capabilities", *_drop_caps())
+        layer("capabilities", *_drop_caps(keep_admin))
     ok = _prctl(PR_SET_NO_NEW_PRIVS, 1) == 0
     layer("no_new_privs", ok, "set" if ok else _err("prctl(PR_SET_NO_NEW_PRIVS)"))
     ok, why, what = _landlock(work_dir, extra_write, network)
     layer("landlock", ok, why)
     if what:
         rep["landlock"] = what
-    layer("seccomp", *_seccomp())
+    layer("seccomp", *_seccomp(keep_admin))
     reaper = ctypes.c_int(0)
     ok = _libc.prctl(37, ctypes.byref(reaper), 0, 0, 0) == 0 and reaper.value == 1  # PR_GET_CHILD_SUBREAPER
     layer("subreaper", ok, "the job's process is the subreaper of all it starts" if ok else "PR_SET_CHILD_SUBREAPER was not set")

@@ -1,0 +1,168 @@
+"""The jail of a process a profiler launches.
+
+Nsight Compute, rocprofv3 and perf start the process they profile, so a
+profile cannot be a fork of the warm worker (whose children enter their jail
+from the fork). The profile driver enters the same jail itself, first
+thing, before it imports torch or reads a candidate: the job's view of the
+filesystem with a private /tmp and /dev/shm, a PID namespace whose init it
+is or, under a profiler that injects itself, a cgroup (what the candidate
+starts dies with either), its own folder the only one it writes, an
+unprivileged uid, no capabilities, Landlock and seccomp. The
+shared build caches are read-only to it, as to an evaluation's candidate:
+its load_inline loads what the harness's build step made (kevolve/_extcache.py)
+or builds in its own folder.
+
+Two layers differ from an evaluation's, each for the profiler's sake:
+
+  network       the injected profiler library in the process reports to the
+                profiler's front end over a local socket, so the process
+                keeps the host's network (its namespace and TCP).
+  capabilities  where the NVIDIA driver gives GPU performance counters to
+                admins only (RmProfilingAdminOnly, the module option
+                NVreg_RestrictProfilingToAdminUsers), the process keeps
+                CAP_SYS_ADMIN alone, with the calls that capability opens
+                (mounts, swap, BPF, ...) refused by seccomp; elsewhere it
+                keeps none.
+"""
+import os
+import sys
+
+from sandbox import jail
+from sandbox import layers
+
+PARAMS = "/proc/driver/nvidia/params"
+
+
+def counters_admin_only(params=PARAMS):
+    """Whether the NVIDIA driver lets only admins read GPU counters."""
+    try:
+        with open(params) as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "RmProfilingAdminOnly":
+                    return value.strip() == "1"
+    except OSError:
+        pass
+    return False
+
+
+def _set_pdeathsig():
+    import ctypes
+    import signal
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _pid_namespace():
+    """Forks this process into a PID namespace whose init it is; the
+    caller's side becomes the keeper and never returns. (ok, detail)."""
+    pid, why = jail.fork_jailed()
+    if pid is None:
+        return False, why
+    if pid:
+        jail.keep(pid)
+    ok, proc = jail.enter_own_proc()
+    _set_pdeathsig()
+    layers.set_subreaper()  # as the namespace's init it reaps orphans anyway; the report asks
+    return ok, why + "; " + proc
+
+
+def _cgroup(deadline_s):
+    """Forks this process into a cgroup of its own; the caller's side
+    stays outside as the keeper (_keep_cgroup) and never returns.
+    (ok, detail) of the cgroup; where the host makes none, this process
+    runs as it is."""
+    from sandbox import cgroup
+    lay, why = cgroup.layout()
+    if lay is None:
+        return False, why
+    cgroup.prepare(clean=False)  # names the keeper, whose name the child's cgroup carries
+    layers.set_subreaper()  # what the child leaves is reparented to the keeper, which reaps it
+    pid = os.fork()
+    if pid:
+        _keep_cgroup(pid, cgroup.handle(pid), deadline_s)
+    _set_pdeathsig()
+    layers.set_subreaper()  # not inherited
+    cg, why = cgroup.make(os.getpid(), 0)
+    return cgroup.join(cg) if cg is not None else (False, why)
+
+
+def _keep_cgroup(pid, cg, deadline_s):
+    """Waits for the child pid (killing its cgroup cg at deadline_s, when
+    given), reaping the orphans it leaves meanwhile; then kills whatever
+    is left in cg, removes it, reaps the last and ends as the child did."""
+    import json
+    import time
+    from sandbox import cgroup
+    end = time.monotonic() + deadline_s if deadline_s > 0 else None
+    status = None
+    while status is None:
+        status = _reap(pid)
+        if status is None and end is not None and time.monotonic() > end:
+            end = None
+            cgroup.kill(cg)
+            print(json.dumps({"error": "the profiled process ran past its %.0f s and was killed" % deadline_s}), flush=True)
+        time.sleep(0.02)
+    cgroup.release(cg, wait_s=2.0)
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline:
+        try:
+            if not os.waitpid(-1, os.WNOHANG)[0]:
+                time.sleep(0.01)
+        except ChildProcessError:
+            break
+    jail.exit_as(status)
+
+
+def _reap(pid):
+    """Reaps every child that has ended; returns pid's status if it was
+    one of them, else None (an exit status of 1 where no child is left)."""
+    found = None
+    while True:
+        try:
+            done, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return found if found is not None else 1 << 8
+        if not done:
+            return found
+        if done == pid:
+            found = status
+
+
+# What holds the processes of a profiled process: Nsight Compute never
+# finished profiling one that is the init of a PID namespace (it waited
+# out every deadline on the H200; the same process outside the namespace
+# was profiled in 8 s), so an injecting profiler's process is held by a
+# cgroup instead, as a GPU evaluation's is.
+CGROUP_INSTEAD = ("its cgroup: every process it starts stays in it (no clone(CLONE_PARENT) or setsid leaves it), "
+                  "and all are killed and the cgroup removed when it ends")
+
+
+def enter(work, reads, counters=False, by_cgroup=False, network=True, deadline_s=0):
+    """Enters the jail (see the module's docstring). work: the process's own
+    folder, the only one it writes; reads: the files and folders it reads
+    (the driver, the harness's py dir, the reference and the candidate);
+    counters: it reads the GPU's performance counters (Nsight Compute);
+    by_cgroup: a cgroup holds its processes rather than a PID namespace
+    (an injecting profiler's process: CGROUP_INSTEAD); network: it keeps
+    the host's network (its namespace and TCP) for its profiler;
+    deadline_s: when its cgroup's processes are killed (the caller's
+    deadline ends the rest).
+    Returns the sandbox's report, as layers.enter does."""
+    if os.environ.get("KEVOLVE_SANDBOX") == "0":
+        return {"active": [], "missing": {"all": "disabled by KEVOLVE_SANDBOX=0"}, "detail": {}}
+    size = jail.scratch_bytes(0)
+    view = jail.enter_view(jail.default_needs(list(reads)), [work], size, size)
+    if by_cgroup:
+        ns, cg = (False, "an injecting profiler's process: " + CGROUP_INSTEAD), _cgroup(deadline_s)
+    else:
+        ns, cg = _pid_namespace(), None
+    os.environ.update(layers.private_env(work))
+    os.chdir(work)
+    admin = counters and os.geteuid() == 0 and counters_admin_only()
+    rep = layers.enter(work, need_reachable=list(reads) + [sys.executable, sys.prefix], network=network,
+                       view=view, pidns=ns, keep_admin=admin, cgroup=cg)
+    if network:
+        rep["missing"]["netns"] = "the profiler's injected library reports to its front end over a local socket"
+    if by_cgroup and cg[0]:
+        rep.setdefault("replaced", {})["pidns"] = CGROUP_INSTEAD
+    return rep
