@@ -54,6 +54,16 @@ func (s *Space) Current() Assignment {
 }
 
 // Size is the number of assignments (saturating at 1<<40).
+// key names an assignment of s's tunables: equal keys, equal code.
+func (s *Space) key(a Assignment) string {
+	var b strings.Builder
+	for _, tn := range s.Tunables {
+		b.WriteString(a[tn.Name])
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
 func (s *Space) Size() int64 {
 	n := int64(1)
 	for _, t := range s.Tunables {
