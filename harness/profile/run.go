@@ -45,7 +45,7 @@ func newDriverRun(prefix, ref, cand string) (*driverRun, error) {
 	if err != nil {
 		return nil, fmt.Errorf("profile: temp dir: %w", err)
 	}
-	d := &driverRun{dir: dir, driver: filepath.Join(dir, "kevolve_profile_driver.py"), work: filepath.Join(dir, "work")}
+	d := &driverRun{dir: dir, work: filepath.Join(dir, "work")}
 	if err := d.layOut(ref, cand); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("profile: %w", err)
@@ -57,13 +57,13 @@ func (d *driverRun) layOut(ref, cand string) error {
 	if err := os.Chmod(d.dir, 0o711); err != nil {
 		return err
 	}
-	if _, err := writeDriver(d.dir); err != nil {
+	var err error
+	if d.driver, err = writeDriver(d.dir); err != nil {
 		return err
 	}
 	if err := os.Mkdir(d.work, 0o755); err != nil {
 		return err
 	}
-	var err error
 	if d.ref, err = d.copyIn(ref, "reference.py"); err != nil || cand == "" {
 		return err
 	}
