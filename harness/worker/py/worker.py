@@ -286,9 +286,8 @@ class ChildContext:
 
 def _set_pdeathsig():
     try:
-        import ctypes
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        from sandbox import layers as sandbox
+        sandbox.set_pdeathsig()
     except Exception:  # noqa: BLE001 - best effort (non-Linux)
         pass
 

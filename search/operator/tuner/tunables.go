@@ -53,7 +53,6 @@ func (s *Space) Current() Assignment {
 	return a
 }
 
-// Size is the number of assignments (saturating at 1<<40).
 // key names an assignment of s's tunables: equal keys, equal code.
 func (s *Space) key(a Assignment) string {
 	var b strings.Builder
@@ -64,6 +63,7 @@ func (s *Space) key(a Assignment) string {
 	return b.String()
 }
 
+// Size is the number of assignments (saturating at 1<<40).
 func (s *Space) Size() int64 {
 	n := int64(1)
 	for _, t := range s.Tunables {

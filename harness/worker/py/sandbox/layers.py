@@ -35,6 +35,7 @@ import ctypes.util
 import json
 import os
 import platform
+import signal
 import stat
 import sys
 
@@ -49,6 +50,7 @@ PR_SET_SECUREBITS = 28
 PR_CAP_AMBIENT = 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_PDEATHSIG = 1
 PR_SET_KEEPCAPS = 8
 CAP_SYS_ADMIN = 21
 CLONE_NEWNET = 0x40000000
@@ -98,6 +100,11 @@ def _err(what):
 def _prctl(*args):
     args = [ctypes.c_ulong(a) for a in args] + [ctypes.c_ulong(0)] * (5 - len(args))
     return _libc.prctl(*args)
+
+
+def set_pdeathsig():
+    """This process is killed when its parent dies."""
+    return _prctl(PR_SET_PDEATHSIG, signal.SIGKILL) == 0
 
 
 def set_subreaper():

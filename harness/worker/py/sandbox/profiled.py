@@ -46,12 +46,6 @@ def counters_admin_only(params=PARAMS):
     return False
 
 
-def _set_pdeathsig():
-    import ctypes
-    import signal
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
 def _pid_namespace():
     """Forks this process into a PID namespace whose init it is; the
     caller's side becomes the keeper and never returns. (ok, detail)."""
@@ -61,7 +55,7 @@ def _pid_namespace():
     if pid:
         jail.keep(pid)
     ok, proc = jail.enter_own_proc()
-    _set_pdeathsig()
+    layers.set_pdeathsig()
     layers.set_subreaper()  # as the namespace's init it reaps orphans anyway; the report asks
     return ok, why + "; " + proc
 
@@ -80,7 +74,7 @@ def _cgroup(deadline_s):
     pid = os.fork()
     if pid:
         _keep_cgroup(pid, cgroup.handle(pid), deadline_s)
-    _set_pdeathsig()
+    layers.set_pdeathsig()
     layers.set_subreaper()  # not inherited
     cg, why = cgroup.make(os.getpid(), 0)
     return cgroup.join(cg) if cg is not None else (False, why)
