@@ -74,15 +74,15 @@ func TestBaselineStoreKeyAndAge(t *testing.T) {
 	}
 }
 
-// compileEval evaluates an honest candidate for ref_normalize.py on the
-// CPU with torch.compile of the reference timed (inductor's C++ build:
-// the CPU's costly baseline).
+// compileEval evaluates a candidate for ref_normalize.py on the test's
+// target with torch.compile of the reference timed (on the CPU inductor's
+// C++ build: the CPU's costly baseline).
 func compileEval(t *testing.T, ev *Evaluator, ref, cand string, retime bool) (*EvalResult, time.Duration) {
 	t.Helper()
 	yes := true
 	t0 := time.Now()
 	res, err := ev.EvaluateRequest(context.Background(), EvalRequest{Reference: Source{Code: ref}, Candidate: Source{Code: cand},
-		Target: "cpu", Timeout: 400 * time.Second, CompileReference: &yes, Retime: retime}, nil)
+		Target: testTarget(), Timeout: 400 * time.Second, CompileReference: &yes, Retime: retime}, nil)
 	if err != nil {
 		t.Fatalf("Evaluate: %v", err)
 	}
@@ -141,4 +141,46 @@ func TestBaselineMeasuredOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// candBreaksCompile is candNormalize that also turns Inductor's
+// configuration in its process against torch.compile: a C++ compiler that
+// does not exist (the CPU's build fails) and a device synchronize after
+// every Triton kernel (a GPU's compiled calls slow down). Configuration,
+// not a replaced function: the harness's guards see nothing to flag.
+const candBreaksCompile = `
+import torch
+import torch.nn as nn
+import torch._inductor.config as inductor_config
+
+inductor_config.cpp.cxx = ("/nonexistent/kevolve-no-compiler",)
+inductor_config.triton.debug_sync_kernel = True
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x * torch.rsqrt((x * x).sum(dim=1, keepdim=True).clamp_min(1e-24))
+`
+
+// A candidate cannot reach the torch.compile baseline it is compared with,
+// nor the one later evaluations of the reference reuse: the baseline is
+// measured by a job of its own (compilejob.go). Measured in the
+// candidate's process, as it was, this candidate left no baseline on the
+// CPU (and a slowed one, kept for a week, on a GPU).
+func TestCompileBaselineOutOfTheCandidatesReach(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two inductor builds on the CPU")
+	}
+	_, mk := baselineDB(t)
+	ref := readTestdata(t, "ref_normalize.py")
+	res, _ := compileEval(t, mk(0), ref, candBreaksCompile, false)
+	if !measured(res) {
+		t.Fatalf("the baseline was not measured: %+v, stage_s %v", res.RefCompile, res.StageS)
+	}
+	// A later process reuses that figure for an honest candidate.
+	later, _ := compileEval(t, mk(0), ref, candNormalize, false)
+	if len(later.BaselinesReused) != 1 || later.RefCompile.MedianS != res.RefCompile.MedianS {
+		t.Fatalf("the stored baseline was not the one measured: %+v, reused %+v", later.RefCompile, later.BaselinesReused)
+	}
+	t.Logf("torch.compile baseline %.1f us, measured in %.1f s beside the evaluation", 1e6*res.RefCompile.MedianS, res.StageS["timing_compile"])
 }

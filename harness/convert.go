@@ -28,7 +28,6 @@ type pyResult struct {
 	Warnings     []string
 	Candidate    *Stats             `json:"candidate"`
 	RefEager     *Stats             `json:"ref_eager"`
-	RefCompile   *Stats             `json:"ref_compile"`
 	StageS       map[string]float64 `json:"stage_s"`
 	Memory       *MemoryUse         `json:"memory"`
 	Work         *TracedWork        `json:"work"`
@@ -194,7 +193,7 @@ func (e *Evaluator) fromPython(ctx context.Context, r *evalRun, res *EvalResult,
 	if pr.Error != "" {
 		res.Warnings = append(res.Warnings, pr.Error)
 	}
-	res.Candidate, res.RefEager, res.RefCompile = pr.Candidate, pr.RefEager, pr.RefCompile
+	res.Candidate, res.RefEager = pr.Candidate, pr.RefEager
 	res.StageS = pr.StageS
 	e.compileBaseline(ctx, r, res)
 	if r.prepS > 0 && res.StageS != nil {
@@ -208,17 +207,33 @@ func (e *Evaluator) fromPython(ctx context.Context, r *evalRun, res *EvalResult,
 	}
 }
 
-// compileBaseline keeps a torch.compile timing measured now (with the
-// stage's seconds, what the next evaluation saves), or stands in the one
-// an earlier evaluation measured and says so: when and where.
+// compileBaseline takes the torch.compile timing this evaluation's own
+// job measured (keeping it, with the job's seconds, what the next
+// evaluation saves), or stands in the one an earlier evaluation measured
+// and says so: when and where. A candidate with no timing of its own has
+// nothing to compare with: its measurement is stopped, and the next
+// evaluation of the reference claims it again.
 func (e *Evaluator) compileBaseline(ctx context.Context, r *evalRun, res *EvalResult) {
 	known := r.knownCompile
 	switch {
-	case res.RefCompile != nil:
-		e.compilePut(ctx, r.rkey, &baseline{Stats: res.RefCompile, MeasuredAt: time.Now(), Where: measuredWhere(r),
-			MeasureS: res.StageS["timing_compile"]})
-		return
 	case res.Candidate == nil:
+		r.compile.stop()
+		return
+	case r.compileClaimed:
+		if r.compile == nil {
+			r.compile = e.startCompile(ctx, r) // the CPU's, after the candidate's timing
+		}
+		b, warn := r.compile.wait(ctx, r.jobDeadline())
+		if b == nil {
+			res.Warnings = append(res.Warnings, warn)
+			return
+		}
+		e.compilePut(ctx, r.rkey, b)
+		res.RefCompile = b.Stats
+		if res.StageS != nil {
+			// Beside the build, not on the evaluation's path: what measuring it took.
+			res.StageS[stageCompileBaseline] = b.MeasureS
+		}
 		return
 	case known == nil && r.compileWaived:
 		known = e.compileMeasured(r.rkey) // measured by the evaluation that claimed it, if done by now

@@ -18,11 +18,7 @@ import (
 type evalJob struct {
 	BudgetS   float64   `json:"budget_s"` // the job's deadline, for the child's own caps
 	Candidate jobSource `json:"candidate"`
-	// CompileReference: false skips timing torch.compile of the reference
-	// (measured before, on a CPU, or turned off by the caller); true is set
-	// only on a CPU whose caller asked for it.
-	CompileReference *bool `json:"compile_reference,omitempty"`
-	CountWork        bool  `json:"count_work"`
+	CountWork bool      `json:"count_work"`
 	// Judge is only ever false: KEVOLVE_JUDGE=off (judgeOff).
 	Judge         *bool      `json:"judge,omitempty"`
 	KernelPolicy  string     `json:"kernel_policy,omitempty"`
@@ -45,19 +41,13 @@ type jobSource struct {
 }
 
 // newEvalJob is the child's arguments for an evaluation whose request has
-// its defaults and whose compile stats were looked up (r.knownCompile).
+// its defaults.
 func newEvalJob(r *evalRun) evalJob {
 	req := r.req
-	// evaluate/main.py knows "nvidia" and "cpu": an AMD GPU under ROCm torch is
-	// driven through the same torch.cuda calls.
-	pyTarget := "cpu"
-	if r.tgt != target.CPU {
-		pyTarget = "nvidia"
-	}
 	j := evalJob{
 		Reference:    jobSource{Code: r.refCode, Path: r.refPath},
 		Candidate:    jobSource{Code: r.candCode, Path: r.candPath},
-		Target:       pyTarget,
+		Target:       pyTarget(r.tgt),
 		Trials:       req.Trials,
 		Seed:         req.Seed,
 		SkipTiming:   req.SkipTiming,
@@ -74,15 +64,16 @@ func newEvalJob(r *evalRun) evalJob {
 	if judgeOff() {
 		j.Judge = &no
 	}
-	switch {
-	case r.knownCompile != nil || r.compileWaived || !wantsCompile(r):
-		// Measured before, or not asked for.
-		j.CompileReference = &no
-	case r.tgt == target.CPU:
-		yes := true // asked for on the CPU, where evaluate/main.py's default is off
-		j.CompileReference = &yes
-	}
 	return j
+}
+
+// pyTarget is the target as evaluate/ knows it, "nvidia" or "cpu": an AMD
+// GPU under ROCm torch is driven through the same torch.cuda calls.
+func pyTarget(t target.Name) string {
+	if t == target.CPU {
+		return "cpu"
+	}
+	return "nvidia"
 }
 
 // workerJob is the worker job that runs an evaluation: its child pinned to
@@ -143,10 +134,14 @@ func (e *Evaluator) workerJob(ctx context.Context, r *evalRun, progress func(str
 	}
 }
 
-// wantsCompile says whether the evaluation times torch.compile of the
-// reference: asked for, or by default on a GPU (on the CPU inductor's C++
-// build takes a minute, too slow to pay unasked).
+// wantsCompile says whether the evaluation's result carries torch.compile
+// of the reference, timed: asked for, or by default on a GPU where the
+// candidate is timed (on the CPU inductor's C++ build takes a minute, too
+// slow to pay unasked).
 func wantsCompile(r *evalRun) bool {
+	if r.req.SkipTiming {
+		return false
+	}
 	if c := r.req.CompileReference; c != nil {
 		return *c
 	}

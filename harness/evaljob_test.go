@@ -21,7 +21,7 @@ func TestEvalJobJSON(t *testing.T) {
 		want     string
 	}{{
 		// A GPU evaluation of a file against a problem with declared work,
-		// its compile timing known, every optional key set.
+		// every optional key set.
 		name: "nvidia, all keys",
 		run: evalRun{tgt: target.NVIDIA, refPath: "/p/ref.py", refCode: "R", candCode: "C",
 			knownCompile: &baseline{Stats: &Stats{MedianS: 1e-3}},
@@ -30,7 +30,7 @@ func TestEvalJobJSON(t *testing.T) {
 				ToleranceRule: ToleranceKernelBenchV0, Shapes: "large",
 				Work: problem.Work{FLOPs: 2e9, Bytes: 4e6, Shapes: "large"}}},
 		judgeOff: true,
-		want: `{"budget_s":180,"candidate":{"code":"C"},"compile_reference":false,"count_work":false,"judge":false,` +
+		want: `{"budget_s":180,"candidate":{"code":"C"},"count_work":false,"judge":false,` +
 			`"kernel_policy":"strict","reference":{"code":"R","path":"/p/ref.py"},"seed":42,"skip_timing":false,` +
 			`"sol_seconds":0.0000025,"target":"nvidia","tolerance":{"atol":0.001,"rtol":0.01},` +
 			`"tolerance_rule":"kernelbench-v0","trials":5}`,
@@ -42,25 +42,26 @@ func TestEvalJobJSON(t *testing.T) {
 		want: `{"budget_s":1.5,"candidate":{"code":"C","path":"/c.py"},"count_work":true,"reference":{"code":"R"},` +
 			`"seed":42,"skip_timing":false,"sol_seconds":0,"target":"nvidia","trials":5}`,
 	}, {
-		// The CPU times torch.compile only when asked.
+		// No timing: the work is not counted.
 		name: "cpu, no timing",
 		run: evalRun{tgt: target.CPU, refCode: "R", candCode: "C",
 			req: EvalRequest{Trials: 1, Seed: 7, Timeout: time.Minute, SkipTiming: true}},
-		want: `{"budget_s":60,"candidate":{"code":"C"},"compile_reference":false,"count_work":false,"reference":{"code":"R"},` +
+		want: `{"budget_s":60,"candidate":{"code":"C"},"count_work":false,"reference":{"code":"R"},` +
 			`"seed":7,"skip_timing":true,"sol_seconds":0,"target":"cpu","trials":1}`,
 	}, {
-		// Asked for on the CPU: the only case that sends true.
+		// torch.compile of the reference is its own job's (compilejob.go),
+		// asked for or not: the evaluation's arguments do not name it.
 		name: "cpu, compile asked for",
 		run: evalRun{tgt: target.CPU, refCode: "R", candCode: "C",
 			req: EvalRequest{Trials: 1, Seed: 7, Timeout: time.Minute, CompileReference: &yes}},
-		want: `{"budget_s":60,"candidate":{"code":"C"},"compile_reference":true,"count_work":true,"reference":{"code":"R"},` +
+		want: `{"budget_s":60,"candidate":{"code":"C"},"count_work":true,"reference":{"code":"R"},` +
 			`"seed":7,"skip_timing":false,"sol_seconds":0,"target":"cpu","trials":1}`,
 	}, {
 		// AMD runs as "nvidia" (ROCm torch drives it through torch.cuda).
 		name: "amd, compile off by the caller, work counted on request",
 		run: evalRun{tgt: target.AMD, refCode: "R", candCode: "C",
 			req: EvalRequest{Trials: 3, Seed: 42, Timeout: time.Minute, SkipTiming: true, CountWork: true, CompileReference: &no}},
-		want: `{"budget_s":60,"candidate":{"code":"C"},"compile_reference":false,"count_work":true,"reference":{"code":"R"},` +
+		want: `{"budget_s":60,"candidate":{"code":"C"},"count_work":true,"reference":{"code":"R"},` +
 			`"seed":42,"skip_timing":true,"sol_seconds":0,"target":"nvidia","trials":3}`,
 	}}
 	for _, c := range cases {
@@ -78,5 +79,25 @@ func TestEvalJobJSON(t *testing.T) {
 				t.Errorf("evaluate/main.py's arguments changed:\n got %s\nwant %s", got, c.want)
 			}
 		})
+	}
+}
+
+// TestCompileJobJSON pins the arguments evaluate/baseline.py's main reads.
+func TestCompileJobJSON(t *testing.T) {
+	for _, c := range []struct {
+		tgt  target.Name
+		want string
+	}{
+		{target.NVIDIA, `{"compile_cap_s":90,"reference":{"code":"R","path":"/p/ref.py"},"seed":42,"target":"nvidia"}`},
+		{target.AMD, `{"compile_cap_s":90,"reference":{"code":"R","path":"/p/ref.py"},"seed":42,"target":"nvidia"}`},
+		{target.CPU, `{"compile_cap_s":240,"reference":{"code":"R","path":"/p/ref.py"},"seed":42,"target":"cpu"}`},
+	} {
+		got, err := json.Marshal(compileArgs(&evalRun{tgt: c.tgt, refCode: "R", refPath: "/p/ref.py", req: EvalRequest{Seed: 42}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != c.want {
+			t.Errorf("%s: evaluate/baseline.py's arguments changed:\n got %s\nwant %s", c.tgt, got, c.want)
+		}
 	}
 }

@@ -204,6 +204,7 @@ type evalRun struct {
 	// timing; compileWaived: another one in flight does, so this one
 	// does not (claimCompile).
 	compileClaimed, compileWaived bool
+	compile                       *compileRun       // the claimed baseline's measurement (startCompile)
 	env                           map[string]string // the child's environment (workerJob)
 	prepS                         float64           // seconds the harness spent on the shared build caches
 	prep                          time.Duration     // the wall of that build step (prepare), outside the deadline
@@ -228,6 +229,12 @@ func (e *Evaluator) evaluate(ctx context.Context, req EvalRequest, dtype string,
 	}
 	job := e.workerJob(ctx, r, progress)
 	defer e.unclaimCompile(r)
+	if r.tgt != target.CPU {
+		// Beside the build; on the CPU it would share the cores with the
+		// candidate's timing, so there it starts after it (compileBaseline).
+		r.compile = e.startCompile(ctx, r)
+	}
+	defer func() { r.compile.stop() }() // a measurement convert did not wait for
 	e.prepare(ctx, r)
 	out, err := e.runJob(ctx, r, job)
 	if err != nil {

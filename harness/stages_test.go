@@ -13,7 +13,7 @@ import (
 // flush), and the check registry against the code that records checks,
 // with the worker's unpacked py dir on sys.path.
 func TestEvaluateStageModules(t *testing.T) {
-	runPyStageTests(t, 240*time.Second, "CUDA_VISIBLE_DEVICES=", "test_stages", "test_registry", "test_fastcmp", "test_timing", "test_proctree", "test_wire", "test_partition", "test_starts", "test_hooks", "test_profiled")
+	runPyStageTests(t, 240*time.Second, "CUDA_VISIBLE_DEVICES=", "test_stages", "test_registry", "test_fastcmp", "test_timing", "test_proctree", "test_wire", "test_partition", "test_starts", "test_hooks", "test_profiled", "test_baseline")
 }
 
 // CUDA tensors cross between the judge and a candidate's process jailed as

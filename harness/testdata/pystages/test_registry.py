@@ -78,14 +78,14 @@ class JobParse(unittest.TestCase):
     def test_defaults_as_before(self):
         j = Job.parse({"reference": {"code": "x"}, "candidate": {"code": "y"}, "seed": 0, "trials": None, "judge": None})
         self.assertEqual((j.target, j.seed, j.trials, j.budget_s, j.compile_cap_s, j.judge), ("cpu", 42, 5, 600.0, 90.0, True))
-        self.assertIsNone(j.compile_reference)
         self.assertFalse(Job.parse({"reference": {}, "candidate": {}, "judge": False}).judge)
 
     def test_device_defaults(self):
         import torch
-        j = Job.parse({"reference": {}, "candidate": {}, "compile_reference": False})
-        cpu = torch.device("cpu")
-        self.assertEqual((j.flush_for(cpu), j.cap_for(cpu), j.wants_compile(cpu)), (32 << 20, 1.5, False))
+        j = Job.parse({"reference": {}, "candidate": {}})
+        cpu, gpu = torch.device("cpu"), torch.device("cuda", 0)
+        self.assertEqual((j.flush_for(cpu), j.cap_for(cpu), j.compile_cap_for(cpu)), (32 << 20, 1.5, 240.0))
+        self.assertEqual((j.flush_for(gpu), j.cap_for(gpu), j.compile_cap_for(gpu)), (256 << 20, 3.0, 90.0))
 
 
 if __name__ == "__main__":

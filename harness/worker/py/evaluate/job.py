@@ -24,14 +24,12 @@ class Job:
     flush_bytes: int = 0  # 0: the device's default (flush_for)
     timing_cap_s: float = 0.0  # 0: the device's default (cap_for)
     compile_cap_s: float = 90.0
-    compile_reference: Optional[bool] = None  # None: on a GPU only
     audit_seed: Optional[int] = None  # tests fix it; None draws one from the OS
     judge: bool = True  # False: no out-of-process judge (KEVOLVE_JUDGE=off)
 
     @classmethod
     def parse(cls, args):
         """The Job of a request dict; a zero or missing number is the default, as before."""
-        want = args.get("compile_reference")
         seed = args.get("audit_seed")
         return cls(
             reference=args["reference"],
@@ -49,7 +47,6 @@ class Job:
             flush_bytes=int(args.get("flush_bytes") or 0),
             timing_cap_s=float(args.get("timing_cap_s") or 0),
             compile_cap_s=float(args.get("compile_cap_s") or 90),
-            compile_reference=None if want is None else bool(want),
             audit_seed=None if seed is None else int(seed),
             judge=args.get("judge") is not False,
         )
@@ -66,7 +63,3 @@ class Job:
         """Seconds torch.compile's first call may take: inductor's C++ build
         on a loaded CPU took 79 s of the 90 allowed a GPU's Triton build."""
         return self.compile_cap_s if device.type == "cuda" else max(self.compile_cap_s, 240.0)
-
-    def wants_compile(self, device):
-        """Whether torch.compile of the reference is timed too."""
-        return self.compile_reference if self.compile_reference is not None else device.type == "cuda"

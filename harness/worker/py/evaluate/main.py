@@ -43,7 +43,7 @@ SANDBOX_SELF = True  # main() forks the judge (evaluate.judge.judge), then enter
 
 # The evaluation, in order. Progress event names (load_reference,
 # load_candidate, init, correctness, integrity, timing, stream_check,
-# after_timing, timing_compile, then verify) are the stages' own and are
+# after_timing, then verify) are the stages' own and are
 # read by Go (the stage of a timeout, stage_s); stage names here name the
 # checks' STAGE in the registry.
 STAGES = (
@@ -65,7 +65,6 @@ STAGES = (
     Stage("after_timing", after.after_timing),
     Stage("after_timing_guards", after.after_timing_guards),
     Stage("sol", stop_if_failed=True),
-    Stage("timing_compile", after.timing_compile),
 )
 
 
@@ -200,8 +199,6 @@ class StageClock:
         elif self.last is None:
             self.since = now
         self.last = stage
-        if stage == "timing_compile" and self.st.prof is not None:
-            self.st.prof.disable()  # torch.compile's own import and codegen would drown the rest
         if figures:
             self.progress(stage, done, total, figures)
         else:  # a progress of three arguments (the tests') still serves

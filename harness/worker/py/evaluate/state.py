@@ -20,7 +20,7 @@ class EvalState:
         self.warnings = res["warnings"]
         self.remaining = remaining  # seconds of the budget left (evaluate.main)
         self.work_dir = getattr(ctx, "work_dir", ctx.job_dir)
-        self.prof = None  # the cProfile of KEVOLVE_EVAL_PROFILE, paused for timing_compile
+        self.prof = None  # the cProfile of KEVOLVE_EVAL_PROFILE
         # setup
         self.device = self.side = None
         self.trial_judge = self.tol = None  # evaluate.compare.tolerance.TrialJudge and the tolerance later checks use
