@@ -17,6 +17,9 @@ import (
 type DoctorReport struct {
 	device.Report
 	Sandbox []sandbox.Layer `json:"sandbox"`
+	// Profiled is the jail of a process a profiler launches
+	// (profile_kernel, the own-work check), as each kind of profiler gets it.
+	Profiled []sandbox.Profiled `json:"profiled"`
 }
 
 // Doctor discovers the host with the evaluation's Python ("" finds one)
@@ -32,6 +35,16 @@ func Doctor(ctx context.Context, python string) DoctorReport {
 		rep = sandbox.Report{Missing: map[string]string{"all": err.Error()}}
 	}
 	r.Sandbox = rep.Merge()
+	for _, v := range []struct {
+		profilers string
+		byCgroup  bool
+	}{{"perf, CPU, CUPTI", false}, {"Nsight Compute, rocprofv3", true}} {
+		rep, err := worker.ProbeProfiledSandbox(ctx, python, "", v.byCgroup)
+		if err != nil {
+			rep = sandbox.Report{Missing: map[string]string{"all": err.Error()}}
+		}
+		r.Profiled = append(r.Profiled, sandbox.Profiled{Profilers: v.profilers, Layers: rep.Merge()})
+	}
 	return r
 }
 
@@ -42,5 +55,9 @@ func (r DoctorReport) WriteTable(w io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(w)
-	return sandbox.WriteTable(w, r.Sandbox)
+	if err := sandbox.WriteTable(w, r.Sandbox); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	return sandbox.WriteProfiledTable(w, r.Profiled)
 }

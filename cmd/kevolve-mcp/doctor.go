@@ -23,8 +23,10 @@ func newDoctorCmd(c *cli) *cobra.Command {
 		Long: `Report the CPU, GPUs, drivers, Python and torch, and the compilers and
 profilers found, with what is missing and how to get it; then the sandbox
 layers candidate code runs under on this host (entered for real in a
-throwaway process), and what the host loses without each missing one. A
-machine without a GPU is a supported configuration: doctor exits 0 there.`,
+throwaway process), and what the host loses without each missing one; then
+the jail of a process a profiler launches (profile_kernel, the own-work
+check), under each kind of profiler, entered the same way. A machine
+without a GPU is a supported configuration: doctor exits 0 there.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := fts5Check(); err != nil {

@@ -265,6 +265,30 @@ func TestDoctorWithoutGPUExitsZero(t *testing.T) {
 		}
 		t.Logf("%s active=%v: %s", l.Name, l.Active, l.Detail)
 	}
+	// The profiled process's jail, under each kind of profiler: every
+	// layer listed, and none missing that an evaluation's sandbox has here:
+	// the network is kept out for the profiler, and under an injecting
+	// profiler a cgroup stands in for the PID namespace.
+	active := map[string]bool{}
+	for _, l := range d.Sandbox {
+		active[l.Name] = l.Active
+	}
+	var p struct {
+		Profiled []sandbox.Profiled `json:"profiled"`
+	}
+	if err := json.Unmarshal(out, &p); err != nil || len(p.Profiled) != 2 {
+		t.Fatalf("doctor's profiled jails: %v %+v", err, p.Profiled)
+	}
+	for _, j := range p.Profiled {
+		if len(j.Layers) != len(sandbox.Layers) {
+			t.Fatalf("%s: %d layers", j.Profilers, len(j.Layers))
+		}
+		for _, l := range j.Layers {
+			if active[l.Name] && !l.Active && l.Replaced == "" && l.Kept == "" {
+				t.Errorf("%s: layer %s missing: %s", j.Profilers, l.Name, l.Detail)
+			}
+		}
+	}
 }
 
 // make run's main job: on this machine (CPU, or the GPU where there is one)

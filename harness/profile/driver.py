@@ -85,8 +85,11 @@ def enter_jail(a):
     a.candidate = a.candidate and os.path.abspath(a.candidate)
     from sandbox import profiled
     reads = [os.path.abspath(__file__), a.pydir, a.ref] + ([a.candidate] if a.candidate else [])
+    # Only a profiler that injects itself (Nsight Compute, rocprofv3: mode
+    # ncu) talks to its process over a socket; perf's control FIFOs and
+    # CUPTI need no network.
     return profiled.enter(a.jail, reads, counters=a.mode == "ncu", by_cgroup=a.jail_cgroup,
-                          network=not a.jail_no_network, deadline_s=a.deadline_s)
+                          network=a.mode == "ncu" and not a.jail_no_network, deadline_s=a.deadline_s)
 
 
 # The device hold's handshake with the Go side (profile/hold.go), in the
@@ -362,7 +365,7 @@ def main():
     ap.add_argument("--perf-ack", help="perf stat's ack FIFO (loop mode)")
     ap.add_argument("--gate", help="the device hold's handshake folder (ncu mode; hold_device)")
     ap.add_argument("--jail", help="the folder of the jail's own (sandbox/profiled.py), needs --pydir")
-    ap.add_argument("--jail-no-network", action="store_true", help="the jail gets a network namespace of its own")
+    ap.add_argument("--jail-no-network", action="store_true", help="the jail gets a network namespace of its own under Nsight Compute too")
     ap.add_argument("--jail-cgroup", action="store_true", help="a cgroup holds the jail's processes, not a PID namespace")
     ap.add_argument("--deadline-s", type=float, default=0, help="when the jail's cgroup is killed")
     a = ap.parse_args()
@@ -378,7 +381,7 @@ def main():
         print(json.dumps({"error": "%s: %s" % (type(e).__name__, e)}))
         return 1
     if jail is not None:
-        res["sandbox"] = {k: jail.get(k, {}) for k in ("active", "missing", "replaced")}
+        res["sandbox"] = {k: jail.get(k, {}) for k in ("active", "missing", "replaced", "kept")}
     print(json.dumps(res))
     return 0
 

@@ -76,24 +76,29 @@ func TestProfileJailHoldsTheCandidate(t *testing.T) {
 	}
 }
 
-// A candidate that hangs under a profiler that injects itself is killed at
-// the jail's deadline, with what it left, before the run's own deadline
-// kills the process group (which the process it left is not in).
+// A candidate that hangs is killed at the jail's deadline, with what it
+// left, before the run's own deadline kills the process group (which the
+// process it left is not in): by its cgroup, under a profiler that injects
+// itself or inside its PID namespace.
 func TestProfileJailDeadlineKillsWhatTheCandidateLeft(t *testing.T) {
 	py := python(t)
 	if os.Geteuid() != 0 {
 		t.Skip("the jail needs root (CI and the GPU hosts run as root)")
 	}
 	pydir := harnessPyDir(t)
-	opt := Options{Python: py, PyDir: pydir, Backend: "cpu", Timeout: 20 * time.Second, jailByCgroup: true,
-		Env: map[string]string{"KEVOLVE_TEST_MARKS": openFolder(t), "KEVOLVE_TEST_HANG": "1"}}
-	_, err := Profile(context.Background(), filepath.Join("testdata", "cpu", "ref_scale.py"),
-		filepath.Join("testdata", "jail", "cand_escape.py"), opt)
-	if err == nil {
-		t.Fatal("a candidate that never returned was profiled")
-	}
-	if pids := processesNamed("kvjailescape"); len(pids) > 0 {
-		t.Errorf("the candidate's process outlived the profile's deadline: pids %v (error: %v)", pids, err)
+	for _, byCgroup := range []bool{true, false} {
+		t.Run(map[bool]string{true: "cgroup", false: "pidns"}[byCgroup], func(t *testing.T) {
+			opt := Options{Python: py, PyDir: pydir, Backend: "cpu", Timeout: 20 * time.Second, jailByCgroup: byCgroup,
+				Env: map[string]string{"KEVOLVE_TEST_MARKS": openFolder(t), "KEVOLVE_TEST_HANG": "1"}}
+			_, err := Profile(context.Background(), filepath.Join("testdata", "cpu", "ref_scale.py"),
+				filepath.Join("testdata", "jail", "cand_escape.py"), opt)
+			if err == nil {
+				t.Fatal("a candidate that never returned was profiled")
+			}
+			if pids := processesNamed("kvjailescape"); len(pids) > 0 {
+				t.Errorf("the candidate's process outlived the profile's deadline: pids %v (error: %v)", pids, err)
+			}
+		})
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	_ "embed"
 
 	"github.com/kevolve/kevolve-mcp/harness/problem"
+	"github.com/kevolve/kevolve-mcp/harness/sandbox"
 	"github.com/kevolve/kevolve-mcp/harness/toolchain"
 )
 
@@ -86,8 +87,9 @@ func (d *driverRun) close() { os.RemoveAll(d.dir) }
 // args is the driver's command line for mode: jailed (--jail) where the
 // harness's py dir, which holds the sandbox, is known. The profilers that
 // inject themselves (Nsight Compute, rocprofv3: mode ncu) profile it in a
-// cgroup rather than a PID namespace (sandbox/profiled.py says why),
-// which it kills a few seconds before the run's own deadline.
+// cgroup alone rather than a PID namespace inside one (sandbox/profiled.py
+// says why). Either cgroup is killed a few seconds before the run's own
+// deadline.
 func (d *driverRun) args(mode string, opt Options) []string {
 	a := []string{d.driver, mode, "--ref", d.ref}
 	if d.cand != "" {
@@ -98,9 +100,9 @@ func (d *driverRun) args(mode string, opt Options) []string {
 	}
 	a = append(a, "--pydir", opt.PyDir, "--jail", d.work)
 	if mode == "ncu" || opt.jailByCgroup {
-		a = append(a, "--jail-cgroup", "--deadline-s", strconv.FormatFloat(jailDeadline(opt.Timeout).Seconds(), 'f', 1, 64))
+		a = append(a, "--jail-cgroup")
 	}
-	return a
+	return append(a, "--deadline-s", strconv.FormatFloat(jailDeadline(opt.Timeout).Seconds(), 'f', 1, 64))
 }
 
 // jailDeadline is when the jail's cgroup is killed: before the run's own
@@ -209,25 +211,23 @@ func ReferenceFile(s problem.Source) (path string, cleanup func(), err error) {
 
 // jailNotes names the layers of its jail a profiled process ran without
 // (the driver's "sandbox" report), nothing where it had them all. Left
-// out: the network namespace, which every profiled process does without
-// for its profiler, and a layer another stood in for (the PID namespace,
-// by a cgroup, under Nsight Compute): sandbox/profiled.py says why.
+// out: the network namespace, which a profiled process runs without for
+// its profiler (reported as kept, not missing), and a layer another stood
+// in for (the PID namespace, by a cgroup, under Nsight Compute):
+// sandbox/profiled.py says why.
 func jailNotes(opt Options, stdout string) []string {
 	if !jailed(opt) {
 		return []string{"the profiled process ran with this process's identity, unjailed: no harness py dir was given"}
 	}
 	var out struct {
-		Sandbox *struct {
-			Missing  map[string]string `json:"missing"`
-			Replaced map[string]string `json:"replaced"`
-		} `json:"sandbox"`
+		Sandbox *sandbox.Report `json:"sandbox"`
 	}
 	if toolchain.DecodeLastJSON(stdout, &out) != nil || out.Sandbox == nil {
 		return []string{"the profiled process did not report its jail"}
 	}
 	names := make([]string, 0, len(out.Sandbox.Missing))
 	for name := range out.Sandbox.Missing {
-		if _, instead := out.Sandbox.Replaced[name]; name != "netns" && !instead {
+		if _, instead := out.Sandbox.Replaced[name]; !instead {
 			names = append(names, name)
 		}
 	}

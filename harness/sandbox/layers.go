@@ -19,6 +19,9 @@ type Layer struct {
 	// a GPU job whose memory crosses by torch's IPC, which fails across
 	// them); "" when nothing does.
 	Replaced string `json:"replaced,omitempty"`
+	// Kept names, for a layer a profiled process runs without, what its
+	// profiler needs of what the layer takes away; "" elsewhere.
+	Kept string `json:"kept,omitempty"`
 	// Without is what a host without this layer loses.
 	Without string `json:"without"`
 }
@@ -31,6 +34,9 @@ type Report struct {
 	Detail  map[string]string `json:"detail,omitempty"`
 	// Replaced: missing layers and what stands in for each (Layer.Replaced).
 	Replaced map[string]string `json:"replaced,omitempty"`
+	// Kept: layers a profiled process runs without for its profiler's
+	// sake, and why (Layer.Kept).
+	Kept map[string]string `json:"kept,omitempty"`
 }
 
 // Layers names every layer, in the order they are applied, with what a
@@ -80,6 +86,7 @@ func (r Report) Merge() []Layer {
 				l.Detail = r.Missing["all"]
 			}
 			l.Replaced = r.Replaced[l.Name]
+			l.Kept = r.Kept[l.Name]
 		}
 		out = append(out, l)
 	}
@@ -118,4 +125,62 @@ func oneLine(s string) string {
 		s = s[:197] + "..."
 	}
 	return s
+}
+
+// Profiled is the jail of a process a profiler launches, as the profilers
+// named get it (sandbox/profiled.py): its layers, merged as a job's.
+type Profiled struct {
+	Profilers string  `json:"profilers"`
+	Layers    []Layer `json:"layers"`
+}
+
+// WriteProfiledTable prints the profiled processes' jails beside each
+// other: each layer's state under each kind of profiler, and for one that
+// is not active, why (what stands in for it, what the profiler needs, or
+// what the host loses).
+func WriteProfiledTable(w io.Writer, jails []Profiled) error {
+	if len(jails) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	head := "PROFILED PROCESS"
+	for _, j := range jails {
+		head += "\t" + strings.ToUpper(j.Profilers)
+	}
+	fmt.Fprintln(tw, head+"\tWHY NOT ACTIVE")
+	for i, l := range jails[0].Layers {
+		row, seen := l.Name, map[string]bool{}
+		var whys []string
+		for _, j := range jails {
+			state, why := profiledState(j.Layers[i])
+			row += "\t" + state
+			if why != "" && !seen[why] {
+				seen[why] = true
+				whys = append(whys, why)
+			}
+		}
+		fmt.Fprintln(tw, row+"\t"+oneLine(strings.Join(whys, "; ")))
+	}
+	return tw.Flush()
+}
+
+// profiledState is a layer's state in a profiled process's jail and, where
+// it is not active, why.
+func profiledState(l Layer) (state, why string) {
+	switch {
+	case l.Active:
+		return "active", ""
+	case l.Replaced != "":
+		return "replaced", "instead: " + l.Replaced
+	case l.Kept != "":
+		return "kept out", "for the profiler: " + l.Kept
+	}
+	return "MISSING", "without it: " + firstNonEmpty(l.Detail, l.Without)
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

@@ -15,6 +15,24 @@ import (
 // temporary folder (python -m sandbox.layers --probe), as a job's child would on this
 // host, and returns which layers it got (for doctor).
 func ProbeSandbox(ctx context.Context, python, cacheDir string) (sandbox.Report, error) {
+	return probe(ctx, python, cacheDir, "sandbox.layers", "--probe")
+}
+
+// ProbeProfiledSandbox enters the jail of a process a profiler launches
+// (python -m sandbox.profiled --probe), as the profile driver does: inside
+// a cgroup alone where byCgroup (under Nsight Compute or rocprofv3), else
+// in a PID namespace inside one (for doctor).
+func ProbeProfiledSandbox(ctx context.Context, python, cacheDir string, byCgroup bool) (sandbox.Report, error) {
+	args := []string{"--probe"}
+	if byCgroup {
+		args = append(args, "--cgroup")
+	}
+	return probe(ctx, python, cacheDir, "sandbox.profiled", args...)
+}
+
+// probe runs a sandbox module's probe from the unpacked worker and decodes
+// the report it prints last.
+func probe(ctx context.Context, python, cacheDir, module string, args ...string) (sandbox.Report, error) {
 	var r sandbox.Report
 	if cacheDir == "" {
 		cacheDir = toolchain.CacheDir()
@@ -27,13 +45,13 @@ func ProbeSandbox(ctx context.Context, python, cacheDir string) (sandbox.Report,
 	defer cancel()
 	// The build cache as the evaluator sets it (NewEvaluator).
 	env := []string{"KEVOLVE_CACHE_DIR=" + filepath.Join(cacheDir, "kernels")}
-	o, err := toolchain.Run(ctx, toolchain.Cmd{Name: python, Args: []string{"-m", "sandbox.layers", "--probe"}, Dir: dir, Env: env})
+	o, err := toolchain.Run(ctx, toolchain.Cmd{Name: python, Args: append([]string{"-m", module}, args...), Dir: dir, Env: env})
 	if err != nil {
-		return r, fmt.Errorf("sandbox probe: %w (%s)", err, toolchain.Tail(o.Stderr, 300))
+		return r, fmt.Errorf("%s probe: %w (%s)", module, err, toolchain.Tail(o.Stderr, 300))
 	}
 	line := toolchain.LastJSONLine(o.Stdout)
 	if err := json.Unmarshal([]byte(line), &r); err != nil {
-		return r, fmt.Errorf("sandbox probe: decode %q: %w", toolchain.Tail(line, 200), err)
+		return r, fmt.Errorf("%s probe: decode %q: %w", module, toolchain.Tail(line, 200), err)
 	}
 	return r, nil
 }

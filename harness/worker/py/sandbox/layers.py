@@ -510,11 +510,28 @@ def probe():
     os.makedirs(judge)
     os.chmod(base, 0o711)
     sharing = gpu_sharing()
+    pid, rep = in_throwaway(lambda: _probe_child(base, work, judge, sharing))
+    cgroup.release(cgroup.handle(pid), wait_s=2.0)
+    import shutil
+    shutil.rmtree(base, ignore_errors=True)
+    print(json.dumps(rep))
+
+
+def in_throwaway(fn):
+    """Runs fn() in a forked child, which then exits; returns the child's
+    pid and the dict fn returned there ({"error"} where it raised), once
+    the child has ended. A process fn forks that returns from it too (a
+    jail's init) reports in its place; one that ends inside it (a keeper)
+    reports nothing."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(r)
-        _probe_child(base, work, judge, w, jail, sharing)
+        try:
+            rep = fn()
+        except BaseException as e:  # noqa: BLE001 - reported
+            rep = {"error": repr(e)}
+        os.write(w, json.dumps(rep).encode())
         os._exit(0)
     os.close(w)
     chunks = []
@@ -524,11 +541,7 @@ def probe():
             break
         chunks.append(b)
     os.waitpid(pid, 0)
-    cgroup.release(cgroup.handle(pid), wait_s=2.0)
-    import shutil
-    shutil.rmtree(base, ignore_errors=True)
-    rep = json.loads(b"".join(chunks) or b"{}")
-    print(json.dumps(rep))
+    return pid, json.loads(b"".join(chunks) or b"{}")
 
 
 # The layers a GPU job runs without (worker.py's GPU_JAIL_GAP says why):
@@ -603,7 +616,7 @@ def _gpu_jobs_gap(rep, sharing):
     _stand_ins(rep)
 
 
-def _probe_child(base, work, judge, w, jail, sharing):
+def _probe_child(base, work, judge, sharing):
     rep = {}
     try:
         from sandbox import cgroup
@@ -630,7 +643,7 @@ def _probe_child(base, work, judge, w, jail, sharing):
                 pass
     except BaseException as e:  # noqa: BLE001
         rep["error"] = repr(e)
-    os.write(w, json.dumps(rep).encode())
+    return rep
 
 
 if __name__ == "__main__":

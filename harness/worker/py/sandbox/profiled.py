@@ -5,18 +5,20 @@ profile cannot be a fork of the warm worker (whose children enter their jail
 from the fork). The profile driver enters the same jail itself, first
 thing, before it imports torch or reads a candidate: the job's view of the
 filesystem with a private /tmp and /dev/shm, a PID namespace whose init it
-is or, under a profiler that injects itself, a cgroup (what the candidate
-starts dies with either), its own folder the only one it writes, an
-unprivileged uid, no capabilities, Landlock and seccomp. The
+is inside a cgroup or, under a profiler that injects itself, the cgroup
+alone (what the candidate starts dies with either), its own folder the only
+one it writes, an unprivileged uid, no capabilities, Landlock and seccomp. The
 shared build caches are read-only to it, as to an evaluation's candidate:
 its load_inline loads what the harness's build step made (kevolve/_extcache.py)
 or builds in its own folder.
 
 Two layers differ from an evaluation's, each for the profiler's sake:
 
-  network       the injected profiler library in the process reports to the
-                profiler's front end over a local socket, so the process
-                keeps the host's network (its namespace and TCP).
+  network       under a profiler that injects itself (Nsight Compute,
+                rocprofv3) the injected library reports to the profiler's
+                front end over a local socket, so the process keeps the
+                host's network (its namespace and TCP); under perf and
+                CUPTI it has none.
   capabilities  where the NVIDIA driver gives GPU performance counters to
                 admins only (RmProfilingAdminOnly, the module option
                 NVreg_RestrictProfilingToAdminUsers), the process keeps
@@ -46,18 +48,27 @@ def counters_admin_only(params=PARAMS):
     return False
 
 
-def _pid_namespace():
-    """Forks this process into a PID namespace whose init it is; the
-    caller's side becomes the keeper and never returns. (ok, detail)."""
+def _pid_namespace(deadline_s):
+    """Forks this process into a PID namespace whose init it is, inside a
+    cgroup of its own where the host makes one (its process limit and
+    memory account, as an evaluation's); the caller's side becomes the
+    keeper (_keep_cgroup) and never returns. ((ok, detail) of the
+    namespace, (ok, detail) of the cgroup). Where no namespace can be
+    made, the cgroup alone holds the process (_cgroup)."""
+    from sandbox import cgroup
+    cgroup.prepare(clean=False)  # names the keeper, whose name the cgroup carries
+    cg, cg_why = cgroup.make(os.getpid(), 0)
     pid, why = jail.fork_jailed()
     if pid is None:
-        return False, why
+        cgroup.release(cg)
+        return (False, why), _cgroup(deadline_s)
     if pid:
-        jail.keep(pid)
+        _keep_cgroup(pid, cg, deadline_s)
+    cg_rep = cgroup.join(cg) if cg is not None else (False, cg_why)
     ok, proc = jail.enter_own_proc()
     layers.set_pdeathsig()
     layers.set_subreaper()  # as the namespace's init it reaps orphans anyway; the report asks
-    return ok, why + "; " + proc
+    return (ok, why + "; " + proc), cg_rep
 
 
 def _cgroup(deadline_s):
@@ -83,7 +94,9 @@ def _cgroup(deadline_s):
 def _keep_cgroup(pid, cg, deadline_s):
     """Waits for the child pid (killing its cgroup cg at deadline_s, when
     given), reaping the orphans it leaves meanwhile; then kills whatever
-    is left in cg, removes it, reaps the last and ends as the child did."""
+    is left in cg, removes it, reaps the last and ends as the child did.
+    cg None (a host that makes no cgroup): the child's own end, and its
+    PID namespace's where it has one, is all there is to wait for."""
     import json
     import time
     from sandbox import cgroup
@@ -149,14 +162,56 @@ def enter(work, reads, counters=False, by_cgroup=False, network=True, deadline_s
     if by_cgroup:
         ns, cg = (False, "an injecting profiler's process: " + CGROUP_INSTEAD), _cgroup(deadline_s)
     else:
-        ns, cg = _pid_namespace(), None
+        ns, cg = _pid_namespace(deadline_s)
     os.environ.update(layers.private_env(work))
     os.chdir(work)
     admin = counters and os.geteuid() == 0 and counters_admin_only()
     rep = layers.enter(work, need_reachable=list(reads) + [sys.executable, sys.prefix], network=network,
                        view=view, pidns=ns, keep_admin=admin, cgroup=cg)
     if network:
-        rep["missing"]["netns"] = "the profiler's injected library reports to its front end over a local socket"
+        # Not missing: taken out for the profiler (the module's docstring).
+        rep["missing"].pop("netns", None)
+        rep.setdefault("kept", {})["netns"] = "the profiler's injected library reports to its front end over a local socket"
     if by_cgroup and cg[0]:
         rep.setdefault("replaced", {})["pidns"] = CGROUP_INSTEAD
     return rep
+
+
+def probe(by_cgroup):
+    """Enters the jail as a profile driver does (by_cgroup: as under an
+    injecting profiler) in a throwaway child over a temporary folder, checks
+    that its own folder is the only one it writes, and prints the report as
+    JSON (kevolve-mcp doctor)."""
+    import json
+    import shutil
+    import tempfile
+    base = tempfile.mkdtemp(prefix="kevolve-profile-probe-")
+    work, outside = os.path.join(base, "work"), os.path.join(base, "outside")
+    os.makedirs(work)
+    os.makedirs(outside)
+    os.chmod(base, 0o711)
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the worker's folder, above sandbox/
+
+    def child():
+        # The cgroup's jail is an injecting profiler's: the one that keeps the network.
+        rep = enter(work, [here], by_cgroup=by_cgroup, network=by_cgroup, deadline_s=30)
+        rep["writable"] = [name for name, d in (("own folder", work), ("outside it", outside)) if _writes(d)]
+        return rep
+
+    _, rep = layers.in_throwaway(child)
+    shutil.rmtree(base, ignore_errors=True)
+    print(json.dumps(rep))
+
+
+def _writes(d):
+    try:
+        with open(os.path.join(d, "probe"), "w") as f:
+            f.write("x")
+        return True
+    except OSError:
+        return False
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--probe"]:
+        probe("--cgroup" in sys.argv[2:])
