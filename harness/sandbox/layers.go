@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -175,12 +176,5 @@ func profiledState(l Layer) (state, why string) {
 	case l.Kept != "":
 		return "kept out", "for the profiler: " + l.Kept
 	}
-	return "MISSING", "without it: " + firstNonEmpty(l.Detail, l.Without)
-}
-
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
+	return "MISSING", "without it: " + cmp.Or(l.Detail, l.Without)
 }

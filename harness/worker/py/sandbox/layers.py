@@ -517,6 +517,16 @@ def probe():
     print(json.dumps(rep))
 
 
+def can_write(path):
+    """Whether this process can create (or replace) the file path and write it."""
+    try:
+        with open(path, "w") as f:
+            f.write("x")
+        return True
+    except OSError:
+        return False
+
+
 def in_throwaway(fn):
     """Runs fn() in a forked child, which then exits; returns the child's
     pid and the dict fn returned there ({"error"} where it raised), once
@@ -635,12 +645,8 @@ def _probe_child(base, work, judge, sharing):
         rep = enter(work, need_reachable=[sys.executable, here], view=view, pidns=pidns, cgroup=cg_rep)
         _gpu_jobs_gap(rep, sharing)
         for name, path in (("judge_dir", os.path.join(judge, "x")), ("work_dir", os.path.join(work, "x"))):
-            try:
-                with open(path, "w") as f:
-                    f.write("x")
+            if can_write(path):
                 rep.setdefault("writable", []).append(name)
-            except OSError:
-                pass
     except BaseException as e:  # noqa: BLE001
         rep["error"] = repr(e)
     return rep

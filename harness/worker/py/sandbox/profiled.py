@@ -190,26 +190,20 @@ def probe(by_cgroup):
     os.makedirs(work)
     os.makedirs(outside)
     os.chmod(base, 0o711)
+    os.chmod(outside, 0o777)  # any uid may write it: only the jail keeps the process out
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the worker's folder, above sandbox/
 
     def child():
         # The cgroup's jail is an injecting profiler's: the one that keeps the network.
-        rep = enter(work, [here], by_cgroup=by_cgroup, network=by_cgroup, deadline_s=30)
-        rep["writable"] = [name for name, d in (("own folder", work), ("outside it", outside)) if _writes(d)]
+        # The outside folder is in its view (read), as the reference and candidate are.
+        rep = enter(work, [here, outside], by_cgroup=by_cgroup, network=by_cgroup, deadline_s=30)
+        rep["writable"] = [name for name, d in (("own folder", work), ("outside it", outside))
+                           if layers.can_write(os.path.join(d, "probe"))]
         return rep
 
     _, rep = layers.in_throwaway(child)
     shutil.rmtree(base, ignore_errors=True)
     print(json.dumps(rep))
-
-
-def _writes(d):
-    try:
-        with open(os.path.join(d, "probe"), "w") as f:
-            f.write("x")
-        return True
-    except OSError:
-        return False
 
 
 if __name__ == "__main__":
